@@ -1,0 +1,1 @@
+"""The `capsel` command line."""

@@ -1,0 +1,45 @@
+"""Entry point: registers every subcommand and turns CapselError into a clean message."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from capsel import __version__
+from capsel.cli import migrate
+from capsel.cli.common import err_console
+from capsel.errors import CapselError
+
+app = typer.Typer(
+    name="capsel",
+    help="Select SFT data with CAP (Counterfactual Assimilation Profile): ingest, score, select, publish.",
+    no_args_is_help=True,
+    pretty_exceptions_show_locals=False,
+    rich_markup_mode="rich",
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"capsel {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
+) -> None:
+    """capsel: model-aware SFT data selection."""
+
+
+app.command("migrate")(migrate.migrate)
+
+
+def main() -> None:
+    """Run the CLI; user errors print one clear line and exit with status 2."""
+    try:
+        app()
+    except CapselError as exc:
+        err_console.print(f"[bold red]error:[/] {exc}")
+        sys.exit(2)

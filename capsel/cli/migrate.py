@@ -1,0 +1,14 @@
+"""`capsel migrate`: upgrade a database written by an older capsel."""
+
+from __future__ import annotations
+
+from capsel.cli.common import DbOption, console, settings_for
+from capsel.db import open_db
+from capsel.db.migrations import latest_version
+
+
+def migrate(db: DbOption = None) -> None:
+    """Create the database or upgrade its schema to this capsel's version."""
+    settings = settings_for(db)
+    open_db(settings.db_path).close()
+    console.print(f"{settings.db_path}: schema version {latest_version()}")

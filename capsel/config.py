@@ -1,0 +1,29 @@
+"""One typed configuration for capsel, read from CAPSEL_* variables and a .env file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    """Every setting capsel reads; `.env.example` documents each one."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="CAPSEL_", env_file=".env", env_file_encoding="utf-8", extra="forbid"
+    )
+
+    db_path: Path = Field(Path("capsel.duckdb"), description="DuckDB file holding the pool and scores")
+    output_root: Path = Field(Path("capsel_out"), description="root folder every output path must stay inside")
+    max_field_chars: int = Field(
+        1_000_000, gt=0, description="a text field longer than this is quarantined as oversized"
+    )
+
+
+def load_settings(**overrides: object) -> Settings:
+    """Settings from the environment and .env, with explicit (CLI) overrides winning."""
+    clean = {key: value for key, value in overrides.items() if value is not None}
+    return Settings(**clean)

@@ -1,0 +1,46 @@
+"""Open the DuckDB store, creating or upgrading its schema."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+
+from capsel.db.migrations import check_not_newer, latest_version, migrate
+from capsel.db.sqlfiles import run_sql
+from capsel.errors import CapselError
+
+
+def open_db(path: str | Path, read_only: bool = False) -> duckdb.DuckDBPyConnection:
+    """Connect to the store at `path` (':memory:' allowed); writers migrate, readers only check.
+
+    DuckDB allows one writing process per file, so workers must not call this with
+    read_only=False while a writer holds the file.
+    """
+    target = str(path)
+    if target != ":memory:":
+        file = Path(path)
+        if read_only and not file.exists():
+            raise CapselError(f"no capsel database at {file}; run `capsel ingest` first or pass --db")
+        if not read_only:
+            file.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        con = duckdb.connect(target, read_only=read_only)
+    except duckdb.IOException as exc:
+        raise CapselError(f"cannot open {target}: {exc}") from exc
+    if read_only:
+        _check_readable(con, target)
+    else:
+        migrate(con, target)
+    return con
+
+
+def _check_readable(con: duckdb.DuckDBPyConnection, path: str) -> None:
+    exists = run_sql(con, "schema_version_exists").fetchone()[0]
+    version = int(run_sql(con, "schema_version_current").fetchone()[0]) if exists else 0
+    check_not_newer(version, path)
+    if version < latest_version():
+        raise CapselError(
+            f"{path} has schema version {version} (current is {latest_version()}); "
+            "run `capsel migrate` once to upgrade it"
+        )

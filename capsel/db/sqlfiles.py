@@ -1,0 +1,25 @@
+"""Every SQL statement lives in sql/*.sql; this runs them with bound parameters."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from importlib.resources import files
+from typing import Any
+
+import duckdb
+
+
+@lru_cache(maxsize=None)
+def sql_text(name: str) -> str:
+    """Text of `sql/<name>.sql` (name may include a subfolder, e.g. 'migrations/001_init')."""
+    resource = files("capsel.sql").joinpath(*f"{name}.sql".split("/"))
+    return resource.read_text(encoding="utf-8")
+
+
+def run_sql(
+    con: duckdb.DuckDBPyConnection, name: str, params: dict[str, Any] | None = None
+) -> duckdb.DuckDBPyConnection:
+    """Execute one SQL file; values are always bound as `$name` parameters, never formatted in."""
+    if params:
+        return con.execute(sql_text(name), params)
+    return con.execute(sql_text(name))

@@ -1,0 +1,141 @@
+-- capsel schema v1: the pool, its lineage, generations, divergences, selections, runs.
+
+create table runs (
+    run_id varchar primary key,
+    kind varchar not null,                 -- ingest | generate | score | select | flow | ...
+    prefect_flow_run_id varchar,
+    parent_run_id varchar,
+    code_version varchar not null,
+    config json,
+    model_fingerprint varchar,
+    status varchar not null,               -- running | completed | failed | interrupted
+    counters json,
+    error varchar,
+    started_at timestamp not null default current_timestamp,
+    finished_at timestamp
+);
+
+create table sources (
+    source_id varchar primary key,         -- first 16 hex digits of sha256
+    path varchar not null,
+    sha256 varchar not null unique,
+    n_bytes bigint not null,
+    n_rows_read bigint not null,
+    n_inserted bigint not null,
+    n_duplicates bigint not null,
+    n_quarantined bigint not null,
+    n_sampled_out bigint not null default 0,
+    domain_option varchar,
+    field_map json,
+    ingest_run_id varchar not null,
+    ingested_at timestamp not null default current_timestamp
+);
+
+create table candidates (
+    candidate_id varchar primary key,      -- stable hash of domain + dedup key
+    domain varchar not null,
+    instruction varchar not null,
+    input varchar not null default '',
+    response varchar not null,
+    dedup_key varchar not null,
+    source_id varchar not null,
+    source_row bigint not null,            -- 1-based line (JSONL/CSV) or row/element number
+    ingest_run_id varchar not null,
+    created_at timestamp not null default current_timestamp
+);
+
+-- Rows dropped as duplicates keep a pointer to the candidate that won, so no row vanishes untraced.
+create table duplicates (
+    source_id varchar not null,
+    source_row bigint not null,
+    candidate_id varchar not null,
+    ingest_run_id varchar not null
+);
+
+-- Unique rows left out by `ingest --sample`, kept so the draw can be audited.
+create table sampled_out (
+    source_id varchar not null,
+    source_row bigint not null,
+    candidate_id varchar not null,
+    ingest_run_id varchar not null
+);
+
+create table quarantine (
+    source_id varchar not null,
+    source_row bigint not null,
+    raw_text varchar,
+    reason varchar not null,               -- not_json | invalid_utf8 | missing_instruction | ...
+    detail varchar,
+    ingest_run_id varchar not null
+);
+
+create table models (
+    model_fingerprint varchar primary key,
+    name_or_path varchar not null,
+    revision varchar,
+    weight_files json,                     -- {file name: sha256}
+    dtype varchar not null,
+    architecture varchar,
+    n_layers integer,
+    created_at timestamp not null default current_timestamp
+);
+
+create table scoring_configs (
+    config_hash varchar primary key,
+    config json not null
+);
+
+create table generations (
+    candidate_id varchar not null,
+    model_fingerprint varchar not null,
+    config_hash varchar not null,          -- hash of the generation config (prompt tokens, horizon)
+    prompt_ids integer[],
+    response_ids integer[],
+    generated_ids integer[],
+    excluded_reason varchar,               -- short_prompt | short_response | empty_generation
+    generator varchar not null,            -- hf | vllm
+    run_id varchar not null,
+    created_at timestamp not null default current_timestamp,
+    primary key (candidate_id, model_fingerprint, config_hash)
+);
+
+create table divergences (
+    candidate_id varchar not null,
+    model_fingerprint varchar not null,
+    config_hash varchar not null,          -- hash of the scoring config (tokens, horizon, split)
+    n_aligned integer,
+    layer_divergence double[],
+    d_early double,
+    d_late double,
+    ppl double,
+    excluded_reason varchar,
+    run_id varchar not null,
+    created_at timestamp not null default current_timestamp,
+    primary key (candidate_id, model_fingerprint, config_hash)
+);
+
+create table selections (
+    selection_id varchar primary key,
+    method varchar not null,
+    budget varchar not null,               -- as given: '800' or '10%'
+    budget_mode varchar not null,          -- per_domain | total
+    domains varchar[],
+    seed integer,
+    model_fingerprint varchar,
+    config_hash varchar,
+    run_id varchar,
+    out_dir varchar not null,
+    n_members bigint not null,
+    manifest json,
+    created_at timestamp not null default current_timestamp
+);
+
+create table selection_members (
+    selection_id varchar not null,
+    candidate_id varchar not null,
+    domain varchar not null,
+    rank integer not null,                 -- 1-based within the domain
+    score double,
+    z double,
+    primary key (selection_id, candidate_id)
+);

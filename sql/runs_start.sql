@@ -1,0 +1,6 @@
+insert into runs (
+    run_id, kind, prefect_flow_run_id, parent_run_id, code_version, config, model_fingerprint, status
+)
+values (
+    $run_id, $kind, $prefect_flow_run_id, $parent_run_id, $code_version, $config, $model_fingerprint, 'running'
+);

@@ -1,0 +1,2 @@
+insert into schema_version (version, name)
+values ($version, $name);

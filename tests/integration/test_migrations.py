@@ -1,0 +1,49 @@
+"""Schema migrations on real DuckDB files: create, upgrade, refuse newer."""
+
+import duckdb
+import pytest
+
+from capsel.db import open_db, run_sql, sql_text
+from capsel.db.migrations import available_migrations, latest_version
+from capsel.errors import CapselError, SchemaVersionError
+
+
+def test_new_file_gets_latest_schema(tmp_path):
+    path = tmp_path / "capsel.duckdb"
+    con = open_db(path)
+    assert run_sql(con, "schema_version_current").fetchone()[0] == latest_version()
+    tables = {row[0] for row in con.execute("select table_name from information_schema.tables").fetchall()}
+    assert {"candidates", "sources", "quarantine", "generations", "divergences", "selections", "runs"} <= tables
+    con.close()
+
+
+def test_old_database_is_upgraded(tmp_path):
+    path = tmp_path / "old.duckdb"
+    first = available_migrations()[0]
+    raw = duckdb.connect(str(path))
+    run_sql(raw, "schema_version_create")
+    raw.execute(sql_text(first.sql_name))
+    run_sql(raw, "schema_version_record", {"version": 1, "name": first.name})
+    raw.close()
+    con = open_db(path)
+    assert run_sql(con, "schema_version_current").fetchone()[0] == latest_version()
+    con.close()
+    # reopening is a no-op, not a second application
+    open_db(path).close()
+
+
+def test_newer_database_is_refused_with_clear_message(tmp_path):
+    path = tmp_path / "future.duckdb"
+    open_db(path).close()
+    raw = duckdb.connect(str(path))
+    run_sql(raw, "schema_version_record", {"version": latest_version() + 5, "name": "future"})
+    raw.close()
+    with pytest.raises(SchemaVersionError, match="upgrade capsel"):
+        open_db(path)
+    with pytest.raises(SchemaVersionError):
+        open_db(path, read_only=True)
+
+
+def test_read_only_open_of_missing_file_is_clear(tmp_path):
+    with pytest.raises(CapselError, match="no capsel database"):
+        open_db(tmp_path / "missing.duckdb", read_only=True)
