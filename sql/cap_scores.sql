@@ -1,14 +1,6 @@
--- CAP and z per scored candidate; null filters mean "all" (the score export joins this).
+-- CAP and z per scored candidate (the cap_scores view); null filters mean "all", for the score export.
 with final as (
-    select
-        candidate_id,
-        model_fingerprint,
-        config_hash,
-        domain,
-        d_early,
-        d_late,
-        cap,
-        z
+    select *
     from cap_scores
     where ($model_fingerprint::varchar is null or model_fingerprint = $model_fingerprint)
         and ($config_hash::varchar is null or config_hash = $config_hash)

@@ -5,11 +5,6 @@ with members as (
 quarantined as (
     select distinct source_id, source_row from quarantine
 ),
-scores as (
-    select candidate_id, excluded_reason
-    from divergences
-    where model_fingerprint = $model_fingerprint and config_hash = $config_hash
-),
 final as (
     select
         members.candidate_id,
@@ -30,7 +25,10 @@ final as (
     left join sources on sources.source_id = candidates.source_id
     left join quarantined
         on quarantined.source_id = candidates.source_id and quarantined.source_row = candidates.source_row
-    left join scores on scores.candidate_id = members.candidate_id
+    left join divergences as scores
+        on scores.candidate_id = members.candidate_id
+        and scores.model_fingerprint = $model_fingerprint
+        and scores.config_hash = $config_hash
 )
 select * from final
 order by candidate_id;

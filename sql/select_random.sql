@@ -24,21 +24,14 @@ pool as (
     union all
     select * from unscored
 ),
-ranked as (
+final as (
     select
         pool.*,
-        quotas.k,
-        row_number() over (
-            partition by pool.domain
-            order by md5($seed::varchar || ':' || pool.candidate_id), pool.candidate_id
-        ) as rank
+        md5($seed::varchar || ':' || pool.candidate_id) as draw,
+        row_number() over (partition by pool.domain order by draw, pool.candidate_id) as rank
     from pool
     join quotas on quotas.domain = pool.domain
-),
-final as (
-    select candidate_id, domain, rank, d_early, d_late, cap, z
-    from ranked
-    where rank <= k
+    qualify rank <= quotas.k
 )
-select * from final
+select * exclude (draw) from final
 order by domain, rank;

@@ -7,18 +7,13 @@ scored as (
     from cap_scores
     where model_fingerprint = $model_fingerprint and config_hash = $config_hash
 ),
-ranked as (
+final as (
     select
         scored.*,
-        quotas.k,
         row_number() over (partition by scored.domain order by scored.z desc, scored.candidate_id asc) as rank
     from scored
     join quotas on quotas.domain = scored.domain
-),
-final as (
-    select candidate_id, domain, rank, d_early, d_late, cap, z
-    from ranked
-    where rank <= k
+    qualify rank <= quotas.k
 )
 select * from final
 order by domain, rank;

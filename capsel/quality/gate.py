@@ -62,7 +62,10 @@ def check_selection(
         columns=["domain", "k", "n_members", "z_mean", "z_std"],
     )
     results = _validate(
-        {"members": (checked, member_expectations(spec)), "domains": (domains, domain_expectations(spec))},
+        {
+            "members": (checked, member_expectations(spec), "candidate_id"),
+            "domains": (domains, domain_expectations(spec), "domain"),
+        },
         report_dir,
     )
     failures = [
@@ -81,14 +84,14 @@ def check_selection(
     )
 
 
-def _validate(tables: dict[str, tuple[pd.DataFrame, list]], report_dir: Path) -> dict:
+def _validate(tables: dict[str, tuple[pd.DataFrame, list, str]], report_dir: Path) -> dict:
     # imported here: great_expectations takes seconds to import, and only this step needs it
     import great_expectations as gx
 
     context = _ephemeral_context(report_dir)
     source = context.data_sources.add_pandas("selection")
     results = {}
-    for table, (frame, expectations) in tables.items():
+    for table, (frame, expectations, id_column) in tables.items():
         batch = source.add_dataframe_asset(table).add_batch_definition_whole_dataframe(table)
         suite = context.suites.add(gx.ExpectationSuite(name=f"capsel_{table}", expectations=expectations))
         definition = context.validation_definitions.add(
@@ -98,11 +101,13 @@ def _validate(tables: dict[str, tuple[pd.DataFrame, list]], report_dir: Path) ->
         checkpoint = context.checkpoints.add(gx.Checkpoint(
             name=f"capsel_{table}",
             validation_definitions=[definition],
-            actions=[gx.checkpoint.UpdateDataDocsAction(name="report", site_names=[_SITE])],
-            result_format="SUMMARY",
+            # name failing rows by their id, not only by the offending value
+            result_format={"result_format": "SUMMARY", "unexpected_index_column_names": [id_column]},
         ))
         run = checkpoint.run(batch_parameters={"dataframe": frame})
         results[table] = next(iter(run.run_results.values()))
+    # one build for both tables: rendering the site costs more than the validation itself
+    context.build_data_docs(site_names=[_SITE])
     return results
 
 
@@ -139,7 +144,8 @@ def _describe(table: str, outcome) -> str:
     if outcome.exception_info and outcome.exception_info.get("raised_exception"):
         detail = f"error: {outcome.exception_info.get('exception_message')}"
     elif "unexpected_count" in result:
-        detail = f"{result['unexpected_count']} unexpected, e.g. {_json(result.get('partial_unexpected_list', [])[:5])}"
+        examples = result.get("partial_unexpected_index_list") or result.get("partial_unexpected_list") or []
+        detail = f"{result['unexpected_count']} unexpected, e.g. {_json(examples[:5])}"
     else:
         detail = f"observed {_json(result.get('observed_value'))}"
     return f"{table}: {config.type}({args}): {detail}"

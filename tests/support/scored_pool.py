@@ -31,11 +31,15 @@ def make_pool(
     config: str = CONFIG,
     n_excluded: int = 0,
     with_candidates: bool = True,
+    fixed: dict[str, tuple[list[float], list[float]]] | None = None,
 ) -> PoolTables:
     """Candidates in `sizes` domains, each scored by (model, config) with d_late ≈ a + b·d_early + noise.
 
     The first `n_excluded` candidates of every domain get an exclusion reason (and no divergences).
+    `fixed` gives (d_early, d_late) for a domain instead (its size is then their length).
     """
+    fixed = fixed or {}
+    sizes = {**sizes, **{domain: len(values[0]) for domain, values in fixed.items()}}
     rng = np.random.default_rng(seed)
     frames, scores = [], []
     for index, (domain, size) in enumerate(sorted(sizes.items())):
@@ -53,6 +57,8 @@ def make_pool(
         }))
         d_early = rng.uniform(0.05, 0.6, size)
         d_late = 0.1 + (0.5 + 0.3 * index) * d_early + rng.normal(0.0, 0.05, size)
+        if domain in fixed:
+            d_early, d_late = (np.asarray(values, dtype=float) for values in fixed[domain])
         excluded = np.arange(size) < n_excluded
         scores.append(pd.DataFrame({
             "candidate_id": ids,
@@ -65,7 +71,7 @@ def make_pool(
             "excluded_reason": np.where(excluded, "short_response", None),
             "run_id": SCORE_RUN,
         }))
-    candidates = pd.concat(frames, ignore_index=True)
+    candidates = pd.concat(frames, ignore_index=True)  # also returned when not written, for references
     divergences = pd.concat(scores, ignore_index=True)
     divergences[["d_early", "d_late"]] = divergences[["d_early", "d_late"]].astype(object).where(
         divergences[["d_early", "d_late"]].notna(), None
