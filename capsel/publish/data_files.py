@@ -21,7 +21,9 @@ def published_rows(members: pd.DataFrame) -> pd.DataFrame:
     return members.rename(columns={"response": "output"})[PARQUET_COLUMNS].reset_index(drop=True)
 
 
-def write_data_files(members: pd.DataFrame, directory: Path, dataset_name: str, on_written: FileHook) -> list[Path]:
+def write_data_files(
+    members: pd.DataFrame, directory: Path, dataset_name: str, on_written: FileHook
+) -> list[Path]:
     """Write data.parquet, data.jsonl and dataset_info.json into `directory`; return their paths."""
     rows = published_rows(members)
     parquet = directory / "data.parquet"

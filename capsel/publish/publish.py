@@ -77,7 +77,7 @@ def publish_selection(
         gate = check_selection(
             con,
             selection.members,
-            GateSpec(quotas={quota.domain: quota.k for quota in selection.quotas}, scored=selection.key is not None),
+            GateSpec(quotas={q.domain: q.k for q in selection.quotas}, scored=selection.key is not None),
             selection.key,
             selection.z_stats,
             staging / "gate",

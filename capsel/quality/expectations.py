@@ -1,4 +1,8 @@
-"""The expectations a selection must meet before it is published, as great-expectations objects."""
+"""The expectations a selection must meet before it is published, as great-expectations objects.
+
+great_expectations is imported inside the functions: it takes seconds to import, and only the
+gate needs it (not `capsel --help`, not the selection library).
+"""
 
 from __future__ import annotations
 
@@ -42,13 +46,19 @@ def member_expectations(spec: GateSpec) -> list:
 
     checks = [
         gxe.ExpectTableColumnsToMatchSet(column_set=[*MEMBER_TYPES, *SCORE_COLUMNS], exact_match=False),
-        *(gxe.ExpectColumnValuesToBeInTypeList(column=column, type_list=types) for column, types in MEMBER_TYPES.items()),
+        *(
+            gxe.ExpectColumnValuesToBeInTypeList(column=column, type_list=types)
+            for column, types in MEMBER_TYPES.items()
+        ),
         gxe.ExpectColumnValuesToBeUnique(column="candidate_id"),
         gxe.ExpectCompoundColumnsToBeUnique(column_list=["domain", "rank"]),
         gxe.ExpectColumnValuesToBeInSet(column="domain", value_set=sorted(spec.quotas)),
         gxe.ExpectTableRowCountToEqual(value=sum(spec.quotas.values())),
         *(gxe.ExpectColumnValuesToNotBeNull(column=column) for column in ("instruction", "input", "response")),
-        *(gxe.ExpectColumnValuesToNotMatchRegex(column=column, regex=r"^\s*$") for column in ("instruction", "response")),
+        *(
+            gxe.ExpectColumnValuesToNotMatchRegex(column=column, regex=r"^\s*$")
+            for column in ("instruction", "response")
+        ),
         gxe.ExpectColumnValuesToBeInSet(column="has_candidate", value_set=[True]),
         gxe.ExpectColumnValuesToBeInSet(column="has_source", value_set=[True]),
         gxe.ExpectColumnValuesToBeInSet(column="is_quarantined", value_set=[False]),
@@ -57,7 +67,10 @@ def member_expectations(spec: GateSpec) -> list:
         checks += [
             gxe.ExpectColumnValuesToBeInSet(column="has_score", value_set=[True]),
             gxe.ExpectColumnValuesToBeNull(column="excluded_reason"),
-            *(gxe.ExpectColumnValuesToBeInTypeList(column=column, type_list=FLOAT_TYPES) for column in SCORE_COLUMNS),
+            *(
+                gxe.ExpectColumnValuesToBeInTypeList(column=column, type_list=FLOAT_TYPES)
+                for column in SCORE_COLUMNS
+            ),
             *(gxe.ExpectColumnValuesToNotBeNull(column=column) for column in SCORE_COLUMNS),
             *(
                 gxe.ExpectColumnValuesToBeBetween(column=column, min_value=-FINITE_BOUND, max_value=FINITE_BOUND)
@@ -85,7 +98,9 @@ def domain_expectations(spec: GateSpec) -> list:
     return checks
 
 
-def domain_table(members_domains: Sequence[str], quotas: dict[str, int], z_stats: dict[str, tuple]) -> list[dict]:
+def domain_table(
+    members_domains: Sequence[str], quotas: dict[str, int], z_stats: dict[str, tuple]
+) -> list[dict]:
     """Rows of the per-domain table the domain checks run on."""
     counts: dict[str, int] = {}
     for domain in members_domains:

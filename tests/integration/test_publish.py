@@ -155,3 +155,21 @@ def test_db_failure_takes_the_directory_back(store):
         publish_selection(con, selection, out_dir, created_at=created)
     assert visible(out_dir) == [] and leftovers(out_dir) == []
     assert n_rows(con, "selections") == 1 and n_rows(con, "selection_members") == 0
+
+
+def test_random_control_without_scores_publishes_from_all_candidates(tmp_path):
+    scratch = open_db(":memory:")
+    tables = make_pool(scratch, {"code": 30, "math": 20})
+    con = open_db(tmp_path / "bare.duckdb")
+    con.append("sources", tables.sources, by_name=True)
+    con.append("candidates", tables.candidates, by_name=True)
+    request = SelectionRequest(parse_budget("5"), method="random", seed=4)
+    selection = build_selection(con, request, resolve_scoring_key(con, required=False))
+    published = publish_selection(con, selection, tmp_path / "out")
+    manifest = published.manifest
+    assert manifest["pool"].startswith("all candidates") and manifest["model"]["fingerprint"] is None
+    assert manifest["n_members"] == 10 and manifest["seed"] == 4
+    assert pd.read_parquet(published.path / "data.parquet")["z"].isna().all()
+    # nothing to plot without scores: the report is the summary table alone
+    assert [p.name for p in (published.path / "report").iterdir()] == ["index.html"]
+    con.close()
