@@ -21,6 +21,9 @@ class Settings(BaseSettings):
     max_field_chars: int = Field(
         1_000_000, gt=0, description="a text field longer than this is quarantined as oversized"
     )
+    report_max_points: int = Field(
+        20_000, gt=0, description="selection report plots show at most this many pool points per domain"
+    )
 
 
 def load_settings(**overrides: object) -> Settings:

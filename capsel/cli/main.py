@@ -7,7 +7,7 @@ import sys
 import typer
 
 from capsel import __version__
-from capsel.cli import migrate
+from capsel.cli import migrate, select, selections
 from capsel.cli.common import err_console
 from capsel.errors import CapselError
 
@@ -34,6 +34,8 @@ def _root(
 
 
 app.command("migrate")(migrate.migrate)
+app.command("select")(select.select)
+app.command("selections")(selections.selections)
 
 
 def main() -> None:

@@ -1,0 +1,115 @@
+"""`capsel select`: pick a CAP (or seeded random) subset under a budget, gate it and publish it."""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from capsel.cli.common import DbOption, console, settings_for
+from capsel.db import open_db
+from capsel.paths import inside_root
+from capsel.publish import publish_selection
+from capsel.runs import recorded_run
+from capsel.selection.budget import parse_budget
+from capsel.selection.plan import Selection, SelectionRequest, build_selection
+from capsel.selection.scoring_key import resolve_scoring_key
+
+
+class MethodChoice(str, Enum):
+    """Selection methods offered on the command line."""
+
+    cap = "cap"
+    random = "random"
+
+
+def select(
+    budget: Annotated[str, typer.Option(
+        "--budget", help="Members per domain (or in total): a count like 800 or a share like 10%.",
+    )],
+    out: Annotated[Path, typer.Option(
+        "--out", help="Folder (inside the output root) that receives <selection_id>/.",
+    )],
+    total: Annotated[bool, typer.Option(
+        "--total/--per-domain",
+        help="Split the budget across domains in proportion to their eligible pools, "
+        "or apply it in each domain (default, the paper's setting).",
+    )] = False,
+    domain: Annotated[Optional[list[str]], typer.Option(
+        "--domain", help="Only these domains (repeat the option); default: every domain.",
+    )] = None,
+    method: Annotated[MethodChoice, typer.Option(
+        "--method", help="cap: highest CAP z per domain; random: the seeded control.",
+    )] = MethodChoice.cap,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the random control.")] = 0,
+    model: Annotated[Optional[str], typer.Option(
+        "--model", help="Model fingerprint or name/path whose scores to use (needed when several are scored).",
+    )] = None,
+    config_hash: Annotated[Optional[str], typer.Option(
+        "--config-hash", help="Scoring config hash to use (needed when several are scored).",
+    )] = None,
+    db: DbOption = None) -> None:
+    """Select a subset under a budget, check it with the data-quality gate and publish it."""
+    settings = settings_for(db)
+    out_dir = inside_root(settings.output_root, out)
+    request = SelectionRequest(
+        budget=parse_budget(budget, "total" if total else "per_domain"),
+        method=method.value,
+        domains=tuple(domain) if domain else None,
+        seed=seed,
+        model=model,
+        config_hash=config_hash,
+    )
+    con = open_db(settings.db_path)
+    counters: dict = {}
+    try:
+        key = resolve_scoring_key(con, model, config_hash, required=request.method == "cap")
+        with _stages() as progress, recorded_run(
+            con, "select", counters, config=request.as_dict(),
+            model_fingerprint=key.model_fingerprint if key else None,
+        ) as run_id:
+            stage = progress.add_task("fitting domains and selecting", total=3)
+            selection = build_selection(con, request, key)
+            counters.update(n_members=len(selection.members), n_domains=len(selection.quotas))
+            progress.update(stage, advance=1, description="data-quality gate and publish")
+            published = publish_selection(
+                con, selection, out_dir, run_id, settings.report_max_points,
+                on_file_written=lambda path: progress.update(stage, description=f"wrote {path.name}"),
+            )
+            progress.update(stage, advance=2, description="published")
+            counters["selection_id"] = published.selection_id
+    finally:
+        con.close()
+    for note in selection.notes:
+        console.print(f"[yellow]note:[/] {note}")
+    console.print(_summary(selection, published.manifest))
+    console.print(
+        f"published [bold]{published.selection_id}[/] with {len(selection.members)} members at {published.path}"
+    )
+
+
+def _stages() -> Progress:
+    return Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        console=console, transient=True,
+    )
+
+
+def _summary(selection: Selection, manifest: dict) -> Table:
+    table = Table(title=f"{selection.request.method} selection, budget {selection.request.budget.text}")
+    for name in ("domain", "pool", "k", "alpha", "beta", "r²", "cut z"):
+        table.add_column(name, justify="left" if name == "domain" else "right")
+    for entry in manifest["domains"]:
+        table.add_row(
+            entry["domain"], str(entry["size"]), str(entry["k"]),
+            *(_num(entry.get(name)) for name in ("alpha", "beta", "r2", "z_cut")),
+        )
+    return table
+
+
+def _num(value: float | None) -> str:
+    return "" if value is None else f"{value:.4g}"

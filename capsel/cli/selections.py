@@ -1,0 +1,40 @@
+"""`capsel selections`: list every published selection."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.table import Table
+
+from capsel.cli.common import DbOption, console, settings_for
+from capsel.db import open_db
+from capsel.db.records import fetch_records
+
+
+def selections(db: DbOption = None) -> None:
+    """List published selections, newest first (a path marked missing was moved or deleted)."""
+    settings = settings_for(db)
+    con = open_db(settings.db_path, read_only=True)
+    try:
+        rows = fetch_records(con, "selections_list")
+    finally:
+        con.close()
+    if not rows:
+        console.print("no selections published yet; run `capsel select`")
+        return
+    table = Table(title=f"{len(rows)} published selection(s)")
+    for name in ("selection", "method", "budget", "members", "model", "config", "created (UTC)", "path"):
+        table.add_column(
+            name, justify="right" if name == "members" else "left", overflow="fold", no_wrap=name == "selection"
+        )
+    for row in rows:
+        budget = f"{row['budget']} {row['budget_mode'].replace('_', ' ')}"
+        if row["method"] == "random":
+            budget += f", seed {row['seed']}"
+        path = row["out_dir"] if Path(row["out_dir"]).is_dir() else f"{row['out_dir']} (missing)"
+        table.add_row(
+            row["selection_id"], row["method"], budget, str(row["n_members"]),
+            row["model_fingerprint"] or "-", row["config_hash"] or "-",
+            f"{row['created_at']:%Y-%m-%d %H:%M:%S}", path,
+        )
+    console.print(table)

@@ -1,0 +1,156 @@
+"""Publish a selection atomically: gate, build in a `.tmp-*` sibling, rename, record in the DB."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+import duckdb
+import orjson
+
+from capsel.errors import CapselError
+from capsel.publish.data_files import FileHook, write_data_files
+from capsel.publish.dataset_card import dataset_card
+from capsel.publish.manifest import build_manifest
+from capsel.publish.record import record_selection
+from capsel.publish.report import report_points, write_report
+from capsel.publish.selection_id import members_digest, new_selection_id
+from capsel.quality.expectations import GateSpec
+from capsel.quality.gate import GateResult, check_selection
+from capsel.selection.plan import Selection
+
+REJECTED_DIR = "rejected"
+STAGING_PREFIX = ".tmp-"
+
+
+class GateFailedError(CapselError):
+    """The data-quality gate refused a selection; nothing was published."""
+
+    def __init__(self, gate: GateResult, kept_at: Path) -> None:
+        listing = "\n  ".join(gate.failures)
+        super().__init__(
+            f"the data-quality gate failed {len(gate.failures)} of {gate.n_expectations} expectations; "
+            f"nothing was published. Report kept at {kept_at}:\n  {listing}"
+        )
+        self.gate = gate
+        self.kept_at = kept_at
+
+
+@dataclass(frozen=True)
+class PublishedSelection:
+    """Where a selection landed and what its manifest says."""
+
+    selection_id: str
+    path: Path
+    manifest: dict
+
+
+def publish_selection(
+    con: duckdb.DuckDBPyConnection,
+    selection: Selection,
+    out_dir: Path,
+    run_id: str | None = None,
+    report_max_points: int = 20_000,
+    on_file_written: FileHook | None = None,
+    created_at: datetime | None = None,
+) -> PublishedSelection:
+    """Gate `selection`, then publish it as `out_dir/<selection_id>/` and record it in the DB.
+
+    The directory appears only complete (built under `.tmp-<id>`, then renamed), and its DB rows
+    are committed in the transaction that spans the rename. A failing gate publishes nothing and
+    keeps its report in `out_dir/rejected/<id>/`. `on_file_written` is called after each file.
+    """
+    notify = on_file_written or (lambda path: None)
+    created_at = created_at or datetime.now(timezone.utc)
+    digest = members_digest(selection.members)
+    selection_id = new_selection_id(digest, created_at)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    final = out_dir / selection_id
+    if final.exists():
+        raise CapselError(f"{final} already exists; run the selection again for a fresh id")
+    staging = out_dir / f"{STAGING_PREFIX}{selection_id}"
+    staging.mkdir()
+    try:
+        gate = check_selection(
+            con,
+            selection.members,
+            GateSpec(quotas={q.domain: q.k for q in selection.quotas}, scored=selection.key is not None),
+            selection.key,
+            selection.z_stats,
+            staging / "gate",
+        )
+        if not gate.success:
+            raise GateFailedError(gate, _keep_rejected(staging, out_dir, selection_id, gate))
+        data_files = write_data_files(selection.members, staging, selection_id, notify)
+        manifest = build_manifest(selection, selection_id, created_at, digest, run_id, gate, data_files)
+        _write_report(con, selection, staging / "report", selection_id, manifest, report_max_points, notify)
+        _write(staging / "README.md", dataset_card(manifest).encode(), notify)
+        _write(staging / "manifest.json", orjson.dumps(manifest, option=orjson.OPT_INDENT_2), notify)
+        _sync_tree(staging)
+        _rename_and_record(con, staging, final, manifest, selection, created_at)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return PublishedSelection(selection_id=selection_id, path=final, manifest=manifest)
+
+
+def _write_report(con, selection: Selection, directory: Path, title: str, manifest: dict,
+                  max_points: int, notify: FileHook) -> None:
+    points = None
+    if selection.key is not None:
+        points = report_points(con, selection.key, [fit.domain for fit in selection.fits], max_points)
+    for path in write_report(directory, title, manifest["domains"], selection.members, points,
+                             selection.fits, selection.request.method == "cap", max_points):
+        notify(path)
+
+
+def _rename_and_record(con, staging: Path, final: Path, manifest: dict, selection: Selection,
+                       created_at: datetime) -> None:
+    con.begin()
+    renamed = False
+    try:
+        record_selection(con, manifest, selection.members, str(final), created_at)
+        os.rename(staging, final)
+        renamed = True
+        _fsync_dir(final.parent)
+        con.commit()
+    except BaseException:
+        con.rollback()
+        if renamed:
+            # the rows did not commit: take the directory back out of sight before cleaning it up
+            os.rename(final, staging)
+        raise
+
+
+def _keep_rejected(staging: Path, out_dir: Path, selection_id: str, gate: GateResult) -> Path:
+    kept = out_dir / REJECTED_DIR / selection_id
+    kept.mkdir(parents=True)
+    if (staging / "gate").exists():
+        os.rename(staging / "gate", kept / "gate")
+    (kept / "failures.json").write_bytes(orjson.dumps(gate.failures, option=orjson.OPT_INDENT_2))
+    return kept
+
+
+def _write(path: Path, content: bytes, notify: FileHook) -> None:
+    path.write_bytes(content)
+    notify(path)
+
+
+def _sync_tree(root: Path) -> None:
+    # contents must be on disk before the rename makes them visible, or a power loss could
+    # leave a published name over empty files
+    for directory, _, files in os.walk(root):
+        for name in files:
+            with open(os.path.join(directory, name), "rb") as handle:
+                os.fsync(handle.fileno())
+        _fsync_dir(Path(directory))
+
+
+def _fsync_dir(directory: Path) -> None:
+    handle = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(handle)
+    finally:
+        os.close(handle)

@@ -1,0 +1,146 @@
+"""The selection report: per-domain scatter and z histogram as PNG, gathered in report/index.html."""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import re
+from pathlib import Path
+from typing import Sequence
+
+import duckdb
+import numpy as np
+import pandas as pd
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from capsel.db import run_sql
+from capsel.selection.residualize import DomainFit
+from capsel.selection.scoring_key import ScoringKey
+
+
+def report_points(
+    con: duckdb.DuckDBPyConnection, key: ScoringKey, domains: Sequence[str], max_points: int
+) -> pd.DataFrame:
+    """Scored pool points to plot: at most `max_points` per domain (a stable sample), with the pool size."""
+    return run_sql(con, "report_points", {
+        "model_fingerprint": key.model_fingerprint,
+        "config_hash": key.config_hash,
+        "domains": list(domains),
+        "max_points": int(max_points),
+    }).df()
+
+
+def write_report(
+    directory: Path,
+    title: str,
+    summary: Sequence[dict],
+    members: pd.DataFrame,
+    points: pd.DataFrame | None,
+    fits: Sequence[DomainFit],
+    show_cut: bool,
+    max_points: int,
+) -> list[Path]:
+    """Write the PNGs and index.html into `directory`; return every file written.
+
+    `summary` holds one dict per domain (the manifest's domain entries); `points` is None for an
+    unscored pool, which gets the summary table only.
+    """
+    directory.mkdir(parents=True, exist_ok=True)
+    written, sections = [], []
+    for fit in fits:
+        pool = points[points["domain"] == fit.domain] if points is not None else None
+        if pool is None or pool.empty:
+            continue
+        chosen = _at_most(members[members["domain"] == fit.domain], max_points)
+        stem = _file_stem(fit.domain)
+        scatter = directory / f"{stem}-scatter.png"
+        _save(_scatter_figure(fit, pool, chosen), scatter)
+        histogram = directory / f"{stem}-z.png"
+        _save(_z_figure(fit.domain, pool, chosen, show_cut), histogram)
+        written += [scatter, histogram]
+        sampled = int(pool["n_pool"].iloc[0]) > len(pool)
+        sections.append(_section(fit, scatter.name, histogram.name, sampled, len(pool)))
+    index = directory / "index.html"
+    index.write_text(_page(title, summary, sections), encoding="utf-8")
+    return [*written, index]
+
+
+def _scatter_figure(fit: DomainFit, pool: pd.DataFrame, chosen: pd.DataFrame) -> Figure:
+    figure = Figure(figsize=(6.4, 4.8), layout="constrained")
+    axes = figure.add_subplot()
+    axes.scatter(pool["d_early"], pool["d_late"], s=6, c="#9aa5b1", alpha=0.6, label="pool", linewidths=0)
+    axes.scatter(chosen["d_early"], chosen["d_late"], s=10, c="#d6452b", label="selected", linewidths=0)
+    xs = np.linspace(pool["d_early"].min(), pool["d_early"].max(), 50)
+    axes.plot(xs, fit.alpha + fit.beta * xs, c="#1f3b73", lw=1.5,
+              label=f"OLS: {fit.alpha:.3g} + {fit.beta:.3g}·D_early (r²={fit.r2:.3f})")
+    axes.set_xlabel("D_early")
+    axes.set_ylabel("D_late")
+    axes.set_title(f"{fit.domain}: D_late on D_early (n={fit.n_eligible})")
+    axes.legend(loc="best", fontsize=8)
+    return figure
+
+
+def _z_figure(domain: str, pool: pd.DataFrame, chosen: pd.DataFrame, show_cut: bool) -> Figure:
+    figure = Figure(figsize=(6.4, 4.0), layout="constrained")
+    axes = figure.add_subplot()
+    bins = np.histogram_bin_edges(pool["z"], bins="auto")
+    axes.hist(pool["z"], bins=bins, color="#9aa5b1", label="pool")
+    axes.hist(chosen["z"], bins=bins, color="#d6452b", alpha=0.8, label="selected")
+    if show_cut and len(chosen):
+        cut = float(chosen["z"].min())
+        axes.axvline(cut, color="#1f3b73", ls="--", lw=1.5, label=f"cut z = {cut:.3f}")
+    axes.set_xlabel("z (CAP standardised within the domain)")
+    axes.set_ylabel("candidates")
+    axes.set_title(f"{domain}: z")
+    axes.legend(loc="best", fontsize=8)
+    return figure
+
+
+def _save(figure: Figure, path: Path) -> None:
+    FigureCanvasAgg(figure)
+    figure.savefig(path, dpi=110)
+
+
+def _at_most(frame: pd.DataFrame, limit: int) -> pd.DataFrame:
+    return frame if len(frame) <= limit else frame.sample(n=limit, random_state=0)
+
+
+def _file_stem(domain: str) -> str:
+    # domains are user data: keep file names safe and distinct even when two slugs collide
+    slug = re.sub(r"[^a-z0-9]+", "-", domain.lower()).strip("-")[:40] or "domain"
+    return f"{slug}-{hashlib.sha256(domain.encode()).hexdigest()[:6]}"
+
+
+def _section(fit: DomainFit, scatter: str, histogram: str, sampled: bool, n_plotted: int) -> str:
+    note = f"<p>Plots show a stable sample of {n_plotted} pool points.</p>" if sampled else ""
+    return (
+        f"<section><h2>{html.escape(fit.domain)}</h2>{note}"
+        f'<img src="{scatter}" alt="D_early vs D_late for {html.escape(fit.domain)}">'
+        f'<img src="{histogram}" alt="z histogram for {html.escape(fit.domain)}"></section>'
+    )
+
+
+def _page(title: str, summary: Sequence[dict], sections: Sequence[str]) -> str:
+    columns = ["domain", "n_candidates", "n_excluded", "size", "k", "n_members", "alpha", "beta", "r2", "z_cut"]
+    head = "".join(f"<th>{name}</th>" for name in columns)
+    rows = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(_cell(entry.get(name)))}</td>" for name in columns) + "</tr>"
+        for entry in summary
+    )
+    return (
+        "<!doctype html><html><head><meta charset='utf-8'>"
+        f"<title>{html.escape(title)}</title>"
+        "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
+        "td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}img{max-width:48%;margin:4px}</style>"
+        f"</head><body><h1>{html.escape(title)}</h1><table><tr>{head}</tr>{rows}</table>"
+        f"{''.join(sections)}<p><a href='../gate/index.html'>data-quality gate report</a></p></body></html>"
+    )
+
+
+def _cell(value: object) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)

@@ -1,0 +1,1 @@
+"""Data-quality gates run before anything is published."""

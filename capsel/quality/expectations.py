@@ -1,0 +1,118 @@
+"""The expectations a selection must meet before it is published, as great-expectations objects.
+
+great_expectations is imported inside the functions: it takes seconds to import, and only the
+gate needs it (not `capsel --help`, not the selection library).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+# checked value by value: the gate hands text columns to GX as object dtype (see gate.py)
+TEXT_TYPES = ["str"]
+INT_TYPES = ["int64", "int32", "Int64", "Int32"]
+FLOAT_TYPES = ["float64", "Float64"]
+# z over a domain has mean 0 and sample std 1 by construction; more than rounding error means a bug.
+Z_TOLERANCE = 1e-6
+# inf is not a finite z; ExpectColumnValuesToBeBetween counts it as unexpected against these bounds
+FINITE_BOUND = 1e300
+
+MEMBER_TYPES = {
+    "candidate_id": TEXT_TYPES,
+    "domain": TEXT_TYPES,
+    "instruction": TEXT_TYPES,
+    "input": TEXT_TYPES,
+    "response": TEXT_TYPES,
+    "source_id": TEXT_TYPES,
+    "rank": INT_TYPES,
+    "source_row": INT_TYPES,
+}
+SCORE_COLUMNS = ("d_early", "d_late", "cap", "z")
+TEXT_COLUMNS = tuple(column for column, types in MEMBER_TYPES.items() if types is TEXT_TYPES)
+
+
+@dataclass(frozen=True)
+class GateSpec:
+    """What the gate compares against: the quota per domain and whether the pool is scored."""
+
+    quotas: dict[str, int]
+    scored: bool
+
+
+def member_expectations(spec: GateSpec) -> list:
+    """Checks on the member table: schema, ids, text, scores, budget and lineage."""
+    import great_expectations.expectations as gxe
+
+    checks = [
+        gxe.ExpectTableColumnsToMatchSet(column_set=[*MEMBER_TYPES, *SCORE_COLUMNS], exact_match=False),
+        *(
+            gxe.ExpectColumnValuesToBeInTypeList(column=column, type_list=types)
+            for column, types in MEMBER_TYPES.items()
+        ),
+        gxe.ExpectColumnValuesToBeUnique(column="candidate_id"),
+        gxe.ExpectCompoundColumnsToBeUnique(column_list=["domain", "rank"]),
+        gxe.ExpectColumnValuesToBeInSet(column="domain", value_set=sorted(spec.quotas)),
+        gxe.ExpectTableRowCountToEqual(value=sum(spec.quotas.values())),
+        *(gxe.ExpectColumnValuesToNotBeNull(column=column) for column in ("instruction", "input", "response")),
+        *(
+            gxe.ExpectColumnValuesToNotMatchRegex(column=column, regex=r"^\s*$")
+            for column in ("instruction", "response")
+        ),
+        gxe.ExpectColumnValuesToBeInSet(column="has_candidate", value_set=[True]),
+        gxe.ExpectColumnValuesToBeInSet(column="has_source", value_set=[True]),
+        gxe.ExpectColumnValuesToBeInSet(column="is_quarantined", value_set=[False]),
+    ]
+    if spec.scored:
+        checks += [
+            gxe.ExpectColumnValuesToBeInSet(column="has_score", value_set=[True]),
+            gxe.ExpectColumnValuesToBeNull(column="excluded_reason"),
+            *(
+                gxe.ExpectColumnValuesToBeInTypeList(column=column, type_list=FLOAT_TYPES)
+                for column in SCORE_COLUMNS
+            ),
+            *(gxe.ExpectColumnValuesToNotBeNull(column=column) for column in SCORE_COLUMNS),
+            *(
+                gxe.ExpectColumnValuesToBeBetween(column=column, min_value=-FINITE_BOUND, max_value=FINITE_BOUND)
+                for column in SCORE_COLUMNS
+            ),
+        ]
+    return checks
+
+
+def domain_expectations(spec: GateSpec) -> list:
+    """Checks per domain: member count equals the quota; z is standardised over the scored pool."""
+    import great_expectations.expectations as gxe
+
+    checks = [
+        gxe.ExpectColumnValuesToBeInSet(column="domain", value_set=sorted(spec.quotas)),
+        gxe.ExpectColumnPairValuesToBeEqual(column_A="n_members", column_B="k"),
+    ]
+    if spec.scored:
+        checks += [
+            gxe.ExpectColumnValuesToNotBeNull(column="z_mean"),
+            gxe.ExpectColumnValuesToNotBeNull(column="z_std"),
+            gxe.ExpectColumnValuesToBeBetween(column="z_mean", min_value=-Z_TOLERANCE, max_value=Z_TOLERANCE),
+            gxe.ExpectColumnValuesToBeBetween(column="z_std", min_value=1 - Z_TOLERANCE, max_value=1 + Z_TOLERANCE),
+        ]
+    return checks
+
+
+def domain_table(
+    members_domains: Sequence[str], quotas: dict[str, int], z_stats: dict[str, tuple]
+) -> list[dict]:
+    """Rows of the per-domain table the domain checks run on."""
+    counts: dict[str, int] = {}
+    for domain in members_domains:
+        counts[domain] = counts.get(domain, 0) + 1
+    domains = sorted(set(quotas) | set(counts))
+    return [
+        {
+            "domain": domain,
+            "k": quotas.get(domain, 0),
+            "n_members": counts.get(domain, 0),
+            "z_mean": z_stats.get(domain, (None, None))[0],
+            "z_std": z_stats.get(domain, (None, None))[1],
+        }
+        for domain in domains
+    ]

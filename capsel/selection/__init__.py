@@ -1,0 +1,1 @@
+"""Selection: per-domain residualization, budgets and the members of a selection."""

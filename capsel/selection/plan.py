@@ -1,0 +1,116 @@
+"""Turn a selection request into its members: resolve scores, fit domains, size quotas, select."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import duckdb
+import pandas as pd
+
+from capsel.errors import CapselError
+from capsel.selection.budget import Budget, Quota, domain_quotas
+from capsel.selection.pool import DomainPool, domain_pools
+from capsel.selection.residualize import DomainFit, fit_domains
+from capsel.selection.scoring_key import ScoringKey
+from capsel.selection.select import METHODS, Method, select_members
+
+
+@dataclass(frozen=True)
+class SelectionRequest:
+    """What the user asked for (the `capsel select` options)."""
+
+    budget: Budget
+    method: Method = "cap"
+    domains: tuple[str, ...] | None = None
+    seed: int = 0
+    model: str | None = None
+    config_hash: str | None = None
+
+    def as_dict(self) -> dict:
+        """Plain dict for the run record and the manifest."""
+        return {
+            "budget": self.budget.text,
+            "budget_mode": self.budget.mode,
+            "method": self.method,
+            "domains": list(self.domains) if self.domains else None,
+            "seed": self.seed,
+            "model": self.model,
+            "config_hash": self.config_hash,
+        }
+
+
+@dataclass
+class Selection:
+    """A computed selection, not yet checked or published."""
+
+    request: SelectionRequest
+    key: ScoringKey | None
+    pools: list[DomainPool]
+    fits: list[DomainFit]
+    quotas: list[Quota]
+    members: pd.DataFrame
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def pool_description(self) -> str:
+        """Which pool the members were drawn from, in words (recorded in the manifest)."""
+        if self.key is None:
+            return "all candidates (nothing is scored yet)"
+        return (
+            f"eligible scored candidates of model {self.key.model_fingerprint}, "
+            f"config {self.key.config_hash} (engine exclusions removed)"
+        )
+
+    @property
+    def z_stats(self) -> dict[str, tuple[float | None, float | None]]:
+        """domain -> (mean, sample std) of z over the scored pool."""
+        return {fit.domain: (fit.z_mean, fit.z_std) for fit in self.fits}
+
+
+def build_selection(
+    con: duckdb.DuckDBPyConnection, request: SelectionRequest, key: ScoringKey | None
+) -> Selection:
+    """Fit every domain of `key`'s scores, size the quotas and pick the members.
+
+    `key` comes from `resolve_scoring_key`; None selects (randomly) from all candidates.
+    """
+    if request.method not in METHODS:
+        raise CapselError(f"unknown selection method {request.method!r}; choose one of {', '.join(METHODS)}")
+    pools = domain_pools(con, key, request.domains)
+    notes = []
+    empty = [pool for pool in pools if pool.size == 0]
+    if empty and request.domains:
+        raise CapselError(
+            f"no eligible scored candidates in domain(s) {[pool.domain for pool in empty]} for "
+            f"{key.describe() if key else 'the store'}; score them first or leave them out of --domain"
+        )
+    for pool in empty:
+        notes.append(
+            f"domain {pool.domain!r}: {pool.n_candidates} candidates, {pool.n_scored} scored, "
+            f"{pool.n_excluded} excluded, none eligible: nothing selected from it"
+        )
+    pools = [pool for pool in pools if pool.size > 0]
+    if not pools:
+        raise CapselError("no domain has eligible candidates to select from")
+    fits = fit_domains(con, key, [pool.domain for pool in pools]) if key else []
+    quotas = domain_quotas(request.budget, {pool.domain: pool.size for pool in pools})
+    notes += _budget_notes(request.budget, quotas)
+    members = select_members(con, request.method, quotas, key, request.seed)
+    return Selection(request, key, pools, fits, quotas, members, notes)
+
+
+def _budget_notes(budget: Budget, quotas: list[Quota]) -> list[str]:
+    notes = []
+    if budget.mode == "total" and any(quota.capped for quota in quotas):
+        pool = sum(quota.pool for quota in quotas)
+        notes.append(f"budget {budget.text} exceeds the eligible pool of {pool}: taking all of it")
+        return notes
+    for quota in quotas:
+        if quota.capped:
+            notes.append(
+                f"domain {quota.domain!r}: budget asks for {quota.requested} but only {quota.pool} are "
+                f"eligible: taking all {quota.pool}"
+            )
+        elif quota.k == 0:
+            notes.append(f"domain {quota.domain!r}: budget {budget.text} of {quota.pool} rounds to 0 members")
+    return notes

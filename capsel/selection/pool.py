@@ -1,0 +1,55 @@
+"""How many candidates each domain has, how many were scored, excluded, and left eligible."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Sequence
+
+import duckdb
+
+from capsel.db.records import fetch_records
+from capsel.errors import CapselError
+from capsel.selection.scoring_key import ScoringKey
+
+
+@dataclass(frozen=True)
+class DomainPool:
+    """Counts for one domain; `size` is the pool a selection draws from."""
+
+    domain: str
+    n_candidates: int
+    n_scored: int
+    n_excluded: int
+    n_eligible: int
+    scored: bool
+
+    @property
+    def size(self) -> int:
+        """Eligible scored candidates, or every candidate for an unscored (random) pool."""
+        return self.n_eligible if self.scored else self.n_candidates
+
+    def as_dict(self) -> dict:
+        """Plain dict for the manifest."""
+        return {**asdict(self), "size": self.size}
+
+
+def domain_pools(
+    con: duckdb.DuckDBPyConnection, key: ScoringKey | None, domains: Sequence[str] | None = None
+) -> list[DomainPool]:
+    """Per-domain counts for `key` (None: the unscored pool of all candidates); unknown domains are refused."""
+    rows = fetch_records(con, "domain_pool_counts", {
+        "model_fingerprint": key.model_fingerprint if key else None,
+        "config_hash": key.config_hash if key else None,
+        "domains": list(domains) if domains else None,
+    })
+    pools = [DomainPool(**row, scored=key is not None) for row in rows]
+    if domains:
+        missing = sorted(set(domains) - {pool.domain for pool in pools})
+        if missing:
+            known = sorted(row["domain"] for row in fetch_records(con, "domain_pool_counts", {
+                "model_fingerprint": None, "config_hash": None, "domains": None,
+            }))
+            raise CapselError(f"no candidates in domain(s) {missing}; known domains: {known}")
+    if not pools:
+        raise CapselError("the database holds no candidates; run `capsel ingest` first")
+    return pools

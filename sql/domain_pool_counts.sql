@@ -1,0 +1,25 @@
+-- Per domain: candidates, how many the (model, config) scored, excluded and left eligible.
+-- With a null model_fingerprint nothing is scored and only the candidate counts are meaningful.
+with pool_candidates as (
+    select candidate_id, domain
+    from candidates
+    where $domains::varchar[] is null or list_contains($domains::varchar[], domain)
+),
+scores as (
+    select candidate_id, excluded_reason
+    from divergences
+    where model_fingerprint = $model_fingerprint and config_hash = $config_hash
+),
+final as (
+    select
+        pool_candidates.domain,
+        count(*) as n_candidates,
+        count(scores.candidate_id) as n_scored,
+        count(scores.excluded_reason) as n_excluded,
+        count(scores.candidate_id) - count(scores.excluded_reason) as n_eligible
+    from pool_candidates
+    left join scores on scores.candidate_id = pool_candidates.candidate_id
+    group by pool_candidates.domain
+)
+select * from final
+order by domain;

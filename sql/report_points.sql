@@ -1,0 +1,22 @@
+-- Scored pool points for the report plots: at most $max_points per domain, a stable md5 sample.
+with scored as (
+    select candidate_id, domain, d_early, d_late, cap, z
+    from cap_scores
+    where model_fingerprint = $model_fingerprint
+        and config_hash = $config_hash
+        and list_contains($domains::varchar[], domain)
+),
+numbered as (
+    select
+        scored.*,
+        count(*) over (partition by domain) as n_pool,
+        row_number() over (partition by domain order by md5(candidate_id), candidate_id) as draw
+    from scored
+),
+final as (
+    select candidate_id, domain, d_early, d_late, cap, z, n_pool
+    from numbered
+    where draw <= $max_points
+)
+select * from final
+order by domain, candidate_id;

@@ -1,0 +1,37 @@
+-- Per-domain OLS of d_late on d_early for one (model, config), with the spread of the CAP and z it yields.
+with fits as (
+    select *
+    from domain_fits
+    where model_fingerprint = $model_fingerprint
+        and config_hash = $config_hash
+        and ($domains::varchar[] is null or list_contains($domains::varchar[], domain))
+),
+spread as (
+    select
+        domain,
+        stddev_samp(cap) as cap_std,
+        avg(z) as z_mean,
+        stddev_samp(z) as z_std
+    from cap_scores
+    where model_fingerprint = $model_fingerprint
+        and config_hash = $config_hash
+        and ($domains::varchar[] is null or list_contains($domains::varchar[], domain))
+    group by domain
+),
+final as (
+    select
+        fits.domain,
+        fits.n_eligible,
+        fits.n_invalid,
+        fits.var_early,
+        fits.alpha,
+        fits.beta,
+        fits.r2,
+        spread.cap_std,
+        spread.z_mean,
+        spread.z_std
+    from fits
+    left join spread on spread.domain = fits.domain
+)
+select * from final
+order by domain;

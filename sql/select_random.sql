@@ -1,0 +1,37 @@
+-- Seeded random control: k per domain in md5(seed:candidate_id) order, the same on every machine.
+-- With $use_scores it draws from the scored eligible pool of (model, config), else from all candidates.
+with quotas as (
+    select unnest($quotas::struct(domain varchar, k bigint)[], recursive := true)
+),
+scored as (
+    select candidate_id, domain, d_early, d_late, cap, z
+    from cap_scores
+    where $use_scores and model_fingerprint = $model_fingerprint and config_hash = $config_hash
+),
+unscored as (
+    select
+        candidate_id,
+        domain,
+        null::double as d_early,
+        null::double as d_late,
+        null::double as cap,
+        null::double as z
+    from candidates
+    where not $use_scores
+),
+pool as (
+    select * from scored
+    union all
+    select * from unscored
+),
+final as (
+    select
+        pool.*,
+        md5($seed::varchar || ':' || pool.candidate_id) as draw,
+        row_number() over (partition by pool.domain order by draw, pool.candidate_id) as rank
+    from pool
+    join quotas on quotas.domain = pool.domain
+    qualify rank <= quotas.k
+)
+select * exclude (draw) from final
+order by domain, rank;

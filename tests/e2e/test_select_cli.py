@@ -1,0 +1,70 @@
+"""`capsel select` and `capsel selections` as a user types them, on a real DuckDB file."""
+
+import os
+import subprocess
+import sys
+
+import orjson
+import pandas as pd
+import pytest
+
+from capsel.db import open_db
+from tests.support.scored_pool import make_pool
+
+pytestmark = pytest.mark.e2e
+
+
+def capsel(tmp_path, *args):
+    env = {**os.environ, "CAPSEL_DB_PATH": str(tmp_path / "capsel.duckdb"),
+           "CAPSEL_OUTPUT_ROOT": str(tmp_path / "out"), "COLUMNS": "200"}
+    return subprocess.run(
+        [sys.executable, "-m", "capsel", *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+    )
+
+
+def test_select_publish_and_list(tmp_path):
+    con = open_db(tmp_path / "capsel.duckdb")
+    make_pool(con, {"code": 30, "math": 50}, n_excluded=1)
+    con.close()
+
+    cap = capsel(tmp_path, "select", "--budget", "40", "--domain", "math", "--domain", "code", "--out", "sels")
+    assert cap.returncode == 0, cap.stderr
+    assert "only 29 are eligible: taking all 29" in cap.stdout
+    random = capsel(tmp_path, "select", "--budget", "10%", "--total", "--method", "random", "--seed", "3",
+                    "--out", "sels")
+    assert random.returncode == 0, random.stderr
+
+    published = sorted((tmp_path / "out" / "sels").glob("sel-*"))
+    assert len(published) == 2
+    manifests = [orjson.loads((path / "manifest.json").read_bytes()) for path in published]
+    by_method = {m["method"]: m for m in manifests}
+    assert by_method["cap"]["n_members"] == 29 + 40
+    # 10% of 78 eligible = 7.8 -> 8, split 29:49 -> 2.97, 5.03 -> floors 7, the extra one to code
+    assert by_method["random"]["n_members"] == 8
+    assert {d["domain"]: d["k"] for d in by_method["random"]["domains"]} == {"code": 3, "math": 5}
+    assert "eligible scored candidates" in by_method["random"]["pool"]
+    for path in published:
+        assert len(pd.read_parquet(path / "data.parquet")) == orjson.loads((path / "manifest.json").read_bytes())[
+            "n_members"
+        ]
+
+    listing = capsel(tmp_path, "selections")
+    assert listing.returncode == 0, listing.stderr
+    for manifest in manifests:
+        assert manifest["selection_id"] in listing.stdout
+    assert "seed 3" in listing.stdout
+
+
+def test_user_errors_are_one_clean_line(tmp_path):
+    con = open_db(tmp_path / "capsel.duckdb")
+    make_pool(con, {"math": 50}, fixed={"tiny": ([0.2], [0.3])})
+    con.close()
+
+    degenerate = capsel(tmp_path, "select", "--budget", "5", "--out", "sels")
+    assert degenerate.returncode == 2
+    assert "domain 'tiny'" in degenerate.stderr and "--domain" in degenerate.stderr
+    assert "Traceback" not in degenerate.stderr
+    assert not (tmp_path / "out" / "sels").exists() or not list((tmp_path / "out" / "sels").glob("sel-*"))
+
+    escape = capsel(tmp_path, "select", "--budget", "5", "--domain", "math", "--out", "../../elsewhere")
+    assert escape.returncode == 2 and "outside the output root" in escape.stderr

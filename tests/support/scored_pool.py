@@ -1,0 +1,106 @@
+"""Fill the ingest and engine tables of a real DuckDB store with a numpy-generated scored pool."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import duckdb
+import numpy as np
+import pandas as pd
+
+MODEL = "fp-model-a"
+CONFIG = "cfg-aaaa"
+INGEST_RUN = "ingest-run"
+SCORE_RUN = "score-run"
+
+
+@dataclass
+class PoolTables:
+    """What was written, so tests can compute the expected answer independently."""
+
+    candidates: pd.DataFrame
+    divergences: pd.DataFrame
+    sources: pd.DataFrame
+
+
+def make_pool(
+    con: duckdb.DuckDBPyConnection,
+    sizes: dict[str, int],
+    seed: int = 0,
+    model: str = MODEL,
+    config: str = CONFIG,
+    n_excluded: int = 0,
+    with_candidates: bool = True,
+    fixed: dict[str, tuple[list[float], list[float]]] | None = None,
+) -> PoolTables:
+    """Candidates in `sizes` domains, each scored by (model, config) with d_late ≈ a + b·d_early + noise.
+
+    The first `n_excluded` candidates of every domain get an exclusion reason (and no divergences).
+    `fixed` gives (d_early, d_late) for a domain instead (its size is then their length).
+    """
+    fixed = fixed or {}
+    sizes = {**sizes, **{domain: len(values[0]) for domain, values in fixed.items()}}
+    rng = np.random.default_rng(seed)
+    frames, scores = [], []
+    for index, (domain, size) in enumerate(sorted(sizes.items())):
+        ids = [f"{domain}-{i:05d}" for i in range(size)]
+        frames.append(pd.DataFrame({
+            "candidate_id": ids,
+            "domain": domain,
+            "instruction": [f"Question {i} of {domain}?" for i in range(size)],
+            "input": ["" if i % 3 else f"context {i}" for i in range(size)],
+            "response": [f"Answer {i} for {domain}." for i in range(size)],
+            "dedup_key": ids,
+            "source_id": f"src{index:013d}",
+            "source_row": np.arange(1, size + 1),
+            "ingest_run_id": INGEST_RUN,
+        }))
+        d_early = rng.uniform(0.05, 0.6, size)
+        d_late = 0.1 + (0.5 + 0.3 * index) * d_early + rng.normal(0.0, 0.05, size)
+        if domain in fixed:
+            d_early, d_late = (np.asarray(values, dtype=float) for values in fixed[domain])
+        excluded = np.arange(size) < n_excluded
+        scores.append(pd.DataFrame({
+            "candidate_id": ids,
+            "model_fingerprint": model,
+            "config_hash": config,
+            "n_aligned": np.where(excluded, 0, 48),
+            "d_early": np.where(excluded, np.nan, d_early),
+            "d_late": np.where(excluded, np.nan, d_late),
+            "ppl": rng.uniform(1.0, 20.0, size),
+            "excluded_reason": np.where(excluded, "short_response", None),
+            "run_id": SCORE_RUN,
+        }))
+    candidates = pd.concat(frames, ignore_index=True)  # also returned when not written, for references
+    divergences = pd.concat(scores, ignore_index=True)
+    divergences[["d_early", "d_late"]] = divergences[["d_early", "d_late"]].astype(object).where(
+        divergences[["d_early", "d_late"]].notna(), None
+    )
+    sources = pd.DataFrame({
+        "source_id": sorted(candidates["source_id"].unique()),
+    })
+    sources["path"] = [f"/data/{sid}.jsonl" for sid in sources["source_id"]]
+    sources["sha256"] = [f"{i:064x}" for i in range(len(sources))]
+    for column in ("n_bytes", "n_rows_read", "n_inserted"):
+        sources[column] = 100
+    for column in ("n_duplicates", "n_quarantined"):
+        sources[column] = 0
+    sources["ingest_run_id"] = INGEST_RUN
+    if with_candidates:
+        _append_if_absent(con, "sources", sources, "source_id")
+        con.append("candidates", candidates, by_name=True)
+    _append_if_absent(con, "models", pd.DataFrame([{
+        "model_fingerprint": model, "name_or_path": f"/models/{model}", "dtype": "float32", "n_layers": 12,
+    }]), "model_fingerprint")
+    _append_if_absent(con, "scoring_configs", pd.DataFrame([{
+        "config_hash": config, "config": '{"prompt_tokens": 256, "horizon": 48}',
+    }]), "config_hash")
+    con.append("divergences", divergences, by_name=True)
+    return PoolTables(candidates=candidates, divergences=divergences, sources=sources)
+
+
+def _append_if_absent(con: duckdb.DuckDBPyConnection, table: str, frame: pd.DataFrame, key: str) -> None:
+    present = {row[0] for row in con.table(table).select(key).fetchall()}
+    fresh = frame[~frame[key].isin(present)]
+    if len(fresh):
+        con.append(table, fresh, by_name=True)
