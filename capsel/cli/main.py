@@ -7,7 +7,7 @@ import sys
 import typer
 
 from capsel import __version__
-from capsel.cli import migrate, select, selections
+from capsel.cli import lineage, migrate, select, selections
 from capsel.cli.common import err_console
 from capsel.errors import CapselError
 
@@ -36,6 +36,7 @@ def _root(
 app.command("migrate")(migrate.migrate)
 app.command("select")(select.select)
 app.command("selections")(selections.selections)
+app.command("lineage")(lineage.lineage)
 
 
 def main() -> None:

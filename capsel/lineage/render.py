@@ -1,0 +1,100 @@
+"""Lineage as a rich tree for the terminal."""
+
+from __future__ import annotations
+
+from rich.markup import escape
+from rich.tree import Tree
+
+from capsel.lineage.trace import CandidateLineage, Record, SelectionLineage
+
+_PREVIEW_CHARS = 100
+
+
+def lineage_tree(lineage: CandidateLineage | SelectionLineage) -> Tree:
+    """Render a candidate's or a selection's lineage as a tree."""
+    if isinstance(lineage, SelectionLineage):
+        return _selection_tree(lineage)
+    return _candidate_tree(lineage)
+
+
+def _candidate_tree(lineage: CandidateLineage) -> Tree:
+    row = lineage.candidate
+    tree = Tree(f"[bold]candidate {row['candidate_id']}[/] (domain {escape(row['domain'])})")
+    text = tree.add("text")
+    for field in ("instruction", "input", "response"):
+        if row[field]:
+            text.add(f"{field}: {escape(_preview(row[field]))}")
+    source = tree.add("source")
+    source.add(f"file {escape(str(row['source_path']))}, row {row['source_row']}")
+    source.add(f"sha256 {row['source_sha256']}")
+    source.add(f"ingest run {row['ingest_run_id']} ({row['ingest_status']}, code {row['ingest_code_version']})")
+    if lineage.duplicates:
+        dups = tree.add(f"{len(lineage.duplicates)} duplicate row(s) dropped in its favour")
+        for dup in lineage.duplicates[:10]:
+            dups.add(f"{escape(str(dup['source_path']))} row {dup['source_row']}")
+    generations = tree.add(f"generations ({len(lineage.generations)})")
+    for gen in lineage.generations:
+        status = gen["excluded_reason"] or f"{gen['n_generated_tokens']} tokens"
+        generations.add(
+            f"model {gen['model_fingerprint']} config {gen['config_hash']} via {gen['generator']}: {status}; "
+            f"run {gen['generation_run_id']} ({gen['generation_run_status']})"
+        )
+    scores = tree.add(f"scores ({len(lineage.scores)})")
+    for score in lineage.scores:
+        scores.add(_score_line(score))
+    selections = tree.add(f"selections ({len(lineage.selections)})")
+    for sel in lineage.selections:
+        selections.add(
+            f"{sel['selection_id']}: {sel['method']} budget {sel['budget']}, rank {sel['rank']}, "
+            f"z {_num(sel['z'])} → {escape(str(sel['out_dir']))}"
+        )
+    return tree
+
+
+def _score_line(score: Record) -> str:
+    head = (
+        f"model {score['model_fingerprint']} ({escape(str(score['model_name']))}, {score['model_dtype']}), "
+        f"config {score['config_hash']} {escape(str(score['scoring_config']))}"
+    )
+    if score["excluded_reason"]:
+        body = f"excluded: {score['excluded_reason']}"
+    else:
+        body = (
+            f"D_early {_num(score['d_early'])}, D_late {_num(score['d_late'])}, n {score['n_aligned']}, "
+            f"PPL {_num(score['ppl'])}, CAP {_num(score['cap'])}, z {_num(score['z'])}"
+        )
+    return f"{head}: {body}; run {score['score_run_id']} ({score['score_run_status']})"
+
+
+def _selection_tree(lineage: SelectionLineage) -> Tree:
+    sel = lineage.selection
+    tree = Tree(
+        f"[bold]selection {sel['selection_id']}[/]: {sel['method']}, budget {sel['budget']} "
+        f"({sel['budget_mode']}), {sel['n_members']} members"
+    )
+    tree.add(f"published at {escape(str(sel['out_dir']))} on {sel['created_at']}")
+    tree.add(f"model {sel['model_fingerprint']} ({escape(str(sel['model_name']))}, {sel['model_dtype']})")
+    tree.add(f"scoring config {sel['config_hash']} {escape(str(sel['scoring_config']))}")
+    tree.add(
+        f"select run {sel['select_run_id']} ({sel['select_run_status']}, code {sel['select_code_version']}, "
+        f"prefect flow run {sel['select_prefect_flow_run_id'] or '-'})"
+    )
+    sources = tree.add(f"sources ({len(lineage.sources)})")
+    for src in lineage.sources:
+        sources.add(f"{escape(str(src['source_path']))} sha256 {src['source_sha256']}: {src['n_members']} members")
+    runs = tree.add(f"runs behind the members ({len(lineage.runs)})")
+    for run in lineage.runs:
+        runs.add(
+            f"{run['kind']} {run['run_id']} ({run['status']}, code {run['code_version']}, "
+            f"prefect flow run {run['prefect_flow_run_id'] or '-'}): {run['n_members']} members"
+        )
+    return tree
+
+
+def _preview(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= _PREVIEW_CHARS else flat[: _PREVIEW_CHARS - 1] + "…"
+
+
+def _num(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4g}"

@@ -1,0 +1,59 @@
+"""Gather the lineage of one candidate or one selection from the store."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import duckdb
+
+from capsel.db.records import fetch_records
+from capsel.errors import CapselError
+
+Record = dict[str, Any]
+
+
+@dataclass
+class CandidateLineage:
+    """A candidate, where it came from, what scored it, and the selections holding it."""
+
+    candidate: Record
+    duplicates: list[Record]
+    generations: list[Record]
+    scores: list[Record]
+    selections: list[Record]
+
+
+@dataclass
+class SelectionLineage:
+    """A selection, the sources of its members and the runs that produced them."""
+
+    selection: Record
+    sources: list[Record]
+    runs: list[Record]
+
+
+def trace(con: duckdb.DuckDBPyConnection, identifier: str) -> CandidateLineage | SelectionLineage:
+    """Lineage of `identifier`, a candidate id or a selection id."""
+    selection = fetch_records(con, "lineage_selection", {"selection_id": identifier})
+    if selection:
+        params = {"selection_id": identifier}
+        return SelectionLineage(
+            selection=selection[0],
+            sources=fetch_records(con, "lineage_selection_sources", params),
+            runs=fetch_records(con, "lineage_selection_runs", params),
+        )
+    candidate = fetch_records(con, "lineage_candidate", {"candidate_id": identifier})
+    if candidate:
+        params = {"candidate_id": identifier}
+        return CandidateLineage(
+            candidate=candidate[0],
+            duplicates=fetch_records(con, "lineage_candidate_duplicates", params),
+            generations=fetch_records(con, "lineage_candidate_generations", params),
+            scores=fetch_records(con, "lineage_candidate_scores", params),
+            selections=fetch_records(con, "lineage_candidate_selections", params),
+        )
+    raise CapselError(
+        f"{identifier!r} is neither a candidate id nor a selection id in this database; "
+        "ids are listed by `capsel export-scores` and `capsel selections`"
+    )
