@@ -21,6 +21,12 @@ class Settings(BaseSettings):
     max_field_chars: int = Field(
         1_000_000, gt=0, description="a text field longer than this is quarantined as oversized"
     )
+    ingest_chunk_rows: int = Field(
+        50_000, gt=0, description="rows parsed and written to DuckDB per chunk during ingest"
+    )
+    ingest_workers: int = Field(
+        2, ge=0, description="parse worker processes for inputs over 32 MiB (0: parse in the main process)"
+    )
 
 
 def load_settings(**overrides: object) -> Settings:

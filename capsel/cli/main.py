@@ -7,7 +7,7 @@ import sys
 import typer
 
 from capsel import __version__
-from capsel.cli import migrate
+from capsel.cli import demo, ingest, migrate, status
 from capsel.cli.common import err_console
 from capsel.errors import CapselError
 
@@ -34,6 +34,9 @@ def _root(
 
 
 app.command("migrate")(migrate.migrate)
+app.command("ingest")(ingest.ingest)
+app.command("status")(status.status)
+app.command("demo")(demo.demo)
 
 
 def main() -> None:
