@@ -88,11 +88,12 @@ def frame_json(handle: BinaryIO, batch_rows: int) -> Iterator[Batch]:
     A document broken part-way cannot be resynchronised: its last item is one not_json
     Rejection for the element where parsing failed, after every element read before it.
     """
-    first = _first_json_byte(handle)
-    handle.seek(0)
-    if first != b"[":
+    head = handle.peek(64 * 1024)  # type: ignore[attr-defined]  # open(path, "rb") is a BufferedReader
+    if not head.removeprefix(_BOM).lstrip(_JSON_WHITESPACE).startswith(b"["):
         yield from frame_jsonl(handle, batch_rows)
         return
+    if head.startswith(_BOM):
+        handle.read(len(_BOM))
     yield from _batches(_json_elements(handle), batch_rows)
 
 
@@ -109,14 +110,6 @@ def _json_elements(handle: BinaryIO) -> Iterator[object]:
             return
         count += 1
         yield value
-
-
-def _first_json_byte(handle: BinaryIO) -> bytes:
-    if not handle.read(len(_BOM)).startswith(_BOM):
-        handle.seek(0)
-    while (byte := handle.read(1)) and byte in _JSON_WHITESPACE:
-        pass
-    return byte
 
 
 def decode_values(batch: Batch) -> Iterator[RawRow]:
