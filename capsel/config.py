@@ -27,6 +27,9 @@ class Settings(BaseSettings):
     ingest_workers: int = Field(
         2, ge=0, description="parse worker processes for inputs over 32 MiB (0: parse in the main process)"
     )
+    ingest_memory_limit: str = Field(
+        "1GB", description="DuckDB memory_limit while ingesting (DuckDB spills to disk beyond it)"
+    )
 
 
 def load_settings(**overrides: object) -> Settings:

@@ -3,29 +3,25 @@
 insert into duplicates (source_id, source_row, candidate_id, domain, ingest_run_id)
 with chunk as (
     select
+        source_id,
         source_row,
         domain,
-        candidate_id
+        candidate_id,
+        is_first_in_chunk,
+        ingest_run_id
     from staged_chunk
-),
-
-ranked as (
-    select
-        *,
-        row_number() over (partition by candidate_id order by source_row) as n_seen
-    from chunk
 ),
 
 final as (
     select
-        $source_id as source_id,
+        source_id,
         source_row,
         candidate_id,
         domain,
-        $run_id as ingest_run_id
-    from ranked
-    where n_seen > 1 or exists (
-        select 1 from candidates where candidates.candidate_id = ranked.candidate_id
+        ingest_run_id
+    from chunk
+    where not is_first_in_chunk or exists (
+        select 1 from candidates where candidates.candidate_id = chunk.candidate_id
     )
     order by source_row
 )

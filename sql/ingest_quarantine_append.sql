@@ -1,6 +1,3 @@
 insert into quarantine by name
-select
-    $source_id as source_id,
-    $run_id as ingest_run_id,
-    *
+select *
 from quarantine_chunk;

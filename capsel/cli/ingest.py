@@ -48,6 +48,7 @@ def ingest(
         max_field_chars=settings.max_field_chars,
         chunk_rows=settings.ingest_chunk_rows,
         workers=settings.ingest_workers,
+        memory_limit=settings.ingest_memory_limit,
     )
     files = resolve_inputs(paths)  # a bad path fails before the database is even created
     con = open_db(settings.db_path)

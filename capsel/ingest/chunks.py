@@ -25,6 +25,7 @@ STAGED_SCHEMA = pa.schema([
     ("response", pa.string()),
     ("dedup_key", pa.string()),
     ("candidate_id", pa.string()),
+    ("is_first_in_chunk", pa.bool_()),
 ])
 QUARANTINE_SCHEMA = pa.schema([
     ("source_row", pa.int64()),
@@ -74,9 +75,12 @@ def _classify(rows: Iterable[RawRow], config: ClassifyConfig) -> Chunk:
     staged: dict[str, list] = {name: [] for name in STAGED_SCHEMA.names}
     quarantined: dict[str, list] = {name: [] for name in QUARANTINE_SCHEMA.names}
     s_row, s_domain, s_instruction = staged["source_row"], staged["domain"], staged["instruction"]
-    s_input, s_response, s_key, s_id = (
-        staged["input"], staged["response"], staged["dedup_key"], staged["candidate_id"]
+    s_input, s_response, s_key, s_id, s_first = (
+        staged["input"], staged["response"], staged["dedup_key"], staged["candidate_id"],
+        staged["is_first_in_chunk"],
     )
+    # Within-chunk first occurrences are cheap here and spare SQL a window over every chunk.
+    seen: set[str] = set()
     fields, domain_option, max_chars = config.fields, config.domain_option, config.max_field_chars
     n_rows = 0
     for row in rows:
@@ -86,13 +90,16 @@ def _classify(rows: Iterable[RawRow], config: ClassifyConfig) -> Chunk:
             value = extract_fields(value, fields, domain_option, max_chars)
         if isinstance(value, Fields):
             key = dedup_key(value.instruction, value.input)
+            cid = candidate_id(value.domain, key)
+            s_first.append(cid not in seen)
+            seen.add(cid)
             s_row.append(row.row)
             s_domain.append(value.domain)
             s_instruction.append(value.instruction)
             s_input.append(value.input)
             s_response.append(value.response)
             s_key.append(key)
-            s_id.append(candidate_id(value.domain, key))
+            s_id.append(cid)
         else:
             quarantined["source_row"].append(row.row)
             quarantined["domain"].append(value.domain or domain_option)

@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Iterator, Sequence
 
 import duckdb
 import orjson
+import pyarrow as pa
 
-from capsel.db import run_sql
+from capsel.db import run_sql, sql_text
 from capsel.errors import CapselError
 from capsel.ingest.chunks import Chunk, ClassifyConfig
 from capsel.ingest.readers import FORMATS, format_for
@@ -46,6 +48,7 @@ class IngestOptions:
     max_field_chars: int = 1_000_000
     chunk_rows: int = 50_000
     workers: int = 0
+    memory_limit: str | None = None
     # Below this much input, starting worker processes (about a second) costs more than it saves.
     parallel_min_bytes: int = 32 * 2**20
 
@@ -113,7 +116,8 @@ def ingest(
     parallel = sum(os.path.getsize(path) for path in files) >= options.parallel_min_bytes
     counters: dict = {}
     with recorded_run(con, "ingest", counters, config=options.as_config(files)) as run_id, \
-            worker_pool(options.workers if parallel else 0) as pool:
+            worker_pool(options.workers if parallel else 0) as pool, \
+            duckdb_memory_limit(con, options.memory_limit):
         units = [[path] for path in files] if options.sample_size is None else [files]
         outcomes: list[FileOutcome] = []
         for unit in units:
@@ -121,6 +125,23 @@ def ingest(
         report = IngestReport(run_id, outcomes, run_summary(con, run_id))
         counters.update(report.counters())
     return report
+
+
+@contextmanager
+def duckdb_memory_limit(con: duckdb.DuckDBPyConnection, limit: str | None) -> Iterator[None]:
+    """Cap DuckDB's memory (e.g. '1GB') for a block, then restore the previous cap.
+
+    Without a cap DuckDB caches up to 80% of RAM, which is fine alone but not beside other jobs.
+    """
+    if limit is None:
+        yield
+        return
+    previous = run_sql(con, "duckdb_memory_limit_get").fetchone()[0]
+    run_sql(con, "duckdb_memory_limit_set", {"memory_limit": limit})
+    try:
+        yield
+    finally:
+        run_sql(con, "duckdb_memory_limit_set", {"memory_limit": previous})
 
 
 def _ingest_unit(
@@ -168,12 +189,12 @@ def _ingest_file(
         "domain_option": options.domain, "field_map": orjson.dumps(options.fields.as_dict()).decode(),
         "run_id": run_id,
     })
-    ids = {"source_id": source_id, "run_id": run_id}
+    ids = {"source_id": source_id, "ingest_run_id": run_id}
     suffix = path.suffix.lower()
     n_rows = 0
     with open(path, "rb") as handle:
         batches = FORMATS[suffix].frame(handle, options.chunk_rows)
-        max_in_flight = 2 * options.workers
+        max_in_flight = options.workers + 1  # one batch queued while each worker parses one
         for chunk in classified_chunks(batches, suffix, options.classify_config(), pool, max_in_flight):
             _write_chunk(con, chunk, ids)
             n_rows += chunk.n_rows
@@ -187,14 +208,26 @@ def _ingest_file(
 def _write_chunk(con: duckdb.DuckDBPyConnection, chunk: Chunk, ids: dict) -> None:
     """Append one chunk: duplicates first (they test against candidates before this chunk joins them)."""
     if chunk.staged.num_rows:
-        con.register("staged_chunk", chunk.staged)
-        run_sql(con, "ingest_chunk_duplicates", ids)
-        run_sql(con, "ingest_chunk_candidates", ids)
-        con.unregister("staged_chunk")
+        staged = _with_ids(chunk.staged, ids)
+        _run_over(con, staged, "staged_chunk", "ingest_chunk_duplicates")
+        _run_over(con, staged, "staged_chunk", "ingest_chunk_candidates")
     if chunk.quarantined.num_rows:
-        con.register("quarantine_chunk", chunk.quarantined)
-        run_sql(con, "ingest_quarantine_append", ids)
-        con.unregister("quarantine_chunk")
+        _run_over(con, _with_ids(chunk.quarantined, ids), "quarantine_chunk", "ingest_quarantine_append")
+
+
+def _with_ids(table: pa.Table, ids: dict) -> pa.Table:
+    for name, value in ids.items():
+        table = table.append_column(name, pa.repeat(pa.scalar(value, pa.string()), table.num_rows))
+    return table
+
+
+def _run_over(con: duckdb.DuckDBPyConnection, table: pa.Table, view: str, statement: str) -> None:
+    """Run sql/<statement>.sql with the Arrow `table` visible under the name `view`.
+
+    A relation query rather than con.register: DuckDB keeps a registered Arrow table alive
+    until the transaction commits, so every chunk of a file would pile up in memory.
+    """
+    con.from_arrow(table).query(view, sql_text(statement))
 
 
 def _draw_sample(con: duckdb.DuckDBPyConnection, run_id: str, options: IngestOptions) -> None:

@@ -1,0 +1,1 @@
+select current_setting('memory_limit') as memory_limit;

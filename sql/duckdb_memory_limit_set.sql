@@ -1,0 +1,1 @@
+set memory_limit = $memory_limit;
