@@ -28,7 +28,7 @@ class Settings(BaseSettings):
         2, ge=0, description="parse worker processes for inputs over 32 MiB (0: parse in the main process)"
     )
     ingest_memory_limit: str = Field(
-        "1GB", description="DuckDB memory_limit while ingesting (DuckDB spills to disk beyond it)"
+        "1GB", description="DuckDB memory_limit of the ingest connection (DuckDB spills to disk beyond it)"
     )
 
 

@@ -48,10 +48,9 @@ def ingest(
         max_field_chars=settings.max_field_chars,
         chunk_rows=settings.ingest_chunk_rows,
         workers=settings.ingest_workers,
-        memory_limit=settings.ingest_memory_limit,
     )
     files = resolve_inputs(paths)  # a bad path fails before the database is even created
-    con = open_db(settings.db_path)
+    con = open_db(settings.db_path, memory_limit=settings.ingest_memory_limit)
     try:
         with file_progress() as progress:
             report = run_ingest(con, files, options, progress)

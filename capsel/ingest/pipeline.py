@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import ProcessPoolExecutor
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator, Sequence
+from typing import Callable, Sequence
 
 import duckdb
 import orjson
@@ -48,7 +47,6 @@ class IngestOptions:
     max_field_chars: int = 1_000_000
     chunk_rows: int = 50_000
     workers: int = 0
-    memory_limit: str | None = None
     # Below this much input, starting worker processes (about a second) costs more than it saves.
     parallel_min_bytes: int = 32 * 2**20
 
@@ -116,8 +114,7 @@ def ingest(
     parallel = sum(os.path.getsize(path) for path in files) >= options.parallel_min_bytes
     counters: dict = {}
     with recorded_run(con, "ingest", counters, config=options.as_config(files)) as run_id, \
-            worker_pool(options.workers if parallel else 0) as pool, \
-            duckdb_memory_limit(con, options.memory_limit):
+            worker_pool(options.workers if parallel else 0) as pool:
         units = [[path] for path in files] if options.sample_size is None else [files]
         outcomes: list[FileOutcome] = []
         for unit in units:
@@ -125,23 +122,6 @@ def ingest(
         report = IngestReport(run_id, outcomes, run_summary(con, run_id))
         counters.update(report.counters())
     return report
-
-
-@contextmanager
-def duckdb_memory_limit(con: duckdb.DuckDBPyConnection, limit: str | None) -> Iterator[None]:
-    """Cap DuckDB's memory (e.g. '1GB') for a block, then restore the previous cap.
-
-    Without a cap DuckDB caches up to 80% of RAM, which is fine alone but not beside other jobs.
-    """
-    if limit is None:
-        yield
-        return
-    previous = run_sql(con, "duckdb_memory_limit_get").fetchone()[0]
-    run_sql(con, "duckdb_memory_limit_set", {"memory_limit": limit})
-    try:
-        yield
-    finally:
-        run_sql(con, "duckdb_memory_limit_set", {"memory_limit": previous})
 
 
 def _ingest_unit(

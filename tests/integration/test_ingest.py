@@ -212,3 +212,27 @@ def test_worker_processes_give_the_same_result_as_one_process(tmp_path):
     for name in frames[0]:
         assert frames[0][name].equals(frames[1][name]), name
     assert len(frames[0]["candidates"]) == 700 * 3 * 2 // 2  # (instruction, input) pairs per domain
+
+
+def test_chunk_size_does_not_change_the_outcome(tmp_path):
+    from capsel.db import open_db
+
+    rows = [{"instruction": f"Q{i % 17}", "output": f"a{i}", "domain": f"d{i % 3}"} for i in range(120)]
+    rows[50] = b"{broken"
+    path = write_jsonl(tmp_path / "pool.jsonl", rows)
+    results = []
+    for chunk_rows in (1, 7, 10_000):
+        con = open_db(tmp_path / f"c{chunk_rows}.duckdb")
+        ingest(con, [path], IngestOptions(chunk_rows=chunk_rows))
+        results.append({name: table(con, name).drop(columns=["ingest_run_id", "created_at"], errors="ignore")
+                        for name in ("candidates", "duplicates", "quarantine")})
+        con.close()
+    for other in results[1:]:
+        for name, frame in results[0].items():
+            assert frame.equals(other[name]), name
+    first_rows: dict = {}
+    for i in range(120):
+        if i != 50:
+            first_rows.setdefault((i % 17, i % 3), i + 1)
+    assert sorted(results[0]["candidates"]["source_row"]) == sorted(first_rows.values())
+

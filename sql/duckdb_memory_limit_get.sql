@@ -1,1 +1,0 @@
-select current_setting('memory_limit') as memory_limit;

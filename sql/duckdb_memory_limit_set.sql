@@ -1,1 +1,0 @@
-set memory_limit = $memory_limit;
