@@ -54,6 +54,12 @@ def ingest(
     try:
         with file_progress() as progress:
             report = run_ingest(con, files, options, progress)
+    except KeyboardInterrupt:
+        console.print(
+            "[yellow]interrupted:[/] the file being read was rolled back (the whole run under --sample); "
+            "files finished before it are kept. Rerun the same command to continue."
+        )
+        raise typer.Exit(130)
     finally:
         con.close()
     print_report(report)

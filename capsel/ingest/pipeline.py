@@ -31,7 +31,6 @@ from capsel.versioning import file_sha256
 ProgressFn = Callable[[Path, int, int], None]
 
 
-
 @dataclass(frozen=True)
 class IngestOptions:
     """How to read and keep rows: domain override, field names, sampling, limits and parallelism.
@@ -113,8 +112,10 @@ def ingest(
     files = resolve_inputs(paths)
     parallel = sum(os.path.getsize(path) for path in files) >= options.parallel_min_bytes
     counters: dict = {}
-    with recorded_run(con, "ingest", counters, config=options.as_config(files)) as run_id, \
-            worker_pool(options.workers if parallel else 0) as pool:
+    with (
+        recorded_run(con, "ingest", counters, config=options.as_config(files)) as run_id,
+        worker_pool(options.workers if parallel else 0) as pool,
+    ):
         units = [[path] for path in files] if options.sample_size is None else [files]
         outcomes: list[FileOutcome] = []
         for unit in units:

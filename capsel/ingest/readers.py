@@ -87,6 +87,8 @@ def frame_json(handle: BinaryIO, batch_rows: int) -> Iterator[Batch]:
 
     A document broken part-way cannot be resynchronised: its last item is one not_json
     Rejection for the element where parsing failed, after every element read before it.
+    Known gap: ijson's C backend turns an unpaired surrogate escape ("\\ud800") into '?',
+    where a JSONL line holding one is quarantined as not_json.
     """
     head = handle.peek(64 * 1024)  # type: ignore[attr-defined]  # open(path, "rb") is a BufferedReader
     if not head.removeprefix(_BOM).lstrip(_JSON_WHITESPACE).startswith(b"["):

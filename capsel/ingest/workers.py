@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import multiprocessing
+import signal
 from collections import deque
 from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import contextmanager
@@ -12,6 +13,12 @@ from capsel.ingest.chunks import Chunk, ClassifyConfig, classify_batch
 from capsel.ingest.readers import Batch
 
 
+def _leave_ctrl_c_to_parent() -> None:
+    # Ctrl-C reaches the whole process group; only the parent should act on it (roll back, then
+    # shut the pool down), or workers dying mid-task leave the parent waiting on a broken pool.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 @contextmanager
 def worker_pool(n_workers: int) -> Iterator[ProcessPoolExecutor | None]:
     """A pool of `n_workers` parse processes, or None to classify in this process."""
@@ -19,7 +26,9 @@ def worker_pool(n_workers: int) -> Iterator[ProcessPoolExecutor | None]:
         yield None
         return
     # spawn, not fork: the parent holds DuckDB and Arrow thread pools that a fork would copy mid-flight.
-    pool = ProcessPoolExecutor(n_workers, mp_context=multiprocessing.get_context("spawn"))
+    pool = ProcessPoolExecutor(
+        n_workers, mp_context=multiprocessing.get_context("spawn"), initializer=_leave_ctrl_c_to_parent
+    )
     try:
         yield pool
     finally:
