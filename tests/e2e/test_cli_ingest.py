@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -15,8 +16,10 @@ pytestmark = pytest.mark.e2e
 
 
 def capsel(*args, cwd):
+    env = {key: value for key, value in os.environ.items() if not key.startswith("CAPSEL_")}
+    env["COLUMNS"] = "120"
     return subprocess.run([sys.executable, "-m", "capsel", *args], cwd=cwd, capture_output=True, text=True,
-                          env={"COLUMNS": "120", "PATH": "/usr/bin:/bin"}, timeout=120)
+                          env=env, timeout=120)
 
 
 def test_ingest_then_status_then_noop_reingest(tmp_path):

@@ -13,7 +13,7 @@ from capsel.ingest.dedup_key import candidate_id, dedup_key
 from capsel.ingest.pipeline import IngestOptions, ingest
 from capsel.ingest.reasons import Reason
 from capsel.ingest.records import parse_field_map
-from tests.integration.conftest import table, write_jsonl
+from tests.integration.pool_files import table, write_jsonl
 
 MATH = IngestOptions(domain="math")
 

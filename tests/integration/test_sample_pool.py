@@ -11,7 +11,7 @@ from capsel.ingest.pipeline import IngestOptions, ingest
 from capsel.ingest.reasons import Reason
 from capsel.ingest.records import parse_field_map
 from tests.fixtures.sample_pool import build
-from tests.integration.conftest import table
+from tests.integration.pool_files import table
 
 
 def test_bundled_files_match_the_builder(tmp_path):

@@ -6,7 +6,7 @@ import hashlib
 
 from capsel.db import open_db
 from capsel.ingest.pipeline import IngestOptions, ingest
-from tests.integration.conftest import table, write_jsonl
+from tests.integration.pool_files import table, write_jsonl
 
 
 def pool(tmp_path, name="pool.jsonl", start=0, stop=300):
