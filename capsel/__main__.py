@@ -2,4 +2,6 @@
 
 from capsel.cli.main import main
 
-main()
+# Guarded: ingest's spawned parse workers import the main module and must not rerun the CLI.
+if __name__ == "__main__":
+    main()

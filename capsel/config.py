@@ -24,6 +24,15 @@ class Settings(BaseSettings):
     report_max_points: int = Field(
         20_000, gt=0, description="selection report plots show at most this many pool points per domain"
     )
+    ingest_chunk_rows: int = Field(
+        50_000, gt=0, description="rows parsed and written to DuckDB per chunk during ingest"
+    )
+    ingest_workers: int = Field(
+        2, ge=0, description="parse worker processes for inputs over 32 MiB (0: parse in the main process)"
+    )
+    ingest_memory_limit: str = Field(
+        "1GB", description="DuckDB memory_limit of the ingest connection (DuckDB spills to disk beyond it)"
+    )
 
 
 def load_settings(**overrides: object) -> Settings:

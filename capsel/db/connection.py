@@ -11,11 +11,14 @@ from capsel.db.sqlfiles import run_sql
 from capsel.errors import CapselError
 
 
-def open_db(path: str | Path, read_only: bool = False) -> duckdb.DuckDBPyConnection:
+def open_db(
+    path: str | Path, read_only: bool = False, memory_limit: str | None = None
+) -> duckdb.DuckDBPyConnection:
     """Connect to the store at `path` (':memory:' allowed); writers migrate, readers only check.
 
     DuckDB allows one writing process per file, so workers must not call this with
-    read_only=False while a writer holds the file.
+    read_only=False while a writer holds the file. `memory_limit` (e.g. '1GB') caps DuckDB's
+    buffer memory, which otherwise grows up to 80% of RAM; DuckDB spills to disk beyond it.
     """
     target = str(path)
     if target != ":memory:":
@@ -25,7 +28,8 @@ def open_db(path: str | Path, read_only: bool = False) -> duckdb.DuckDBPyConnect
         if not read_only:
             file.parent.mkdir(parents=True, exist_ok=True)
     try:
-        con = duckdb.connect(target, read_only=read_only)
+        config = {"memory_limit": memory_limit} if memory_limit else {}
+        con = duckdb.connect(target, read_only=read_only, config=config)
     except duckdb.IOException as exc:
         raise CapselError(f"cannot open {target}: {exc}") from exc
     if read_only:

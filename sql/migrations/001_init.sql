@@ -48,7 +48,8 @@ create table candidates (
 create table duplicates (
     source_id varchar not null,
     source_row bigint not null,
-    candidate_id varchar not null,
+    candidate_id varchar not null,         -- the first occurrence (may sit in sampled_out after --sample)
+    domain varchar not null,
     ingest_run_id varchar not null
 );
 
@@ -57,14 +58,16 @@ create table sampled_out (
     source_id varchar not null,
     source_row bigint not null,
     candidate_id varchar not null,
+    domain varchar not null,
     ingest_run_id varchar not null
 );
 
 create table quarantine (
     source_id varchar not null,
     source_row bigint not null,
+    domain varchar,                        -- null when the row has no usable domain
     raw_text varchar,
-    reason varchar not null,               -- not_json | invalid_utf8 | missing_instruction | ...
+    reason varchar not null,               -- capsel.ingest.reasons.Reason: not_json | invalid_utf8 | ...
     detail varchar,
     ingest_run_id varchar not null
 );

@@ -47,3 +47,10 @@ def test_newer_database_is_refused_with_clear_message(tmp_path):
 def test_read_only_open_of_missing_file_is_clear(tmp_path):
     with pytest.raises(CapselError, match="no capsel database"):
         open_db(tmp_path / "missing.duckdb", read_only=True)
+
+
+def test_memory_limit_is_applied_to_the_connection(tmp_path):
+    con = open_db(tmp_path / "capped.duckdb", memory_limit="300MB")
+    limit = con.execute("select current_setting('memory_limit')").fetchone()[0]
+    con.close()
+    assert limit.endswith("MiB") and 280 <= float(limit.split()[0]) <= 300

@@ -1,0 +1,1 @@
+"""Data shipped with capsel: the bundled sample pool the demo ingests."""

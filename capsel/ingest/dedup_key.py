@@ -1,0 +1,28 @@
+"""The paper's dedup key and the ids derived from it; other parts of capsel rely on these exactly."""
+
+from __future__ import annotations
+
+import hashlib
+import unicodedata
+
+# U+001F is whitespace to str.split(), so the collapse below removes it from normalised
+# text: joining with it can never make two different (instruction, input) pairs collide.
+KEY_SEPARATOR = "\x1f"
+
+
+def normalize_text(text: str) -> str:
+    """NFKC-normalise, Unicode-casefold, collapse every whitespace run to one space, trim."""
+    # str.split() with no argument splits on runs of any Unicode whitespace (str.isspace),
+    # the same set as the regex \s+, and drops leading/trailing runs: collapse and trim in one.
+    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+
+
+def dedup_key(instruction: str, input_text: str = "") -> str:
+    """Key of a candidate within its domain: normalised instruction and input (never the response)."""
+    return normalize_text(instruction) + KEY_SEPARATOR + normalize_text(input_text)
+
+
+def candidate_id(domain: str, key: str) -> str:
+    """Stable 20-hex-digit id of a candidate: blake2b of the stripped domain and its dedup key."""
+    return hashlib.blake2b((domain + KEY_SEPARATOR + key).encode(), digest_size=10).hexdigest()
+

@@ -1,0 +1,232 @@
+"""Ingest source files into the DuckDB pool, one transaction per unit, dedup done in SQL per chunk.
+
+A unit is one file, or the whole run under --sample (the draw spans every file of the run,
+so its files commit together). A crash inside a unit leaves nothing of it behind, and a
+rerun ingests it cleanly because its sources rows were never committed.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
+
+import duckdb
+import orjson
+import pyarrow as pa
+
+from capsel.db import run_sql, sql_text
+from capsel.errors import CapselError
+from capsel.ingest.chunks import Chunk, ClassifyConfig
+from capsel.ingest.readers import FORMATS, format_for
+from capsel.ingest.records import FieldMap
+from capsel.ingest.summary import FileOutcome, IngestReport, run_summary
+from capsel.ingest.workers import classified_chunks, worker_pool
+from capsel.runs import recorded_run
+from capsel.versioning import file_sha256
+
+# (file, bytes done, bytes total), called after every chunk is written.
+ProgressFn = Callable[[Path, int, int], None]
+
+
+@dataclass(frozen=True)
+class IngestOptions:
+    """How to read and keep rows: domain override, field names, sampling, limits and parallelism.
+
+    workers > 0 parses in spawned processes, which import the caller's main module: call
+    from a script guarded by `if __name__ == "__main__":` (the CLI is).
+    """
+
+    domain: str | None = None
+    fields: FieldMap = field(default_factory=FieldMap)
+    sample_size: int | None = None
+    seed: int = 0
+    max_field_chars: int = 1_000_000
+    chunk_rows: int = 50_000
+    workers: int = 0
+    # Below this much input, starting worker processes (about a second) costs more than it saves.
+    parallel_min_bytes: int = 32 * 2**20
+
+    def __post_init__(self) -> None:
+        if self.domain is not None:
+            if not self.domain.strip():
+                raise CapselError("--domain must not be empty")
+            object.__setattr__(self, "domain", self.domain.strip())
+        if self.sample_size is not None and self.sample_size < 1:
+            raise CapselError(f"--sample must be at least 1, got {self.sample_size}")
+        if self.chunk_rows < 1 or self.max_field_chars < 1 or self.workers < 0:
+            raise CapselError("chunk_rows and max_field_chars must be positive, workers at least 0")
+
+    def classify_config(self) -> ClassifyConfig:
+        """The part of the options that decides each row's fate."""
+        return ClassifyConfig(self.fields, self.domain, self.max_field_chars)
+
+    def as_config(self, files: Sequence[Path]) -> dict:
+        """JSON-ready record of this ingest, stored with its run."""
+        return {
+            "paths": [str(path) for path in files],
+            "domain": self.domain,
+            "field_map": self.fields.as_dict(),
+            "sample_size": self.sample_size,
+            "seed": self.seed,
+            "max_field_chars": self.max_field_chars,
+            "chunk_rows": self.chunk_rows,
+        }
+
+
+def resolve_inputs(paths: Sequence[str | Path]) -> list[Path]:
+    """Input files in order (a folder gives its supported files by name); CapselError if any is unusable."""
+    if not paths:
+        raise CapselError("give at least one file or folder to ingest")
+    files: list[Path] = []
+    for given in paths:
+        path = Path(given).expanduser()
+        if path.is_dir():
+            found = sorted(p for p in path.iterdir() if p.is_file() and p.suffix.lower() in FORMATS)
+            if not found:
+                raise CapselError(f"{path}: folder holds no {', '.join(FORMATS)} files")
+            files.extend(found)
+        elif not path.exists():
+            raise CapselError(f"{path}: no such file")
+        else:
+            format_for(path)
+            files.append(path)
+    for path in files:
+        try:
+            with open(path, "rb"):
+                pass
+        except OSError as exc:
+            raise CapselError(f"{path}: cannot read it ({exc.strerror or exc})") from exc
+    return [path.resolve() for path in files]
+
+
+def ingest(
+    con: duckdb.DuckDBPyConnection,
+    paths: Sequence[str | Path],
+    options: IngestOptions,
+    progress: ProgressFn | None = None,
+) -> IngestReport:
+    """Ingest files as one recorded run; checks every path before writing anything."""
+    files = resolve_inputs(paths)
+    parallel = sum(os.path.getsize(path) for path in files) >= options.parallel_min_bytes
+    counters: dict = {}
+    with (
+        recorded_run(con, "ingest", counters, config=options.as_config(files)) as run_id,
+        worker_pool(options.workers if parallel else 0) as pool,
+    ):
+        units = [[path] for path in files] if options.sample_size is None else [files]
+        outcomes: list[FileOutcome] = []
+        for unit in units:
+            outcomes.extend(_ingest_unit(con, unit, options, run_id, pool, progress))
+        report = IngestReport(run_id, outcomes, run_summary(con, run_id))
+        counters.update(report.counters())
+    return report
+
+
+def _ingest_unit(
+    con: duckdb.DuckDBPyConnection,
+    unit: list[Path],
+    options: IngestOptions,
+    run_id: str,
+    pool: ProcessPoolExecutor | None,
+    progress: ProgressFn | None,
+) -> list[FileOutcome]:
+    outcomes: list[FileOutcome] = []
+    con.begin()
+    try:
+        for path in unit:
+            outcomes.append(_ingest_file(con, path, options, run_id, pool, progress))
+        if options.sample_size is not None:
+            _draw_sample(con, run_id, options)
+        for outcome in outcomes:
+            if outcome.already_ingested_by is None:
+                _record_counts(con, outcome)
+        con.commit()
+    except BaseException:
+        con.rollback()
+        raise
+    return outcomes
+
+
+def _ingest_file(
+    con: duckdb.DuckDBPyConnection,
+    path: Path,
+    options: IngestOptions,
+    run_id: str,
+    pool: ProcessPoolExecutor | None,
+    progress: ProgressFn | None,
+) -> FileOutcome:
+    """Stream one file into candidates, duplicates and quarantine, unless its content is already a source."""
+    sha256 = file_sha256(path)
+    known = run_sql(con, "ingest_source_find", {"sha256": sha256}).fetchone()
+    if known is not None:
+        return FileOutcome(path, known[0], 0, already_ingested_by=known[2])
+    source_id = sha256[:16]
+    n_bytes = os.path.getsize(path)
+    run_sql(con, "ingest_source_insert", {
+        "source_id": source_id, "path": str(path), "sha256": sha256, "n_bytes": n_bytes,
+        "domain_option": options.domain, "field_map": orjson.dumps(options.fields.as_dict()).decode(),
+        "run_id": run_id,
+    })
+    ids = {"source_id": source_id, "ingest_run_id": run_id}
+    suffix = path.suffix.lower()
+    n_rows = 0
+    with open(path, "rb") as handle:
+        batches = FORMATS[suffix].frame(handle, options.chunk_rows)
+        max_in_flight = options.workers + 1  # one batch queued while each worker parses one
+        for chunk in classified_chunks(batches, suffix, options.classify_config(), pool, max_in_flight):
+            _write_chunk(con, chunk, ids)
+            n_rows += chunk.n_rows
+            if progress is not None:
+                progress(path, handle.tell(), n_bytes)
+    if progress is not None:
+        progress(path, n_bytes, n_bytes)
+    return FileOutcome(path, source_id, n_rows)
+
+
+def _write_chunk(con: duckdb.DuckDBPyConnection, chunk: Chunk, ids: dict) -> None:
+    """Append one chunk: duplicates first (they test against candidates before this chunk joins them)."""
+    if chunk.staged.num_rows:
+        staged = _with_ids(chunk.staged, ids)
+        _run_over(con, staged, "staged_chunk", "ingest_chunk_duplicates")
+        _run_over(con, staged, "staged_chunk", "ingest_chunk_candidates")
+    if chunk.quarantined.num_rows:
+        _run_over(con, _with_ids(chunk.quarantined, ids), "quarantine_chunk", "ingest_quarantine_append")
+
+
+def _with_ids(table: pa.Table, ids: dict) -> pa.Table:
+    for name, value in ids.items():
+        table = table.append_column(name, pa.repeat(pa.scalar(value, pa.string()), table.num_rows))
+    return table
+
+
+def _run_over(con: duckdb.DuckDBPyConnection, table: pa.Table, view: str, statement: str) -> None:
+    """Run sql/<statement>.sql with the Arrow `table` visible under the name `view`.
+
+    A relation query rather than con.register: DuckDB keeps a registered Arrow table alive
+    until the transaction commits, so every chunk of a file would pile up in memory.
+    """
+    con.from_arrow(table).query(view, sql_text(statement))
+
+
+def _draw_sample(con: duckdb.DuckDBPyConnection, run_id: str, options: IngestOptions) -> None:
+    """Keep `sample_size` of this run's new candidates per domain; move the rest to sampled_out."""
+    run_sql(con, "ingest_draw_create", {"run_id": run_id, "seed": options.seed, "sample_size": options.sample_size})
+    run_sql(con, "ingest_draw_record")
+    run_sql(con, "ingest_draw_remove")
+    run_sql(con, "ingest_draw_drop")
+
+
+def _record_counts(con: duckdb.DuckDBPyConnection, outcome: FileOutcome) -> None:
+    """Store a source's counts and refuse to commit if they do not add up to the rows read."""
+    counts = run_sql(con, "ingest_source_counts", {
+        "source_id": outcome.source_id, "n_rows_read": outcome.n_rows_read,
+    }).fetchone()
+    n_read, landed = counts[0], sum(counts[1:])
+    if n_read != landed:
+        raise RuntimeError(
+            f"{outcome.path}: read {n_read} rows but {landed} landed "
+            f"(inserted, duplicates, quarantined, sampled out = {counts[1:]}); nothing was committed"
+        )

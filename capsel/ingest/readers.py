@@ -1,0 +1,228 @@
+"""Streaming readers, split in two stages so parsing can run in worker processes.
+
+A framer cuts a binary file handle into batches of at most `batch_rows` raw items (lines,
+CSV records, JSON elements, a Parquet record batch) without holding more than one batch;
+a decoder turns one batch into (row number, raw, parsed record or Rejection) rows. Row
+numbers are 1-based: the line for JSONL, the data record after the header for CSV, the
+element for a JSON array and the row for Parquet.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass
+from itertools import islice
+from pathlib import Path
+from typing import Any, BinaryIO, Callable, Iterator, NamedTuple
+
+import ijson
+import orjson
+import pyarrow.parquet as pq
+
+from capsel.errors import CapselError
+from capsel.ingest.reasons import Reason, Rejection
+
+_BOM = b"\xef\xbb\xbf"
+_JSON_WHITESPACE = b" \t\r\n"
+
+
+class RawRow(NamedTuple):
+    """One source row: its number, its raw form (for quarantine), and the record or a Rejection.
+
+    `raw` is the line's bytes (JSONL), the record's fields (CSV), or None where the parsed
+    record is the most faithful form left (JSON array elements, Parquet rows).
+    """
+
+    row: int
+    raw: bytes | list[str] | None
+    value: object
+
+
+class Batch(NamedTuple):
+    """Raw items of consecutive rows, the first numbered `first_row`; `header` is CSV's."""
+
+    first_row: int
+    items: Any
+    header: list[str] | None = None
+
+
+def _batches(items: Iterator[Any], batch_rows: int, header: list[str] | None = None) -> Iterator[Batch]:
+    first_row = 1
+    while chunk := list(islice(items, batch_rows)):
+        yield Batch(first_row, chunk, header)
+        first_row += len(chunk)
+
+
+def frame_jsonl(handle: BinaryIO, batch_rows: int) -> Iterator[Batch]:
+    """Batches of raw lines (blank lines included, so numbering matches the file)."""
+    yield from _batches(iter(handle), batch_rows)
+
+
+def decode_jsonl(batch: Batch) -> Iterator[RawRow]:
+    """Parse lines; blank lines are not records and yield nothing."""
+    loads = orjson.loads
+    for number, line in enumerate(batch.items, batch.first_row):
+        if number == 1 and line.startswith(_BOM):
+            line = line[len(_BOM):]
+        try:
+            value = loads(line)
+        except orjson.JSONDecodeError as exc:
+            if not line.strip():
+                continue
+            value = _undecodable_line(line, exc)
+        yield RawRow(number, line, value)
+
+
+def _undecodable_line(line: bytes, exc: Exception) -> Rejection:
+    try:
+        line.decode("utf-8")
+    except UnicodeDecodeError as bad:
+        return Rejection(Reason.INVALID_UTF8, str(bad))
+    return Rejection(Reason.NOT_JSON, str(exc))
+
+
+def frame_json(handle: BinaryIO, batch_rows: int) -> Iterator[Batch]:
+    """Batches of JSON array elements (streamed by ijson); a .json file not starting with '[' is JSONL.
+
+    A document broken part-way cannot be resynchronised: its last item is one not_json
+    Rejection for the element where parsing failed, after every element read before it.
+    Known gap: ijson's C backend turns an unpaired surrogate escape ("\\ud800") into '?',
+    where a JSONL line holding one is quarantined as not_json.
+    """
+    head = handle.peek(64 * 1024)  # type: ignore[attr-defined]  # open(path, "rb") is a BufferedReader
+    if not head.removeprefix(_BOM).lstrip(_JSON_WHITESPACE).startswith(b"["):
+        yield from frame_jsonl(handle, batch_rows)
+        return
+    if head.startswith(_BOM):
+        handle.read(len(_BOM))
+    yield from _batches(_json_elements(handle), batch_rows)
+
+
+def _json_elements(handle: BinaryIO) -> Iterator[object]:
+    elements = ijson.items(handle, "item", use_float=True)
+    count = 0
+    while True:
+        try:
+            value = next(elements)
+        except StopIteration:
+            return
+        except (ijson.JSONError, UnicodeDecodeError) as exc:
+            yield Rejection(Reason.NOT_JSON, f"JSON array unreadable from element {count + 1} on: {exc}")
+            return
+        count += 1
+        yield value
+
+
+def decode_values(batch: Batch) -> Iterator[RawRow]:
+    """Rows of already-parsed values (JSON array elements)."""
+    for number, value in enumerate(batch.items, batch.first_row):
+        yield RawRow(number, None, value)
+
+
+def frame_parquet(handle: BinaryIO, batch_rows: int) -> Iterator[Batch]:
+    """One Arrow record batch per Batch, read from the file one batch at a time."""
+    first_row = 1
+    for record_batch in pq.ParquetFile(handle).iter_batches(batch_size=batch_rows):
+        yield Batch(first_row, record_batch)
+        first_row += record_batch.num_rows
+
+
+def decode_parquet(batch: Batch) -> Iterator[RawRow]:
+    """Rows of one record batch as dicts."""
+    for number, record in enumerate(batch.items.to_pylist(), batch.first_row):
+        yield RawRow(number, None, record)
+
+
+def frame_csv(handle: BinaryIO, batch_rows: int) -> Iterator[Batch]:
+    """Batches of CSV records (lists of fields) after the header row."""
+    # Pool rows can be far longer than csv's 128 KiB default; oversized_field judges size instead.
+    csv.field_size_limit(max(csv.field_size_limit(), 2**31 - 1))
+    # surrogateescape keeps undecodable bytes so one bad record is quarantined, not the file.
+    text = io.TextIOWrapper(handle, encoding="utf-8-sig", errors="surrogateescape", newline="")
+    records = csv.reader(text)
+    header = next(records, None)
+    if header is not None:
+        yield from _batches(_csv_records(records), batch_rows, header)
+
+
+def _csv_records(records: Iterator[list[str]]) -> Iterator[list[str] | Rejection]:
+    while True:
+        try:
+            yield next(records)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            yield Rejection(Reason.BAD_CSV_ROW, str(exc))
+
+
+def decode_csv(batch: Batch) -> Iterator[RawRow]:
+    """Records as {header: value} dicts; every value is a string ('' for an empty cell)."""
+    header = batch.header
+    for number, fields in enumerate(batch.items, batch.first_row):
+        if isinstance(fields, Rejection):
+            yield RawRow(number, None, fields)
+            continue
+        try:
+            "".join(fields).encode("utf-8")
+        except UnicodeEncodeError:
+            yield RawRow(number, fields, Rejection(Reason.INVALID_UTF8, "the record holds bytes that are not UTF-8"))
+            continue
+        if len(fields) != len(header):
+            detail = f"{len(fields)} fields, header has {len(header)}"
+            yield RawRow(number, fields, Rejection(Reason.BAD_CSV_ROW, detail))
+            continue
+        yield RawRow(number, fields, dict(zip(header, fields)))
+
+
+def raw_text(raw: bytes | list[str] | None, value: object) -> str | None:
+    """The row as text for the quarantine table; undecodable bytes become U+FFFD, never lost."""
+    if isinstance(raw, bytes):
+        return raw.decode("utf-8", errors="replace").rstrip("\r\n")
+    if isinstance(raw, list):
+        out = io.StringIO()
+        csv.writer(out, lineterminator="").writerow(raw)
+        return out.getvalue().encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    if isinstance(value, Rejection):
+        return None
+    return orjson.dumps(value, default=str).decode()
+
+
+def decode_any(batch: Batch) -> Iterator[RawRow]:
+    """Decode a .json batch: raw lines when the file was JSON Lines, parsed elements otherwise."""
+    if batch.items and isinstance(batch.items[0], bytes):
+        return decode_jsonl(batch)
+    return decode_values(batch)
+
+
+@dataclass(frozen=True)
+class SourceFormat:
+    """How one file format is framed (in the reading process) and decoded (in any process)."""
+
+    name: str
+    frame: Callable[[BinaryIO, int], Iterator[Batch]]
+    decode: Callable[[Batch], Iterator[RawRow]]
+
+
+JSONL = SourceFormat("jsonl", frame_jsonl, decode_jsonl)
+FORMATS: dict[str, SourceFormat] = {
+    ".jsonl": JSONL,
+    ".ndjson": JSONL,
+    ".json": SourceFormat("json", frame_json, decode_any),
+    ".parquet": SourceFormat("parquet", frame_parquet, decode_parquet),
+    ".csv": SourceFormat("csv", frame_csv, decode_csv),
+}
+
+
+def format_for(path: Path) -> SourceFormat:
+    """The format of a file, chosen by its suffix."""
+    found = FORMATS.get(path.suffix.lower())
+    if found is None:
+        raise CapselError(f"{path}: unsupported format {path.suffix!r}; use one of {', '.join(FORMATS)}")
+    return found
+
+
+def read_rows(handle: BinaryIO, source_format: SourceFormat, batch_rows: int = 10_000) -> Iterator[RawRow]:
+    """Every row of a file in order, one batch in memory at a time (the in-process path)."""
+    for batch in source_format.frame(handle, batch_rows):
+        yield from source_format.decode(batch)

@@ -1,0 +1,47 @@
+"""The one list of quarantine reasons: why a source row could not become a candidate."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import NamedTuple
+
+
+class Reason(StrEnum):
+    """Quarantine reason codes, stored in `quarantine.reason`."""
+
+    NOT_JSON = "not_json"
+    NOT_AN_OBJECT = "not_an_object"
+    INVALID_UTF8 = "invalid_utf8"
+    BAD_CSV_ROW = "bad_csv_row"
+    INVALID_MESSAGES = "invalid_messages"
+    MISSING_INSTRUCTION = "missing_instruction"
+    EMPTY_INSTRUCTION = "empty_instruction"
+    MISSING_RESPONSE = "missing_response"
+    EMPTY_RESPONSE = "empty_response"
+    NON_STRING_FIELD = "non_string_field"
+    OVERSIZED_FIELD = "oversized_field"
+    NO_DOMAIN = "no_domain"
+
+
+REASON_HELP: dict[Reason, str] = {
+    Reason.NOT_JSON: "the line (JSONL) or document (JSON array) is not valid JSON",
+    Reason.NOT_AN_OBJECT: "valid JSON, but not an object (e.g. a list, a number or a string)",
+    Reason.INVALID_UTF8: "the line or CSV record holds bytes that are not UTF-8",
+    Reason.BAD_CSV_ROW: "a CSV record whose field count differs from the header, or that the CSV parser rejects",
+    Reason.INVALID_MESSAGES: "`messages`/`conversations` is not a list of turn objects",
+    Reason.MISSING_INSTRUCTION: "no instruction field (or no user turn in a chat record), or it is null",
+    Reason.EMPTY_INSTRUCTION: "the instruction is empty or whitespace only",
+    Reason.MISSING_RESPONSE: "no response/output field (or no assistant turn after the first user turn), or it is null",
+    Reason.EMPTY_RESPONSE: "the response is empty or whitespace only",
+    Reason.NON_STRING_FIELD: "instruction, input, response or domain is not a string",
+    Reason.OVERSIZED_FIELD: "instruction, input or response is longer than CAPSEL_MAX_FIELD_CHARS characters",
+    Reason.NO_DOMAIN: "no --domain was given and the row has no non-empty `domain` field",
+}
+
+
+class Rejection(NamedTuple):
+    """A row that cannot be a candidate: the reason, a human detail, and its domain when known."""
+
+    reason: Reason
+    detail: str
+    domain: str | None = None

@@ -1,0 +1,29 @@
+-- First occurrence of each new key in a chunk becomes a candidate, texts exactly as given.
+insert into candidates (
+    candidate_id, domain, instruction, input, response, dedup_key, source_id, source_row, ingest_run_id
+)
+with chunk as (
+    select * from staged_chunk
+),
+
+-- not exists (an anti join the planner builds on the chunk) rather than not in (a mark join
+-- that rebuilds a hash table of every candidate for each chunk).
+final as (
+    select
+        candidate_id,
+        domain,
+        instruction,
+        input,
+        response,
+        dedup_key,
+        source_id,
+        source_row,
+        ingest_run_id
+    from chunk
+    where is_first_in_chunk and not exists (
+        select 1 from candidates where candidates.candidate_id = chunk.candidate_id
+    )
+    order by source_row
+)
+
+select * from final;

@@ -1,0 +1,1 @@
+drop table if exists ingest_not_drawn;

@@ -1,0 +1,3 @@
+insert into quarantine by name
+select *
+from quarantine_chunk;

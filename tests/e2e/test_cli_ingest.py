@@ -1,0 +1,69 @@
+"""The ingest, status and demo commands as a user types them."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from typer.testing import CliRunner
+
+from capsel.cli.main import app
+
+pytestmark = pytest.mark.e2e
+
+
+def capsel(*args, cwd):
+    env = {key: value for key, value in os.environ.items() if not key.startswith("CAPSEL_")}
+    env["COLUMNS"] = "120"
+    return subprocess.run([sys.executable, "-m", "capsel", *args], cwd=cwd, capture_output=True, text=True,
+                          env=env, timeout=120)
+
+
+def test_ingest_then_status_then_noop_reingest(tmp_path):
+    rows = [{"problem": "What is 1+1?", "solution": "2"}, {"problem": "WHAT IS 1+1?", "solution": "two"},
+            {"problem": "", "solution": "x"}]
+    (tmp_path / "pool.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\nnot json\n")
+    args = ["ingest", "pool.jsonl", "--domain", "math", "--map", "instruction=problem,response=solution",
+            "--db", "pool.duckdb"]
+    first = capsel(*args, cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    assert "read = inserted + duplicates + quarantined" in first.stdout
+    math_row = next(line for line in first.stdout.splitlines() if line.strip().startswith("math"))
+    assert math_row.split()[1:] == ["4", "1", "1", "2"]
+    status = capsel("status", "--db", "pool.duckdb", cwd=tmp_path)
+    assert status.returncode == 0, status.stderr
+    assert next(line for line in status.stdout.splitlines() if line.startswith("math")).split()[1:4] == ["1", "1", "2"]
+    again = capsel(*args, cwd=tmp_path)
+    assert again.returncode == 0
+    assert "skipped" in again.stdout and "already ingested" in again.stdout
+
+
+def test_bad_path_is_one_clear_line_and_creates_nothing(tmp_path):
+    result = capsel("ingest", "missing.jsonl", "--db", "pool.duckdb", cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.strip() == "error: missing.jsonl: no such file"
+    assert not (tmp_path / "pool.duckdb").exists()
+    bad_map = capsel("ingest", "missing.jsonl", "--map", "prompt=question", cwd=tmp_path)
+    assert bad_map.returncode == 2 and "unknown capsel field 'prompt'" in bad_map.stderr
+
+
+def test_demo_ingests_the_sample_pool_and_prints_status(tmp_path):
+    result = capsel("demo", "--out", "out", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "out" / "demo" / "capsel.duckdb").exists()
+    lines = result.stdout.splitlines()
+    status_rows = {line.split()[0]: line.split()[1:] for line in lines[lines.index(next(
+        line for line in lines if line.startswith("domain") and "selections" in line)) + 2:] if line.strip()}
+    assert status_rows["math"][:3] == ["100", "17", "9"]
+    assert set(status_rows) == {"(none)", "code", "math", "science"}
+    assert capsel("demo", "--out", "out", cwd=tmp_path).returncode == 0  # a rerun starts fresh
+
+
+@pytest.mark.parametrize("command", ["ingest", "status", "demo"])
+def test_every_command_has_help(command):
+    result = CliRunner().invoke(app, [command, "--help"])
+    assert result.exit_code == 0
+    assert "Usage" in result.output
