@@ -17,6 +17,7 @@ class Generator(Protocol):
     """Greedy continuation of prompt ids: at most R tokens, stopping before EOS (EOS not included)."""
 
     name: str
+    batch_size: int
 
     def generate(self, prompt_ids_batch: Sequence[Sequence[int]]) -> list[list[int]]:
         """y-hat for each prompt, in the order given."""

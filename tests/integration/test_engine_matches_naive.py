@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import zlib
-
 import pytest
 
 from capsel.scoring.config import ScoringConfig
 from capsel.scoring.engine import ScoringEngine
 from capsel.scoring.inputs import CandidateText
 from capsel.scoring.model_loading import describe_model, load_model
-from tests.fixtures.candidates import choose_eos_ids, mixed_candidates
-from tests.fixtures.tiny_models import FAMILIES, blocks_of, build_model, build_tokenizer, save_model_dir, set_eos
+from tests.fixtures.candidates import mixed_candidates
+from tests.fixtures.pool import tiny_model_dir
+from tests.fixtures.tiny_models import FAMILIES, blocks_of
 from tests.reference.naive_cap import naive_cap
 
 TOLERANCE = 1e-4
@@ -32,17 +31,15 @@ def _assert_matches(result, expected, path: str) -> None:
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_engine_matches_naive_reference(family, tmp_path):
-    model, tokenizer = build_model(family, seed=zlib.crc32(family.encode())), build_tokenizer()
     candidates = mixed_candidates()
-    eos_ids = choose_eos_ids(model, tokenizer, candidates, HORIZON)
-    set_eos(model, tokenizer, eos_ids)
-    info = describe_model(str(save_model_dir(tmp_path / family, model, tokenizer)), dtype="float32", device="cpu")
+    info = describe_model(str(tiny_model_dir(tmp_path / family, family, HORIZON)), dtype="float32", device="cpu")
     loaded = load_model(info)
-    assert info.eos_token_ids == set(eos_ids)
+    eos_ids = set(info.eos_token_ids)
+    assert len(eos_ids) == 2, "the fixture declares two EOS ids (tokenizer's and generation config's)"
     assert loaded.blocks is blocks_of(loaded.model, family)
 
     naive = [
-        naive_cap(loaded.model, loaded.blocks, info.tokenizer, candidate, set(eos_ids), horizon=HORIZON)
+        naive_cap(loaded.model, loaded.blocks, info.tokenizer, candidate, eos_ids, horizon=HORIZON)
         for candidate in candidates
     ]
     # The pool must exercise what the engine has to get right, for this model and its EOS.
