@@ -7,7 +7,7 @@ import sys
 import typer
 
 from capsel import __version__
-from capsel.cli import lineage, migrate, select, selections
+from capsel.cli import export_scores, generate, lineage, migrate, score, select, selections
 from capsel.cli.common import err_console
 from capsel.errors import CapselError
 
@@ -37,6 +37,9 @@ app.command("migrate")(migrate.migrate)
 app.command("select")(select.select)
 app.command("selections")(selections.selections)
 app.command("lineage")(lineage.lineage)
+app.command("generate")(generate.generate)
+app.command("score")(score.score)
+app.command("export-scores")(export_scores.export_scores)
 
 
 def main() -> None:
