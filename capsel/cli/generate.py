@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import typer
-
-from capsel.cli.common import DbOption, console, err_console
+from capsel.cli.common import DbOption, console
 from capsel.cli.progress import CandidateProgress, print_summary
 from capsel.cli.scoring_options import (
     BatchSizeOption, DeviceOption, DomainOption, DtypeOption, GeneratorOption, HorizonOption, LimitOption,
@@ -12,7 +10,6 @@ from capsel.cli.scoring_options import (
     scoring_config,
 )
 from capsel.config import Settings
-from capsel.db import open_db
 from capsel.scoring.config import ScoringConfig
 from capsel.scoring.generation import Generator, HFGenerator
 from capsel.scoring.model_loading import ModelInfo, load_model
@@ -38,14 +35,8 @@ def generate(
     settings = scoring_settings(db, dtype, device, batch_size)
     config = scoring_config(horizon=horizon, prompt_tokens=prompt_tokens)
     info = model_info(settings, model, trust_remote_code)
-    con = open_db(settings.db_path)
-    try:
+    with scoring_db(settings) as con:
         summary = generate_pending(con, settings, info, config, generator, Scope(domain, limit))
-    except KeyboardInterrupt:
-        err_console.print("interrupted: finished batches are saved; run the same command again to resume")
-        raise typer.Exit(130)
-    finally:
-        con.close()
     print_summary("generate", summary, "generated")
 
 

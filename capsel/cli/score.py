@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import typer
-
-from capsel.cli.common import DbOption, console, err_console
+from capsel.cli.common import DbOption, console
 from capsel.cli.generate import generate_pending
 from capsel.cli.progress import CandidateProgress, print_summary
 from capsel.cli.scoring_options import (
     BatchSizeOption, DeviceOption, DomainOption, DtypeOption, EarlyOption, GeneratorOption, HorizonOption,
     LateOption, LimitOption, ModelOption, PromptTokensOption, TrustRemoteCodeOption, check_generator,
-    model_info, scoring_settings, scoring_config,
+    model_info, scoring_config, scoring_db, scoring_settings,
 )
-from capsel.db import open_db
 from capsel.scoring.engine import ScoringEngine
 from capsel.scoring.model_loading import load_model
 from capsel.scoring.runner import run_scoring
@@ -40,8 +37,7 @@ def score(
     config = scoring_config(horizon=horizon, prompt_tokens=prompt_tokens, early=early, late=late)
     info = model_info(settings, model, trust_remote_code)
     scope = Scope(domain, limit)
-    con = open_db(settings.db_path)
-    try:
+    with scoring_db(settings) as con:
         if generator == "vllm":
             # vLLM generates every missing y-hat first; the HF scorer then finds them all stored.
             print_summary("generate", generate_pending(con, settings, info, config, generator, scope), "generated")
@@ -52,9 +48,4 @@ def score(
                       "attn_implementation": loaded.model.config._attn_implementation}
         with CandidateProgress("scoring") as progress:
             summary = run_scoring(con, engine, scope, progress, run_config)
-    except KeyboardInterrupt:
-        err_console.print("interrupted: finished batches are saved; run the same command again to resume")
-        raise typer.Exit(130)
-    finally:
-        con.close()
     print_summary("score", summary, "scored")

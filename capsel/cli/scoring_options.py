@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from contextlib import contextmanager
+from typing import Annotated, Iterator, Optional
+
+import duckdb
 
 import typer
 from pydantic import ValidationError
 
-from capsel.cli.common import console, settings_for
+from capsel.cli.common import console, err_console, settings_for
 from capsel.config import Settings
+from capsel.db import open_db
 from capsel.errors import CapselError
 from capsel.scoring.config import ScoringConfig
 from capsel.scoring.model_loading import ModelInfo, describe_model
@@ -65,6 +69,19 @@ def model_info(settings: Settings, model: str | None, trust_remote_code: bool) -
     console.print(f"model {name}: {info.architecture}, {info.n_layers} layers, {info.dtype} on {info.device}, "
                   f"fingerprint {info.fingerprint}")
     return info
+
+
+@contextmanager
+def scoring_db(settings: Settings) -> Iterator[duckdb.DuckDBPyConnection]:
+    """The writable database; Ctrl-C ends with a resume hint, since finished batches are already saved."""
+    con = open_db(settings.db_path)
+    try:
+        yield con
+    except KeyboardInterrupt:
+        err_console.print("interrupted: finished batches are saved; run the same command again to resume")
+        raise typer.Exit(130)
+    finally:
+        con.close()
 
 
 def check_generator(generator: str) -> None:

@@ -12,20 +12,36 @@ import torch.nn.functional as F
 from capsel.scoring.results import DivergenceResult
 
 
-class PairDistances:
-    """Block-output sink: 1 - cos(h(real), h(gen)) between rows 2i and 2i+1, per layer, computed on the device."""
+class BlockStates:
+    """Block-output sink that keeps every layer's outputs, concatenated along positions (y-hat during decoding)."""
 
     def __init__(self, n_layers: int):
         self.parts: list[list[torch.Tensor]] = [[] for _ in range(n_layers)]
 
     def __call__(self, layer: int, hidden: torch.Tensor) -> None:
-        # Upcast so bf16 models get a float32 cosine; the states themselves are never kept.
-        hidden = hidden.float()
-        self.parts[layer].append(1.0 - F.cosine_similarity(hidden[0::2], hidden[1::2], dim=-1))
+        self.parts[layer].append(hidden)
+
+    def collect(self) -> list[torch.Tensor]:
+        """Per layer [rows, positions, hidden], positions in the order they were fed."""
+        return [torch.cat(part, dim=1) for part in self.parts]
+
+
+class DistancesTo:
+    """Block-output sink: 1 - cos between each block's output and the same layer's kept states, on the device."""
+
+    def __init__(self, reference: list[torch.Tensor]):
+        self.reference = reference
+        self.parts: list[torch.Tensor | None] = [None] * len(reference)
+
+    def __call__(self, layer: int, hidden: torch.Tensor) -> None:
+        other = self.reference[layer]
+        width = min(hidden.shape[1], other.shape[1])
+        # Upcast so bf16 models get a float32 cosine.
+        self.parts[layer] = 1.0 - F.cosine_similarity(hidden[:, :width].float(), other[:, :width].float(), dim=-1)
 
     def collect(self) -> torch.Tensor:
-        """[layers, rows, positions] on the CPU, positions in the order they were fed."""
-        return torch.stack([torch.cat(part, dim=-1).cpu() for part in self.parts])
+        """[layers, rows, positions] on the CPU."""
+        return torch.stack([part.cpu() for part in self.parts])
 
 
 @dataclass

@@ -38,6 +38,8 @@ def prefill(loaded: LoadedModel, prompts: Sequence[Sequence[int]]) -> PromptStat
     # Left pads would get position -1; HF generate clamps them to 0 the same way.
     positions = (mask.cumsum(-1) - 1).clamp(min=0)
     cache = DynamicCache(config=loaded.model.config)
+    # Sliding-window (and linear-attention) layers drop old states unless told to keep them for a crop.
+    cache.activate_past_recording()
     logits = _forward(loaded, ids, mask, positions, cache, keep_last=1)
     return PromptState(cache, mask, mask.sum(-1), logits[:, -1])
 
@@ -57,16 +59,13 @@ def extend(
     return logits
 
 
-def paired(state: PromptState) -> PromptState:
-    """The same prompt state with every row twice (rows 2i and 2i+1), for the real and generated branches."""
-    state.cache.batch_repeat_interleave(2)
-    return PromptState(
-        cache=state.cache,
-        mask=state.mask.repeat_interleave(2, dim=0),
-        prompt_lengths=state.prompt_lengths.repeat_interleave(2, dim=0),
-        last_logits=state.last_logits.repeat_interleave(2, dim=0),
-        fed=state.fed,
-    )
+def rewind(state: PromptState) -> PromptState:
+    """Crop everything fed after the prompt off the cache, so another branch can start from the prompt."""
+    if state.fed:
+        state.cache.crop(-state.fed)
+        state.mask = state.mask[:, : state.mask.shape[1] - state.fed]
+        state.fed = 0
+    return state
 
 
 def _forward(loaded, ids, mask, positions, cache, keep_last: int) -> torch.Tensor:

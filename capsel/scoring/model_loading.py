@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import inspect
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 from torch import nn
@@ -42,7 +42,7 @@ class LoadedModel:
     model: nn.Module
     blocks: nn.ModuleList
     input_device: torch.device
-    supports_logits_to_keep: bool = field(default=False)
+    supports_logits_to_keep: bool = False
 
 
 def resolve_device(device: str) -> str:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Protocol, Sequence
+from typing import Iterator, Protocol, Sequence
 
 import duckdb
 
@@ -72,27 +73,47 @@ class RunSummary:
 class _Tally:
     """Keeps the summary and the runs-row counters in step with every committed batch."""
 
-    def __init__(self, counters: dict, sink: ProgressSink | None):
-        self.summary, self.counters, self.sink, self.started = RunSummary(), counters, sink, time.perf_counter()
+    def __init__(self, keys: ScoreKeys, sink: ProgressSink | None):
+        self.keys, self.sink = keys, sink
+        self.summary, self.counters, self.started = RunSummary(), {}, time.perf_counter()
 
-    def begin(self, done_key: str, before: dict[str, int], scope: Scope) -> None:
-        self.summary.n_in_scope = before["n_in_scope"]
-        self.summary.n_already_done = before[done_key]
-        total = before["n_in_scope"] - before[done_key]
+    def begin(self, run_id: str, n_in_scope: int, n_already_done: int, limit: int | None) -> None:
+        self.summary.run_id, self.summary.n_in_scope, self.summary.n_already_done = run_id, n_in_scope, n_already_done
         if self.sink:
-            self.sink.start(total if scope.limit is None else min(total, scope.limit))
+            total = n_in_scope - n_already_done
+            self.sink.start(total if limit is None else min(total, limit))
 
-    def committed(self, n_candidates: int, n_done: int, excluded: Sequence[str], n_generated: int = 0) -> None:
+    def committed(self, n_candidates: int, excluded: Sequence[str], n_generated: int = 0) -> None:
         summary = self.summary
         summary.n_processed += n_candidates
-        summary.n_done += n_done
+        summary.n_done += n_candidates - len(excluded)
         summary.n_generated += n_generated
         summary.excluded.update(excluded)
         summary.wall_s = time.perf_counter() - self.started
         self.counters.clear()
         self.counters.update(summary.counters())
         if self.sink:
-            self.sink.advance(BatchReport(n_candidates, n_done, dict(Counter(excluded))))
+            self.sink.advance(BatchReport(n_candidates, n_candidates - len(excluded), dict(Counter(excluded))))
+
+
+@contextmanager
+def _tracked_run(
+    con: duckdb.DuckDBPyConnection, kind: str, info: ModelInfo, config: ScoringConfig, scope: Scope,
+    sink: ProgressSink | None, run_config: dict | None,
+) -> Iterator[_Tally]:
+    """Register model and configs, record the run in `runs`, and count what is already done."""
+    keys = register(con, info, config)
+    tally = _Tally(keys, sink)
+    run_config = {
+        **config.model_dump(), "generation_hash": keys.generation_hash, "scoring_hash": keys.scoring_hash,
+        "domain": scope.domain, "limit": scope.limit, **(run_config or {}),
+    }
+    with recorded_run(con, kind, tally.counters, config=run_config, model_fingerprint=keys.model_fingerprint) as run_id:
+        before = progress(con, keys, scope)
+        done_key = "n_generated" if kind == "generate" else "n_scored"
+        tally.begin(run_id, before["n_in_scope"], before[done_key], scope.limit)
+        yield tally
+    tally.summary.wall_s = time.perf_counter() - tally.started
 
 
 def run_generation(
@@ -100,21 +121,15 @@ def run_generation(
     scope: Scope = Scope(), sink: ProgressSink | None = None, run_config: dict | None = None,
 ) -> RunSummary:
     """Generate y-hat for every pending candidate in scope; each batch commits generations atomically."""
-    keys = register(con, info, config)
-    counters: dict = {}
-    tally = _Tally(counters, sink)
-    with recorded_run(con, "generate", counters, config=_run_config(config, keys, scope, run_config),
-                      model_fingerprint=keys.model_fingerprint) as run_id:
-        tally.summary.run_id = run_id
-        tally.begin("n_generated", progress(con, keys, scope), scope)
+    with _tracked_run(con, "generate", info, config, scope, sink, run_config) as tally:
+        keys, run_id = tally.keys, tally.summary.run_id
         for rows in pending_chunks(con, "scoring_pending_generations", keys.generation_params(), scope, CHUNK_SIZE):
             for batch in _input_batches(build_inputs(_texts(rows), info.tokenizer, config), generator.batch_size):
                 results = generation_results(batch, generator)
                 with transaction(con):
                     write_generations(con, keys, run_id, results)
                 reasons = [r.excluded_reason for r in results if r.excluded_reason]
-                tally.committed(len(results), len(results) - len(reasons), reasons, len(results) - len(reasons))
-    tally.summary.wall_s = time.perf_counter() - tally.started
+                tally.committed(len(results), reasons, n_generated=len(results) - len(reasons))
     return tally.summary
 
 
@@ -123,36 +138,29 @@ def run_scoring(
     sink: ProgressSink | None = None, run_config: dict | None = None,
 ) -> RunSummary:
     """Score every pending candidate in scope, generating y-hat (fused) where none is stored yet."""
-    info, config = engine.loaded.info, engine.config
-    keys = register(con, info, config)
-    counters: dict = {}
-    tally = _Tally(counters, sink)
-    with recorded_run(con, "score", counters, config=_run_config(config, keys, scope, run_config),
-                      model_fingerprint=keys.model_fingerprint) as run_id:
-        tally.summary.run_id = run_id
-        tally.begin("n_scored", progress(con, keys, scope), scope)
+    with _tracked_run(con, "score", engine.loaded.info, engine.config, scope, sink, run_config) as tally:
+        keys, run_id = tally.keys, tally.summary.run_id
         for rows in pending_chunks(con, "scoring_pending_divergences", keys.params(), scope, CHUNK_SIZE):
             stored = [_stored_generation(row) for row in rows if row["has_generation"]]
             for batch in _input_batches(stored, engine.batch_size):
                 divergences = engine.score(batch)
                 with transaction(con):
                     write_divergences(con, keys, run_id, divergences)
-                _tally_divergences(tally, divergences)
+                tally.committed(len(divergences), _reasons(divergences))
             fresh = engine.prepare(_texts([row for row in rows if not row["has_generation"]]))
             for batch in _input_batches(fresh, engine.batch_size):
                 scored = engine.generate_and_score(batch)
+                divergences = [s.divergence for s in scored]
                 with transaction(con):
                     write_generations(con, keys, run_id, [s.generation for s in scored])
-                    write_divergences(con, keys, run_id, [s.divergence for s in scored])
-                n_generated = sum(1 for s in scored if s.generation.generated_ids)
-                _tally_divergences(tally, [s.divergence for s in scored], n_generated)
-    tally.summary.wall_s = time.perf_counter() - tally.started
+                    write_divergences(con, keys, run_id, divergences)
+                tally.committed(len(scored), _reasons(divergences),
+                                n_generated=sum(1 for s in scored if s.generation.generated_ids))
     return tally.summary
 
 
-def _tally_divergences(tally: _Tally, divergences, n_generated: int = 0) -> None:
-    reasons = [d.excluded_reason for d in divergences if d.excluded_reason]
-    tally.committed(len(divergences), len(divergences) - len(reasons), reasons, n_generated)
+def _reasons(divergences) -> list[str]:
+    return [d.excluded_reason for d in divergences if d.excluded_reason]
 
 
 def _input_batches(items: Sequence[ScoringInput | GenerationResult], batch_size: int) -> list[list]:
@@ -176,10 +184,3 @@ def _stored_generation(row: dict) -> GenerationResult:
         excluded_reason=row["generation_excluded_reason"],
         generator="stored",
     )
-
-
-def _run_config(config: ScoringConfig, keys: ScoreKeys, scope: Scope, extra: dict | None) -> dict:
-    return {
-        **config.model_dump(), "generation_hash": keys.generation_hash, "scoring_hash": keys.scoring_hash,
-        "domain": scope.domain, "limit": scope.limit, **(extra or {}),
-    }

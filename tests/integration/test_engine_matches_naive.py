@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import torch
 
 from capsel.scoring.config import ScoringConfig
 from capsel.scoring.engine import ScoringEngine
@@ -49,7 +50,7 @@ def test_engine_matches_naive_reference(family, tmp_path):
     assert any(len(n["prompt_ids"]) == 256 for n in scored), "a prompt longer than 256 tokens was truncated"
     assert any(len(n["response_ids"]) < HORIZON for n in scored)
     assert any(0 < len(n["generated"]) < min(HORIZON, len(n["response_ids"])) for n in scored), "early EOS"
-    assert any(len(n["generated"]) == HORIZON for n in scored)
+    assert any(n["n_aligned"] == HORIZON for n in scored), "full-length y-hat beside a full-length y"
 
     engine = ScoringEngine(loaded, ScoringConfig(horizon=HORIZON), batch_size=4)
     inputs = engine.prepare([CandidateText(**candidate) for candidate in candidates])
@@ -66,3 +67,18 @@ def test_engine_matches_naive_reference(family, tmp_path):
         assert generation.excluded_reason == both.generation.excluded_reason
         _assert_matches(both.divergence, expected, "fused")
         _assert_matches(divergence, expected, "two-branch")
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_engine_on_cuda_matches_cpu(tmp_path):
+    path = str(tiny_model_dir(tmp_path / "llama"))
+    texts = [CandidateText(**candidate) for candidate in mixed_candidates()]
+    results = {}
+    for device in ("cpu", "cuda"):
+        engine = ScoringEngine(load_model(describe_model(path, dtype="float32", device=device)), ScoringConfig(), 4)
+        results[device] = engine.generate_and_score(engine.prepare(texts))
+    for cpu, cuda in zip(results["cpu"], results["cuda"]):
+        assert cpu.generation.generated_ids == cuda.generation.generated_ids
+        if cpu.divergence.layer_divergence:
+            assert cuda.divergence.layer_divergence == pytest.approx(cpu.divergence.layer_divergence, abs=TOLERANCE)
