@@ -21,7 +21,8 @@ def export_scores(
         "--model-fingerprint", help="Which model's scores (default: the most recently scored).",
         show_default=False)] = None,
     config_hash: Annotated[Optional[str], typer.Option(
-        "--config-hash", help="Which scoring config (default: the most recently scored).", show_default=False)] = None,
+        "--config-hash", help="Which scoring config (default: the most recently scored).",
+        show_default=False)] = None,
     domain: DomainOption = None,
     db: DbOption = None,
 ) -> None:

@@ -47,6 +47,8 @@ def print_summary(title: str, summary: RunSummary, done_label: str) -> None:
     """End-of-run counts: done, excluded by reason, skipped as already done, wall time and rate."""
     table = Table(title=title, show_header=False, title_justify="left")
     table.add_row(done_label, str(summary.n_done))
+    if done_label != "generated":
+        table.add_row("y-hat generated on the way", str(summary.n_generated))
     for reason, count in sorted(summary.excluded.items()):
         table.add_row(f"excluded: {reason}", str(count))
     table.add_row("skipped (already done)", str(summary.n_already_done))

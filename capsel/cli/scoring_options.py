@@ -30,7 +30,8 @@ DeviceOption = Annotated[Optional[str], typer.Option(
     "--device", help="auto | cpu | cuda (default: $CAPSEL_DEVICE or auto).", show_default=False)]
 BatchSizeOption = Annotated[Optional[int], typer.Option(
     "--batch-size", help="Candidates per batch (default: $CAPSEL_SCORE_BATCH_SIZE or 16).", show_default=False)]
-GeneratorOption = Annotated[str, typer.Option("--generator", help="hf (transformers) or vllm (CUDA, pip install capsel\\[gpu]).")]
+GeneratorOption = Annotated[str, typer.Option(
+    "--generator", help="hf (transformers) or vllm (CUDA, pip install capsel\\[gpu]).")]
 TrustRemoteCodeOption = Annotated[bool, typer.Option(
     "--trust-remote-code", help="Run model code shipped with the checkpoint (off: only transformers' own code).")]
 DomainOption = Annotated[Optional[str], typer.Option(

@@ -17,7 +17,9 @@ def length_sorted_batches(items: Sequence[T], batch_size: int, length: Callable[
     return [ordered[start:start + batch_size] for start in range(0, len(ordered), batch_size)]
 
 
-def left_padded(rows: Sequence[Sequence[int]], pad_id: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+def left_padded(
+    rows: Sequence[Sequence[int]], pad_id: int, device: torch.device
+) -> tuple[torch.Tensor, torch.Tensor]:
     """(ids, mask) with each row's ids flush right, so every row's last prompt token is the last column."""
     width = max(len(row) for row in rows)
     ids = torch.full((len(rows), width), pad_id, dtype=torch.long)

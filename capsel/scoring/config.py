@@ -31,7 +31,9 @@ class ScoringConfig(BaseModel):
         if self.min_response_tokens > self.horizon:
             raise ValueError(f"horizon {self.horizon} is below min_response_tokens {self.min_response_tokens}")
         if self.min_prompt_tokens > self.prompt_tokens:
-            raise ValueError(f"prompt_tokens {self.prompt_tokens} is below min_prompt_tokens {self.min_prompt_tokens}")
+            raise ValueError(
+                f"prompt_tokens {self.prompt_tokens} is below min_prompt_tokens {self.min_prompt_tokens}"
+            )
         if self.early >= self.late:
             raise ValueError(f"early fraction {self.early} must be below late fraction {self.late}")
         return self

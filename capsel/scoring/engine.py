@@ -42,7 +42,10 @@ class ScoringEngine:
             measured = compare_stored(self.loaded, prompts, responses, [g.generated_ids for g in batch])
             return self._summaries(batch, measured)
 
-        return self._batched(generations, measure, lambda g: DivergenceResult.excluded(g.candidate_id, g.excluded_reason))
+        def excluded(g: GenerationResult) -> DivergenceResult:
+            return DivergenceResult.excluded(g.candidate_id, g.excluded_reason)
+
+        return self._batched(generations, measure, excluded)
 
     def generate_and_score(self, inputs: Sequence[ScoringInput]) -> list[ScoredCandidate]:
         """y-hat and divergence together: y-hat's block outputs are taken during its own decoding."""
@@ -73,7 +76,9 @@ class ScoringEngine:
             for g, summary in zip(batch, summaries)
         ]
 
-    def _batched(self, rows: Sequence, measure: Callable[[list], list[Row]], excluded: Callable[[object], Row]) -> list[Row]:
+    def _batched(
+        self, rows: Sequence, measure: Callable[[list], list[Row]], excluded: Callable[[object], Row]
+    ) -> list[Row]:
         """Results in input order: excluded rows without the model, the rest in length-sorted batches."""
         results: dict[int, Row] = {}
         eligible = []
@@ -82,7 +87,9 @@ class ScoringEngine:
                 results[index] = excluded(row)
             else:
                 eligible.append((index, row))
-        batches = length_sorted_batches(eligible, self.batch_size, lambda item: (len(item[1].prompt_ids), len(item[1].response_ids)))
+        batches = length_sorted_batches(
+            eligible, self.batch_size, lambda item: (len(item[1].prompt_ids), len(item[1].response_ids))
+        )
         with torch.inference_mode():
             for batch in batches:
                 for (index, _), result in zip(batch, measure([row for _, row in batch])):

@@ -108,7 +108,8 @@ def _tracked_run(
         **config.model_dump(), "generation_hash": keys.generation_hash, "scoring_hash": keys.scoring_hash,
         "domain": scope.domain, "limit": scope.limit, **(run_config or {}),
     }
-    with recorded_run(con, kind, tally.counters, config=run_config, model_fingerprint=keys.model_fingerprint) as run_id:
+    fingerprint = keys.model_fingerprint
+    with recorded_run(con, kind, tally.counters, config=run_config, model_fingerprint=fingerprint) as run_id:
         before = progress(con, keys, scope)
         done_key = "n_generated" if kind == "generate" else "n_scored"
         tally.begin(run_id, before["n_in_scope"], before[done_key], scope.limit)

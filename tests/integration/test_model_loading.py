@@ -98,7 +98,7 @@ def test_bfloat16_scores_track_float32(model_dir):
     """The paper scores in bf16: the same engine runs in bf16 and stays near the float32 profile."""
     texts = [CandidateText(**c) for c in mixed_candidates()[:6]]
     engines = {
-        dtype: ScoringEngine(load_model(describe_model(str(model_dir), dtype=dtype, device="cpu")), ScoringConfig(), 3)
+        dtype: ScoringEngine(load_model(describe_model(str(model_dir), dtype=dtype, device="cpu")), ScoringConfig())
         for dtype in ("float32", "bfloat16")
     }
     assert next(engines["bfloat16"].loaded.model.parameters()).dtype == torch.bfloat16

@@ -18,7 +18,8 @@ def naive_prompt_and_response(tokenizer, candidate: dict, prompt_tokens: int, ho
         text = text + "\n" + candidate["input"].strip()
     prompt = tokenizer(text).input_ids
     response = tokenizer(candidate["response"].strip(), add_special_tokens=False).input_ids
-    return prompt, response, prompt[len(prompt) - prompt_tokens:] if len(prompt) > prompt_tokens else prompt, response[:horizon]
+    kept_prompt = prompt[len(prompt) - prompt_tokens:] if len(prompt) > prompt_tokens else prompt
+    return prompt, response, kept_prompt, response[:horizon]
 
 
 def naive_greedy(model, prompt: list[int], horizon: int, eos_ids: set[int]) -> list[int]:
