@@ -1,5 +1,5 @@
--- One row per candidate scored (or excluded) under one model and scoring config.
--- cap and z stay null until selection computes them; join them in here.
+-- One row per candidate scored (or excluded) under one model and scoring config,
+-- with CAP and z from the cap_scores view (null for excluded candidates).
 with pool as (
     select candidate_id, domain, instruction, input, response
     from candidates
@@ -9,6 +9,13 @@ with pool as (
 scored as (
     select candidate_id, excluded_reason, n_aligned, d_early, d_late, layer_divergence, ppl
     from divergences
+    where model_fingerprint = $model_fingerprint
+        and config_hash = $scoring_hash
+),
+
+caps as (
+    select candidate_id, cap, z
+    from cap_scores
     where model_fingerprint = $model_fingerprint
         and config_hash = $scoring_hash
 ),
@@ -26,10 +33,11 @@ final as (
         scored.d_late,
         scored.layer_divergence,
         scored.ppl,
-        cast(null as double) as cap,
-        cast(null as double) as z
+        caps.cap,
+        caps.z
     from pool
     inner join scored on pool.candidate_id = scored.candidate_id
+    left join caps on pool.candidate_id = caps.candidate_id
     order by pool.domain, pool.candidate_id
 )
 

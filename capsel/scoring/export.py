@@ -16,14 +16,6 @@ from capsel.errors import CapselError
 FORMATS = (".parquet", ".jsonl")
 
 
-def latest_score_keys(con: duckdb.DuckDBPyConnection) -> tuple[str, str]:
-    """(model fingerprint, scoring hash) of the most recent divergence written."""
-    row = run_sql(con, "scores_latest_keys").fetchone()
-    if row is None:
-        raise CapselError("no scores in this database yet; run `capsel score` first")
-    return row[0], row[1]
-
-
 def export_scores(
     con: duckdb.DuckDBPyConnection, out: Path, model_fingerprint: str, scoring_hash: str,
     domain: str | None = None,

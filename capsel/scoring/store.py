@@ -10,6 +10,7 @@ import duckdb
 import orjson
 
 from capsel.db import run_sql
+from capsel.db.records import fetch_records
 from capsel.scoring.config import ScoringConfig
 from capsel.scoring.model_loading import ModelInfo
 from capsel.scoring.results import DivergenceResult, GenerationResult
@@ -71,11 +72,9 @@ def pending_chunks(
     after, remaining = "", scope.limit
     while remaining is None or remaining > 0:
         n_rows = chunk_size if remaining is None else min(chunk_size, remaining)
-        cursor = run_sql(con, sql_name, {
+        rows = fetch_records(con, sql_name, {
             "domain": scope.domain, "after_candidate_id": after, "n_rows": n_rows, **key_params,
         })
-        columns = [column[0] for column in cursor.description]
-        rows = [dict(zip(columns, values)) for values in cursor.fetchall()]
         if not rows:
             return
         yield rows
