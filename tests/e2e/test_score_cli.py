@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
 
 import orjson
 import pytest
+import torch
 
 from capsel.db import open_db
 from tests.fixtures.candidates import mixed_candidates
@@ -55,3 +57,8 @@ def test_user_errors_are_one_line(tmp_path):
     assert "neither a model folder nor a hub id" in missing.stderr
     bad = _capsel("score", "--model", "m", "--horizon", "3", "--db", "x.duckdb", cwd=tmp_path)
     assert bad.returncode == 2 and "horizon 3 is below min_response_tokens" in bad.stderr
+    if not (importlib.util.find_spec("vllm") and torch.cuda.is_available()):
+        model = tiny_model_dir(tmp_path / "model")
+        vllm = _capsel("score", "--model", str(model), "--generator", "vllm", "--db", "x.duckdb", cwd=tmp_path)
+        assert vllm.returncode == 2 and "Traceback" not in vllm.stderr
+        assert "--generator vllm needs" in vllm.stderr
