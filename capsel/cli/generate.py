@@ -6,8 +6,8 @@ from capsel.cli.common import DbOption, console
 from capsel.cli.progress import CandidateProgress, print_summary
 from capsel.cli.scoring_options import (
     BatchSizeOption, DeviceOption, DomainOption, DtypeOption, GeneratorOption, HorizonOption, LimitOption,
-    ModelOption, PromptTokensOption, TrustRemoteCodeOption, check_generator, model_info, scoring_settings,
-    scoring_config,
+    ModelOption, PromptTokensOption, TrustRemoteCodeOption, check_generator, model_info, scoring_config,
+    scoring_db, scoring_settings,
 )
 from capsel.config import Settings
 from capsel.scoring.config import ScoringConfig

@@ -42,6 +42,11 @@ def test_score_resume_and_export(tmp_path):
     skipped = second.stdout.split("skipped (already done)")[1][:40]
     assert "6" in skipped and "excluded: empty_generation" in first.stdout + second.stdout
 
+    # score generated every y-hat on the way, so generate finds nothing left to do
+    generated = _capsel("generate", *common, cwd=tmp_path)
+    assert generated.returncode == 0, generated.stderr
+    assert "14" in generated.stdout.split("skipped (already done)")[1][:40]
+
     exported = _capsel("export-scores", "--db", "capsel.duckdb", "--out", "scores.jsonl", cwd=tmp_path)
     assert exported.returncode == 0, exported.stderr
     rows = [orjson.loads(line) for line in (tmp_path / "out" / "scores.jsonl").read_bytes().splitlines()]
