@@ -6,7 +6,6 @@ from contextlib import contextmanager
 from typing import Annotated, Iterator, Optional
 
 import duckdb
-
 import typer
 from pydantic import ValidationError
 
