@@ -33,6 +33,16 @@ class Settings(BaseSettings):
     ingest_memory_limit: str = Field(
         "1GB", description="DuckDB memory_limit of the ingest connection (DuckDB spills to disk beyond it)"
     )
+    model: str | None = Field(None, description="default model for generate/score: a local folder or a hub id")
+    score_batch_size: int = Field(16, gt=0, description="candidates per model batch and per committed DB batch")
+    device: Literal["auto", "cpu", "cuda"] = Field("auto", description="where the scoring model runs")
+    dtype: Literal["auto", "float32", "bfloat16"] = Field(
+        "auto", description="scoring dtype; auto is bfloat16 on CUDA and float32 on CPU"
+    )
+    vllm_gpu_memory_utilization: float = Field(
+        0.85, gt=0, le=1, description="share of GPU memory vLLM may take for weights and KV cache"
+    )
+    vllm_tensor_parallel_size: int = Field(1, ge=1, description="GPUs vLLM shards one model over")
 
 
 def load_settings(**overrides: object) -> Settings:

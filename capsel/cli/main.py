@@ -7,7 +7,7 @@ import sys
 import typer
 
 from capsel import __version__
-from capsel.cli import demo, ingest, lineage, migrate, select, selections, status
+from capsel.cli import demo, export_scores, generate, ingest, lineage, migrate, score, select, selections, status
 from capsel.cli.common import err_console
 from capsel.errors import CapselError
 
@@ -33,13 +33,16 @@ def _root(
     """capsel: model-aware SFT data selection."""
 
 
-app.command("migrate")(migrate.migrate)
+app.command("demo")(demo.demo)
+app.command("ingest")(ingest.ingest)
+app.command("status")(status.status)
+app.command("generate")(generate.generate)
+app.command("score")(score.score)
+app.command("export-scores")(export_scores.export_scores)
 app.command("select")(select.select)
 app.command("selections")(selections.selections)
 app.command("lineage")(lineage.lineage)
-app.command("ingest")(ingest.ingest)
-app.command("status")(status.status)
-app.command("demo")(demo.demo)
+app.command("migrate")(migrate.migrate)
 
 
 def main() -> None:

@@ -1,0 +1,185 @@
+"""Engine vs the paper-style pipeline on one pool and one model, in one run (candidates/s and their ratio).
+
+Paper-style: batched HF `generate` (batch 16, KV cache, greedy), then two batched full
+forward passes over [x;y] and [x;y-hat] with output_hidden_states=True (full-vocabulary
+logits over every position included). Engine: `ScoringEngine.generate_and_score`, the path
+`capsel score` takes when y-hat is not stored yet (prompt prefilled once, y-hat's states
+taken during its own decoding, y teacher-forced beside it on the shared cache).
+
+    .venv/bin/python benchmarks/score_throughput.py --n-candidates 64 --repeats 3 [--threads 1]
+
+Prints one JSON object: seconds per round for each pipeline (rounds rotate the order, since
+this machine is shared), best and median candidates/s, and their ratios. The model is a
+random-initialised ~10M-parameter 12-layer Llama, the tokenizer is built with `tokenizers`;
+nothing is downloaded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import orjson
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from capsel.scoring.batching import left_padded, length_sorted_batches, right_padded  # noqa: E402
+from capsel.scoring.config import ScoringConfig, layer_split  # noqa: E402
+from capsel.scoring.engine import ScoringEngine  # noqa: E402
+from capsel.scoring.inputs import CandidateText  # noqa: E402
+from capsel.scoring.model_loading import describe_model, load_model  # noqa: E402
+
+N_WORDS = 4000
+
+
+def build_model_dir(root: Path) -> Path:
+    """A 12-layer Llama (d=256) with a BOS-adding word-level tokenizer, saved as a user's model folder."""
+    import transformers as tf
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors
+
+    specials = ["<pad>", "<unk>", "<s>", "</s>"]
+    vocab = {token: index for index, token in enumerate(specials + [f"w{i}" for i in range(N_WORDS)])}
+    backend = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    backend.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    backend.post_processor = processors.TemplateProcessing(single="<s> $A", special_tokens=[("<s>", 2)])
+    tokenizer = tf.PreTrainedTokenizerFast(
+        tokenizer_object=backend, bos_token="<s>", eos_token="</s>", pad_token="<pad>", unk_token="<unk>",
+        model_max_length=1 << 20,
+    )
+    config = tf.LlamaConfig(
+        vocab_size=len(vocab), hidden_size=256, intermediate_size=704, num_hidden_layers=12,
+        num_attention_heads=8, num_key_value_heads=8, max_position_embeddings=512,
+        bos_token_id=2, eos_token_id=3, pad_token_id=0,
+    )
+    torch.manual_seed(0)
+    model = tf.AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    path = root / "llama12"
+    model.save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path
+
+
+def synthetic_pool(n: int, seed: int = 0) -> list[CandidateText]:
+    """~256-token prompts (255 words + BOS) and 60-word responses (>= 48 tokens)."""
+    rng = random.Random(seed)
+    words = lambda count: " ".join(f"w{rng.randrange(N_WORDS)}" for _ in range(count))  # noqa: E731
+    return [
+        CandidateText(f"c{i:05d}", words(rng.randint(240, 255)), "", words(60)) for i in range(n)
+    ]
+
+
+def paper_style(loaded, inputs, horizon: int, batch_size: int) -> dict[str, list[float]]:
+    """Generate with HF generate, then one full forward per branch with output_hidden_states=True."""
+    model, device = loaded.model, loaded.input_device
+    eos = sorted(loaded.info.eos_token_ids)
+    pad = loaded.info.tokenizer.pad_token_id
+    _, late = layer_split(len(loaded.blocks), 0.33, 0.66)
+    profiles = {}
+    with torch.inference_mode():
+        for batch in length_sorted_batches(inputs, batch_size, lambda item: len(item.prompt_ids)):
+            ids, mask = left_padded([item.prompt_ids for item in batch], pad, device)
+            out = model.generate(
+                input_ids=ids, attention_mask=mask, max_new_tokens=horizon, do_sample=False, num_beams=1,
+                eos_token_id=eos, pad_token_id=pad,
+            )
+            generated = []
+            for row in out[:, ids.shape[1]:].tolist():
+                stop = next((i for i, token in enumerate(row) if token in eos), len(row))
+                generated.append(row[:stop])
+            real_ids, real_mask = right_padded([b.prompt_ids + b.response_ids for b in batch], pad, device)
+            gen_ids, gen_mask = right_padded([b.prompt_ids + g for b, g in zip(batch, generated)], pad, device)
+            real = model(input_ids=real_ids, attention_mask=real_mask, output_hidden_states=True)
+            gen = model(input_ids=gen_ids, attention_mask=gen_mask, output_hidden_states=True)
+            for row, (item, g) in enumerate(zip(batch, generated)):
+                start, n = len(item.prompt_ids), min(len(item.response_ids), len(g))
+                if n == 0:
+                    continue
+                aligned = slice(start, start + n)
+                profile = [
+                    float((1 - F.cosine_similarity(hr[row, aligned], hg[row, aligned], dim=-1)).mean())
+                    for hr, hg in zip(real.hidden_states[1:], gen.hidden_states[1:])
+                ]
+                predicting = real.logits[row, start - 1:start - 1 + len(item.response_ids)]
+                nll = -predicting.float().log_softmax(-1).gather(-1, torch.tensor(item.response_ids)[:, None]).mean()
+                d_late = sum(profile[layer - 1] for layer in late) / len(late)
+                profiles[item.candidate_id] = profile + [d_late, float(nll.exp())]
+    return profiles
+
+
+def timed(function, *args):
+    start = time.perf_counter()
+    result = function(*args)
+    return result, time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n-candidates", type=int, default=64)
+    parser.add_argument("--batch-size", type=int, default=16)
+    parser.add_argument("--repeats", type=int, default=3, help="timed rounds; the pipelines alternate order")
+    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
+    args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    config = ScoringConfig()
+    with tempfile.TemporaryDirectory() as root:
+        info = describe_model(str(build_model_dir(Path(root))), dtype="float32", device="cpu")
+        loaded = load_model(info)
+        engine = ScoringEngine(loaded, config, batch_size=args.batch_size)
+        inputs = engine.prepare(synthetic_pool(args.n_candidates))
+        warm = inputs[: args.batch_size]
+        engine.generate_and_score(warm)
+        paper_style(loaded, warm, config.horizon, args.batch_size)
+
+        pipelines = {
+            "engine_fused": lambda: engine.generate_and_score(inputs),
+            "paper_style": lambda: paper_style(loaded, inputs, config.horizon, args.batch_size),
+            "engine_generate_then_score": lambda: engine.score(engine.generate(inputs)),
+        }
+        seconds: dict[str, list[float]] = {name: [] for name in pipelines}
+        outputs = {}
+        # The machine is shared: rotate the order each round so load swings hit every pipeline.
+        names = list(pipelines)
+        for round_index in range(args.repeats):
+            for name in names[round_index % 3:] + names[: round_index % 3]:
+                outputs[name], elapsed = timed(pipelines[name])
+                seconds[name].append(round(elapsed, 2))
+
+    scored, paper = outputs["engine_fused"], outputs["paper_style"]
+    # Same numbers from both pipelines on layers 1..L-1 (HF's last hidden state is post-norm, the hook's is not).
+    diffs = [
+        abs(a - b)
+        for item in scored if item.divergence.layer_divergence and item.divergence.candidate_id in paper
+        for a, b in zip(item.divergence.layer_divergence[:-1], paper[item.divergence.candidate_id][:11])
+    ]
+    n = len(inputs)
+    report = {
+        "machine": {"cpus": os.cpu_count(), "torch_threads": torch.get_num_threads(),
+                    "load_average_1m_at_end": os.getloadavg()[0], "platform": platform.platform(),
+                    "torch": torch.__version__},
+        "model": {"layers": info.n_layers, "parameters": sum(p.numel() for p in loaded.model.parameters())},
+        "pool": {"candidates": n, "mean_prompt_tokens": sum(len(i.prompt_ids) for i in inputs) / n,
+                 "mean_response_tokens": sum(len(i.response_ids) for i in inputs) / n,
+                 "mean_generated_tokens": sum(len(s.generation.generated_ids or []) for s in scored) / n},
+    }
+    for name, times in seconds.items():
+        report[name] = {"seconds_per_round": times, "candidates_per_s_best": round(n / min(times), 3),
+                        "candidates_per_s_median": round(n / statistics.median(times), 3)}
+    report["ratio_engine_over_paper_best"] = round(min(seconds["paper_style"]) / min(seconds["engine_fused"]), 2)
+    report["ratio_engine_over_paper_median"] = round(
+        statistics.median(seconds["paper_style"]) / statistics.median(seconds["engine_fused"]), 2)
+    report["max_abs_diff_layers_1_to_L_minus_1"] = max(diffs) if diffs else None
+    print(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode())
+
+
+if __name__ == "__main__":
+    main()

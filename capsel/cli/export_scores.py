@@ -1,0 +1,37 @@
+"""`capsel export-scores`: one row per scored candidate to Parquet or JSON Lines."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from capsel.cli.common import DbOption, console, settings_for
+from capsel.cli.scoring_options import DomainOption
+from capsel.db import open_db
+from capsel.paths import inside_root
+from capsel.scoring.export import export_scores as write_scores
+from capsel.selection.scoring_key import resolve_scoring_key
+
+
+def export_scores(
+    out: Annotated[Path, typer.Option("--out", help="FILE.parquet or FILE.jsonl, inside the output root.")],
+    model: Annotated[Optional[str], typer.Option(
+        "--model", help="Model fingerprint or name/path (default: the only scored model).",
+        show_default=False)] = None,
+    config_hash: Annotated[Optional[str], typer.Option(
+        "--config-hash", help="Scoring config hash (default: the only scored config).", show_default=False)] = None,
+    domain: DomainOption = None,
+    db: DbOption = None,
+) -> None:
+    """Export candidate, exclusion, n_aligned, D_early, D_late, the D_l profile, PPL, CAP and z."""
+    settings = settings_for(db)
+    target = inside_root(settings.output_root, out)
+    con = open_db(settings.db_path, read_only=True)
+    try:
+        key = resolve_scoring_key(con, model, config_hash)
+        n_rows = write_scores(con, target, key.model_fingerprint, key.config_hash, domain)
+    finally:
+        con.close()
+    console.print(f"wrote {n_rows} rows to {target} ({key.describe()})")

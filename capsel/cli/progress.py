@@ -1,0 +1,59 @@
+"""Rich progress bar (candidates/s, ETA) and end-of-run summary for generate and score."""
+
+from __future__ import annotations
+
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn, TimeRemainingColumn
+from rich.table import Table
+from rich.text import Text
+
+from capsel.cli.common import console
+from capsel.scoring.runner import BatchReport, RunSummary
+
+
+class _RateColumn(ProgressColumn):
+    def render(self, task) -> Text:
+        speed = task.finished_speed or task.speed
+        return Text("-- cand/s" if speed is None else f"{speed:.2f} cand/s", style="progress.data.speed")
+
+
+class CandidateProgress:
+    """A progress sink that draws one bar over the pending candidates."""
+
+    def __init__(self, description: str):
+        self.description = description
+        self.progress = Progress(
+            TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), _RateColumn(),
+            TextColumn("ETA"), TimeRemainingColumn(), console=console, transient=False,
+        )
+        self.task = None
+
+    def __enter__(self) -> "CandidateProgress":
+        self.progress.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.progress.stop()
+
+    def start(self, total: int) -> None:
+        """Size the bar to the pending work."""
+        self.task = self.progress.add_task(self.description, total=total)
+
+    def advance(self, report: BatchReport) -> None:
+        """Move the bar by one committed batch."""
+        self.progress.advance(self.task, report.n_candidates)
+
+
+def print_summary(title: str, summary: RunSummary, done_label: str) -> None:
+    """End-of-run counts: done, excluded by reason, skipped as already done, wall time and rate."""
+    table = Table(title=title, show_header=False, title_justify="left")
+    table.add_row(done_label, str(summary.n_done))
+    if done_label != "generated":
+        table.add_row("y-hat generated on the way", str(summary.n_generated))
+    for reason, count in sorted(summary.excluded.items()):
+        table.add_row(f"excluded: {reason}", str(count))
+    table.add_row("skipped (already done)", str(summary.n_already_done))
+    table.add_row("processed this run", str(summary.n_processed))
+    table.add_row("wall time", f"{summary.wall_s:.1f} s")
+    table.add_row("rate", f"{summary.rate:.2f} candidates/s")
+    table.add_row("run id", summary.run_id)
+    console.print(table)

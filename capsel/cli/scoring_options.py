@@ -1,0 +1,90 @@
+"""Options shared by `capsel generate` and `capsel score`, and the setup both commands do."""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Annotated, Iterator, Optional
+
+import duckdb
+import typer
+from pydantic import ValidationError
+
+from capsel.cli.common import console, err_console, settings_for
+from capsel.config import Settings
+from capsel.db import open_db
+from capsel.errors import CapselError
+from capsel.scoring.config import ScoringConfig
+from capsel.scoring.model_loading import ModelInfo, describe_model
+
+ModelOption = Annotated[Optional[str], typer.Option(
+    "--model", help="Model folder or hub id (default: $CAPSEL_MODEL).", show_default=False)]
+HorizonOption = Annotated[int, typer.Option(
+    "--horizon", help="R: response tokens compared, and the most tokens generated.")]
+PromptTokensOption = Annotated[int, typer.Option("--prompt-tokens", help="P: keep the last P prompt token ids.")]
+EarlyOption = Annotated[float, typer.Option("--early", help="D_early averages layers l <= early * L.")]
+LateOption = Annotated[float, typer.Option("--late", help="D_late averages layers l >= late * L.")]
+DtypeOption = Annotated[Optional[str], typer.Option(
+    "--dtype", help="auto | float32 | bfloat16 (default: $CAPSEL_DTYPE or auto).", show_default=False)]
+DeviceOption = Annotated[Optional[str], typer.Option(
+    "--device", help="auto | cpu | cuda (default: $CAPSEL_DEVICE or auto).", show_default=False)]
+BatchSizeOption = Annotated[Optional[int], typer.Option(
+    "--batch-size", help="Candidates per batch (default: $CAPSEL_SCORE_BATCH_SIZE or 16).", show_default=False)]
+GeneratorOption = Annotated[str, typer.Option(
+    "--generator", help="hf (transformers) or vllm (CUDA, pip install capsel\\[gpu]).")]
+TrustRemoteCodeOption = Annotated[bool, typer.Option(
+    "--trust-remote-code", help="Run model code shipped with the checkpoint (off: only transformers' own code).")]
+DomainOption = Annotated[Optional[str], typer.Option(
+    "--domain", help="Only candidates of this domain.", show_default=False)]
+LimitOption = Annotated[Optional[int], typer.Option(
+    "--limit", help="Process at most this many pending candidates.", show_default=False, min=1)]
+
+
+def scoring_settings(db, dtype: str | None, device: str | None, batch_size: int | None) -> Settings:
+    """Settings with the scoring options applied; a bad value is one clear error."""
+    try:
+        return settings_for(db, dtype=dtype, device=device, score_batch_size=batch_size)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise CapselError(f"invalid option: {problems}") from exc
+
+
+def scoring_config(**fields: object) -> ScoringConfig:
+    """The scoring configuration from CLI options, with invalid combinations as one clear error."""
+    try:
+        return ScoringConfig(**fields)
+    except ValidationError as exc:
+        problems = "; ".join(error["msg"] for error in exc.errors())
+        raise CapselError(f"invalid scoring options: {problems}") from exc
+
+
+def model_info(settings: Settings, model: str | None, trust_remote_code: bool) -> ModelInfo:
+    """Resolve and fingerprint the model named on the command line or in the settings."""
+    name = model or settings.model
+    if not name:
+        raise CapselError("no model given: pass --model PATH_OR_HUB_ID or set CAPSEL_MODEL")
+    with console.status(f"hashing model files of {name}"):
+        info = describe_model(
+            name, dtype=settings.dtype, device=settings.device, trust_remote_code=trust_remote_code
+        )
+    console.print(f"model {name}: {info.architecture}, {info.n_layers} layers, {info.dtype} on {info.device}, "
+                  f"fingerprint {info.fingerprint}")
+    return info
+
+
+@contextmanager
+def scoring_db(settings: Settings) -> Iterator[duckdb.DuckDBPyConnection]:
+    """The writable database; Ctrl-C ends with a resume hint, since finished batches are already saved."""
+    con = open_db(settings.db_path)
+    try:
+        yield con
+    except KeyboardInterrupt:
+        err_console.print("interrupted: finished batches are saved; run the same command again to resume")
+        raise typer.Exit(130)
+    finally:
+        con.close()
+
+
+def check_generator(generator: str) -> None:
+    """Only the two backends exist."""
+    if generator not in ("hf", "vllm"):
+        raise CapselError(f"unknown generator {generator!r}; use hf or vllm")

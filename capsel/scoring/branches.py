@@ -1,0 +1,92 @@
+"""Both branches [x;y] and [x;y-hat] on one shared prompt prefill, with block outputs compared on the device.
+
+The prompt is prefilled once. y-hat then runs on its cache, as one branch forward when it
+is already known, or as the greedy decoding that produces it; hooks keep y-hat's block
+outputs (response positions only). The cache is cropped back to the prompt and y runs as
+one batched branch whose hooks reduce each block output to 1 - cos against y-hat's.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import torch
+
+from capsel.scoring.batching import right_padded
+from capsel.scoring.blocks import observe_blocks
+from capsel.scoring.decoding import GreedyRows, feed_last_tokens
+from capsel.scoring.divergence import BlockStates, DistancesTo, PairMeasure, token_nll
+from capsel.scoring.forward import PromptState, extend, pad_id, prefill, rewind
+from capsel.scoring.model_loading import LoadedModel
+
+
+def compare_stored(
+    loaded: LoadedModel,
+    prompts: Sequence[Sequence[int]],
+    responses: Sequence[Sequence[int]],
+    generated: Sequence[Sequence[int]],
+) -> PairMeasure:
+    """Divergence and y's NLL when y-hat is already known: y-hat's aligned part runs as one branch."""
+    n_aligned = [min(len(y), len(g)) for y, g in zip(responses, generated)]
+    state = prefill(loaded, prompts)
+    first_logits = state.last_logits
+    kept = BlockStates(len(loaded.blocks))
+    ids, mask = right_padded([g[:n] for g, n in zip(generated, n_aligned)], pad_id(loaded), loaded.input_device)
+    with observe_blocks(loaded.blocks, kept):
+        extend(loaded, state, ids, mask, keep_last=1)
+    return _against_reference(loaded, rewind(state), first_logits, responses, kept, n_aligned)
+
+
+def generate_and_compare(
+    loaded: LoadedModel, prompts: Sequence[Sequence[int]], responses: Sequence[Sequence[int]], horizon: int
+) -> tuple[list[list[int]], PairMeasure]:
+    """Greedy y-hat and the divergence: y-hat's block outputs come out of its own decoding.
+
+    One extra step feeds y-hat's last token when that position is still needed for alignment.
+    """
+    state = prefill(loaded, prompts)
+    first_logits = state.last_logits
+    rows = GreedyRows(len(prompts), horizon, loaded.info.eos_token_ids)
+    rows.advance(first_logits)
+    kept = BlockStates(len(loaded.blocks))
+    with observe_blocks(loaded.blocks, kept):
+        while _needs_step(rows, responses, state.fed):
+            feed_last_tokens(loaded, state, rows)
+            rows.advance(state.last_logits)
+    n_aligned = [min(len(y), len(g)) for y, g in zip(responses, rows.tokens)]
+    return rows.tokens, _against_reference(loaded, rewind(state), first_logits, responses, kept, n_aligned)
+
+
+def _against_reference(
+    loaded: LoadedModel, state: PromptState, first_logits: torch.Tensor, responses: Sequence[Sequence[int]],
+    kept: BlockStates, n_aligned: list[int],
+) -> PairMeasure:
+    """Run y on the prompt cache, comparing each block's output with y-hat's kept states; y's NLL too."""
+    if not any(n_aligned):
+        # Every y-hat is empty: nothing to compare, and every row is excluded.
+        return PairMeasure(torch.zeros(len(loaded.blocks), len(responses), 0), n_aligned, [0.0] * len(responses))
+    distances = DistancesTo(kept.collect())
+    ids, mask = right_padded(responses, pad_id(loaded), loaded.input_device)
+    with observe_blocks(loaded.blocks, distances):
+        real_logits = extend(loaded, state, ids, mask)
+    return PairMeasure(distances.collect(), n_aligned, _response_nll(first_logits, real_logits, responses))
+
+
+def _needs_step(rows: GreedyRows, responses: Sequence[Sequence[int]], fed: int) -> bool:
+    """Decode on while a row still generates or its last aligned y-hat token has not been fed yet."""
+    return any(
+        not finished or fed < min(len(y), len(tokens))
+        for y, tokens, finished in zip(responses, rows.tokens, rows.finished)
+    )
+
+
+def _response_nll(
+    first_logits: torch.Tensor, real_logits: torch.Tensor, responses: Sequence[Sequence[int]]
+) -> list[float]:
+    """Sum of -log p(y_t) per row: y_1 from the prompt's last position, y_t+1 from y's position t."""
+    first = token_nll(first_logits, torch.tensor([y[0] for y in responses]))
+    totals = []
+    for row, y in enumerate(responses):
+        rest = token_nll(real_logits[row, : len(y) - 1], torch.tensor(y[1:])).sum() if len(y) > 1 else 0.0
+        totals.append(float(first[row] + rest))
+    return totals

@@ -1,0 +1,82 @@
+"""The scoring configuration (P, R, depth split, exclusion thresholds) and the hashes that key results."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from capsel.errors import CapselError
+from capsel.versioning import config_hash
+
+# Bump when the meaning of a stored generation or divergence changes, so old rows get new keys.
+METHOD_VERSION = 1
+
+
+class ScoringConfig(BaseModel):
+    """Everything a generation or a divergence depends on besides the model (DESIGN.md, "The method")."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    prompt_tokens: int = Field(256, gt=0, description="keep the last P prompt token ids")
+    horizon: int = Field(48, gt=0, description="R: keep the first R response ids; generate at most R tokens")
+    early: float = Field(0.33, gt=0, lt=1, description="D_early averages layers l <= early * L")
+    late: float = Field(0.66, gt=0, lt=1, description="D_late averages layers l >= late * L")
+    min_prompt_tokens: int = Field(2, ge=1, description="fewer prompt ids than this: excluded short_prompt")
+    min_response_tokens: int = Field(6, ge=1, description="fewer response ids than this: excluded short_response")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "ScoringConfig":
+        if self.min_response_tokens > self.horizon:
+            raise ValueError(f"horizon {self.horizon} is below min_response_tokens {self.min_response_tokens}")
+        if self.min_prompt_tokens > self.prompt_tokens:
+            raise ValueError(
+                f"prompt_tokens {self.prompt_tokens} is below min_prompt_tokens {self.min_prompt_tokens}"
+            )
+        if self.early >= self.late:
+            raise ValueError(f"early fraction {self.early} must be below late fraction {self.late}")
+        return self
+
+    def generation_config(self) -> dict:
+        """The fields a stored generation (and its exclusion reason) depends on."""
+        return {
+            "kind": "generation",
+            "method_version": METHOD_VERSION,
+            "prompt_tokens": self.prompt_tokens,
+            "horizon": self.horizon,
+            "min_prompt_tokens": self.min_prompt_tokens,
+            "min_response_tokens": self.min_response_tokens,
+        }
+
+    def scoring_config(self) -> dict:
+        """The fields a stored divergence depends on: the generation's plus the depth split."""
+        return {**self.generation_config(), "kind": "scoring", "early": self.early, "late": self.late}
+
+    @property
+    def generation_hash(self) -> str:
+        """Key of `generations` rows written under this configuration."""
+        return config_hash(self.generation_config())
+
+    @property
+    def scoring_hash(self) -> str:
+        """Key of `divergences` rows written under this configuration."""
+        return config_hash(self.scoring_config())
+
+
+def layer_split(n_layers: int, early: float, late: float) -> tuple[list[int], list[int]]:
+    """1-indexed layers with l <= early*L and l >= late*L.
+
+    The fractions are read as the decimals the user wrote (0.66 is 66/100, not the
+    nearest binary float), so L=50 puts layer 33 in the late group exactly as on paper.
+    """
+    early_bound = Fraction(repr(early)) * n_layers
+    late_bound = Fraction(repr(late)) * n_layers
+    early_layers = list(range(1, math.floor(early_bound) + 1))
+    late_layers = list(range(max(1, math.ceil(late_bound)), n_layers + 1))
+    if not early_layers or not late_layers:
+        raise CapselError(
+            f"a model with {n_layers} layers has no layer l <= {early}*L or none l >= {late}*L; "
+            "use a deeper model or change --early/--late"
+        )
+    return early_layers, late_layers

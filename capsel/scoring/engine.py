@@ -1,0 +1,97 @@
+"""The DB-free scoring layer: candidates in, plain results out (what a worker process runs)."""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence, TypeVar
+
+import torch
+
+from capsel.scoring.batching import length_sorted_batches
+from capsel.scoring.branches import compare_stored, generate_and_compare
+from capsel.scoring.config import ScoringConfig, layer_split
+from capsel.scoring.divergence import PairMeasure, summarize
+from capsel.scoring.generation import HFGenerator, generation_results
+from capsel.scoring.inputs import EMPTY_GENERATION, CandidateText, ScoringInput, build_inputs
+from capsel.scoring.model_loading import LoadedModel
+from capsel.scoring.results import DivergenceResult, GenerationResult, ScoredCandidate
+
+Row = TypeVar("Row")
+
+
+class ScoringEngine:
+    """CAP measurements for batches of candidates with one loaded HF model; touches no database."""
+
+    def __init__(self, loaded: LoadedModel, config: ScoringConfig, batch_size: int = 16):
+        self.loaded = loaded
+        self.config = config
+        self.batch_size = batch_size
+        self.early_layers, self.late_layers = layer_split(len(loaded.blocks), config.early, config.late)
+
+    def prepare(self, candidates: Sequence[CandidateText]) -> list[ScoringInput]:
+        """Tokenise and truncate candidates; short ones come back with their exclusion reason."""
+        return build_inputs(candidates, self.loaded.info.tokenizer, self.config)
+
+    def generate(self, inputs: Sequence[ScoringInput]) -> list[GenerationResult]:
+        """y-hat for every eligible input with the HF backend, in input order."""
+        return generation_results(inputs, HFGenerator(self.loaded, self.config.horizon, self.batch_size))
+
+    def score(self, generations: Sequence[GenerationResult]) -> list[DivergenceResult]:
+        """Divergences from stored generations: the prompt runs once, both branches share its cache."""
+        def measure(batch: list[GenerationResult]) -> list[DivergenceResult]:
+            prompts, responses = [g.prompt_ids for g in batch], [g.response_ids for g in batch]
+            measured = compare_stored(self.loaded, prompts, responses, [g.generated_ids for g in batch])
+            return self._summaries(batch, measured)
+
+        def excluded(g: GenerationResult) -> DivergenceResult:
+            return DivergenceResult.excluded(g.candidate_id, g.excluded_reason)
+
+        return self._batched(generations, measure, excluded)
+
+    def generate_and_score(self, inputs: Sequence[ScoringInput]) -> list[ScoredCandidate]:
+        """y-hat and divergence together: y-hat's block outputs are taken during its own decoding."""
+        def measure(batch: list[ScoringInput]) -> list[ScoredCandidate]:
+            prompts, responses = [item.prompt_ids for item in batch], [item.response_ids for item in batch]
+            generated, measured = generate_and_compare(self.loaded, prompts, responses, self.config.horizon)
+            generations = [
+                GenerationResult(item.candidate_id, item.prompt_ids, item.response_ids, tokens,
+                                 None if tokens else EMPTY_GENERATION, "hf")
+                for item, tokens in zip(batch, generated)
+            ]
+            return [ScoredCandidate(g, d) for g, d in zip(generations, self._summaries(generations, measured))]
+
+        def excluded(item: ScoringInput) -> ScoredCandidate:
+            generation = GenerationResult(item.candidate_id, item.prompt_ids, item.response_ids, None,
+                                          item.excluded_reason, "hf")
+            return ScoredCandidate(generation, DivergenceResult.excluded(item.candidate_id, item.excluded_reason))
+
+        return self._batched(inputs, measure, excluded)
+
+    def _summaries(self, batch: list[GenerationResult], measured: PairMeasure) -> list[DivergenceResult]:
+        summaries = summarize(
+            [g.candidate_id for g in batch], measured, [len(g.response_ids) for g in batch],
+            self.early_layers, self.late_layers,
+        )
+        return [
+            DivergenceResult.excluded(g.candidate_id, g.excluded_reason) if g.excluded_reason else summary
+            for g, summary in zip(batch, summaries)
+        ]
+
+    def _batched(
+        self, rows: Sequence, measure: Callable[[list], list[Row]], excluded: Callable[[object], Row]
+    ) -> list[Row]:
+        """Results in input order: excluded rows without the model, the rest in length-sorted batches."""
+        results: dict[int, Row] = {}
+        eligible = []
+        for index, row in enumerate(rows):
+            if row.excluded_reason:
+                results[index] = excluded(row)
+            else:
+                eligible.append((index, row))
+        batches = length_sorted_batches(
+            eligible, self.batch_size, lambda item: (len(item[1].prompt_ids), len(item[1].response_ids))
+        )
+        with torch.inference_mode():
+            for batch in batches:
+                for (index, _), result in zip(batch, measure([row for _, row in batch])):
+                    results[index] = result
+        return [results[index] for index in range(len(rows))]

@@ -1,0 +1,77 @@
+"""Cached forward passes: prefill a left-padded prompt batch once, then extend it with response tokens."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import torch
+
+from capsel.scoring.batching import left_padded
+from capsel.scoring.model_loading import LoadedModel
+
+
+@dataclass
+class PromptState:
+    """A batch's KV cache after the prompt (plus whatever was fed since), its mask and last-prompt logits."""
+
+    cache: object
+    mask: torch.Tensor
+    prompt_lengths: torch.Tensor
+    last_logits: torch.Tensor
+    fed: int = 0
+
+
+def pad_id(loaded: LoadedModel) -> int:
+    """Any valid id for padded slots; they are masked out, so only validity matters."""
+    tokenizer = loaded.info.tokenizer
+    if tokenizer.pad_token_id is not None:
+        return int(tokenizer.pad_token_id)
+    return min(loaded.info.eos_token_ids, default=0)
+
+
+def prefill(loaded: LoadedModel, prompts: Sequence[Sequence[int]]) -> PromptState:
+    """Run the prompts once; logits only at the last prompt position (it predicts the first response token)."""
+    from transformers import DynamicCache
+
+    ids, mask = left_padded(prompts, pad_id(loaded), loaded.input_device)
+    # Left pads would get position -1; HF generate clamps them to 0 the same way.
+    positions = (mask.cumsum(-1) - 1).clamp(min=0)
+    cache = DynamicCache(config=loaded.model.config)
+    # Sliding-window (and linear-attention) layers drop old states unless told to keep them for a crop.
+    cache.activate_past_recording()
+    logits = _forward(loaded, ids, mask, positions, cache, keep_last=1)
+    return PromptState(cache, mask, mask.sum(-1), logits[:, -1])
+
+
+def extend(
+    loaded: LoadedModel, state: PromptState, ids: torch.Tensor, mask: torch.Tensor, keep_last: int = 0
+) -> torch.Tensor:
+    """Feed the next response tokens of every row (pads masked) on top of the cache; returns logits.
+
+    keep_last=0 returns logits at every fed position, k>0 only at the last k.
+    """
+    width = ids.shape[1]
+    positions = state.prompt_lengths[:, None] + state.fed + torch.arange(width, device=ids.device)[None, :]
+    state.mask = torch.cat([state.mask, mask.to(state.mask.device)], dim=1)
+    logits = _forward(loaded, ids, state.mask, positions, state.cache, keep_last)
+    state.fed += width
+    return logits
+
+
+def rewind(state: PromptState) -> PromptState:
+    """Crop everything fed after the prompt off the cache, so another branch can start from the prompt."""
+    if state.fed:
+        state.cache.crop(-state.fed)
+        state.mask = state.mask[:, : state.mask.shape[1] - state.fed]
+        state.fed = 0
+    return state
+
+
+def _forward(loaded, ids, mask, positions, cache, keep_last: int) -> torch.Tensor:
+    kwargs = {"logits_to_keep": keep_last} if loaded.supports_logits_to_keep else {}
+    output = loaded.model(
+        input_ids=ids, attention_mask=mask, position_ids=positions, past_key_values=cache, use_cache=True, **kwargs
+    )
+    logits = output.logits
+    return logits[:, -keep_last:] if keep_last and not loaded.supports_logits_to_keep else logits

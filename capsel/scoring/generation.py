@@ -1,0 +1,65 @@
+"""Generators of y-hat from truncated prompt ids: one interface, an HF backend here, vLLM in its own module."""
+
+from __future__ import annotations
+
+from typing import Protocol, Sequence
+
+import torch
+
+from capsel.scoring.batching import length_sorted_batches
+from capsel.scoring.decoding import greedy_generate
+from capsel.scoring.inputs import EMPTY_GENERATION, ScoringInput
+from capsel.scoring.model_loading import LoadedModel
+from capsel.scoring.results import GenerationResult
+
+
+class Generator(Protocol):
+    """Greedy continuation of prompt ids: at most R tokens, stopping before EOS (EOS not included)."""
+
+    name: str
+    batch_size: int
+
+    def generate(self, prompt_ids_batch: Sequence[Sequence[int]]) -> list[list[int]]:
+        """y-hat for each prompt, in the order given."""
+        ...
+
+
+class HFGenerator:
+    """Batched greedy decoding with transformers: length-sorted batches, left padding, one cached step per token."""
+
+    name = "hf"
+
+    def __init__(self, loaded: LoadedModel, horizon: int, batch_size: int = 16):
+        self.loaded = loaded
+        self.horizon = horizon
+        self.batch_size = batch_size
+
+    def generate(self, prompt_ids_batch: Sequence[Sequence[int]]) -> list[list[int]]:
+        """y-hat for each prompt, in the order given."""
+        indexed = list(enumerate(prompt_ids_batch))
+        outputs: list[list[int]] = [[] for _ in indexed]
+        with torch.inference_mode():
+            for batch in length_sorted_batches(indexed, self.batch_size, lambda item: len(item[1])):
+                generated = greedy_generate(self.loaded, [prompt for _, prompt in batch], self.horizon)
+                for (index, _), tokens in zip(batch, generated):
+                    outputs[index] = tokens
+        return outputs
+
+
+def generation_results(inputs: Sequence[ScoringInput], generator: Generator) -> list[GenerationResult]:
+    """Run the generator on the eligible inputs; excluded ones and empty generations carry their reason."""
+    eligible = [item for item in inputs if item.excluded_reason is None]
+    generated = iter(generator.generate([item.prompt_ids for item in eligible]) if eligible else [])
+    results = []
+    for item in inputs:
+        tokens = None if item.excluded_reason else list(next(generated))
+        reason = item.excluded_reason or (EMPTY_GENERATION if tokens == [] else None)
+        results.append(GenerationResult(
+            candidate_id=item.candidate_id,
+            prompt_ids=item.prompt_ids,
+            response_ids=item.response_ids,
+            generated_ids=tokens,
+            excluded_reason=reason,
+            generator=generator.name,
+        ))
+    return results

@@ -1,0 +1,68 @@
+"""Token ids the method scores: the prompt's last P ids and the response's first R ids, or an exclusion."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+from capsel.scoring.config import ScoringConfig
+
+SHORT_PROMPT = "short_prompt"
+SHORT_RESPONSE = "short_response"
+EMPTY_GENERATION = "empty_generation"
+
+
+@dataclass(frozen=True)
+class CandidateText:
+    """The text fields of one candidate, as stored in `candidates`."""
+
+    candidate_id: str
+    instruction: str
+    input: str
+    response: str
+
+
+@dataclass(frozen=True)
+class ScoringInput:
+    """One candidate ready for the model: truncated prompt and response ids, or why it is excluded."""
+
+    candidate_id: str
+    prompt_ids: list[int]
+    response_ids: list[int]
+    excluded_reason: str | None = None
+
+
+def prompt_text(instruction: str, input_text: str) -> str:
+    """instruction.strip(), plus a newline and input.strip() when the stripped input is non-empty."""
+    prompt = instruction.strip()
+    extra = (input_text or "").strip()
+    return f"{prompt}\n{extra}" if extra else prompt
+
+
+def build_inputs(candidates: Sequence[CandidateText], tokenizer, config: ScoringConfig) -> list[ScoringInput]:
+    """Tokenise a batch of candidates the way the method says (no template, no separator)."""
+    if not candidates:
+        return []
+    prompts = [prompt_text(c.instruction, c.input) for c in candidates]
+    responses = [c.response.strip() for c in candidates]
+    prompt_ids = tokenizer(prompts).input_ids
+    response_ids = tokenizer(responses, add_special_tokens=False).input_ids
+    return [
+        _truncated(c.candidate_id, list(p), list(r), config)
+        for c, p, r in zip(candidates, prompt_ids, response_ids)
+    ]
+
+
+def _truncated(candidate_id: str, prompt: list[int], response: list[int], config: ScoringConfig) -> ScoringInput:
+    if len(prompt) < config.min_prompt_tokens:
+        reason = SHORT_PROMPT
+    elif len(response) < config.min_response_tokens:
+        reason = SHORT_RESPONSE
+    else:
+        reason = None
+    return ScoringInput(
+        candidate_id=candidate_id,
+        prompt_ids=prompt[-config.prompt_tokens:],
+        response_ids=response[: config.horizon],
+        excluded_reason=reason,
+    )

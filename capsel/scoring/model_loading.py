@@ -1,0 +1,146 @@
+"""Load any Hugging Face causal LM and its tokenizer for scoring, with a recorded identity."""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from capsel.errors import CapselError
+from capsel.scoring.blocks import find_decoder_blocks
+from capsel.scoring.model_source import ModelSource, resolve_model
+
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """What identifies a model run: source files, dtype, device, tokenizer and EOS ids (no weights loaded)."""
+
+    source: ModelSource
+    dtype: str
+    device: str
+    tokenizer: object
+    eos_token_ids: frozenset[int]
+    architecture: str
+    n_layers: int
+    trust_remote_code: bool = False
+
+    @property
+    def fingerprint(self) -> str:
+        """Key of every generation and divergence this model writes."""
+        return self.source.fingerprint(self.dtype)
+
+
+@dataclass
+class LoadedModel:
+    """An HF causal LM in eval mode with its decoder blocks located."""
+
+    info: ModelInfo
+    model: nn.Module
+    blocks: nn.ModuleList
+    input_device: torch.device
+    supports_logits_to_keep: bool = False
+
+
+def resolve_device(device: str) -> str:
+    """'auto' is cuda when a GPU is visible, else cpu; asking for cuda without one is an error."""
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cuda" and not torch.cuda.is_available():
+        raise CapselError("--device cuda was asked for, but no CUDA device is visible")
+    if device not in ("cpu", "cuda"):
+        raise CapselError(f"unknown device {device!r}; use auto, cpu or cuda")
+    return device
+
+
+def resolve_dtype(dtype: str, device: str) -> str:
+    """'auto' is bfloat16 on CUDA (as in the paper) and float32 on CPU."""
+    if dtype == "auto":
+        return "bfloat16" if device == "cuda" else "float32"
+    if dtype not in DTYPES:
+        raise CapselError(f"unknown dtype {dtype!r}; use auto, float32 or bfloat16")
+    return dtype
+
+
+def describe_model(
+    name_or_path: str,
+    *,
+    revision: str | None = None,
+    dtype: str = "auto",
+    device: str = "auto",
+    trust_remote_code: bool = False,
+) -> ModelInfo:
+    """Resolve a model, hash its files and load its tokenizer and config, without loading weights."""
+    from transformers import AutoConfig, AutoTokenizer, GenerationConfig
+
+    source = resolve_model(name_or_path, revision)
+    device = resolve_device(device)
+    config = AutoConfig.from_pretrained(source.local_dir, trust_remote_code=trust_remote_code)
+    tokenizer = AutoTokenizer.from_pretrained(source.local_dir, trust_remote_code=trust_remote_code)
+    try:
+        generation = GenerationConfig.from_pretrained(source.local_dir)
+    except OSError:
+        generation = GenerationConfig.from_model_config(config)
+    return ModelInfo(
+        source=source,
+        dtype=resolve_dtype(dtype, device),
+        device=device,
+        tokenizer=tokenizer,
+        eos_token_ids=eos_token_ids(tokenizer, generation.eos_token_id),
+        architecture=(config.architectures or [type(config).__name__])[0],
+        n_layers=int(config.get_text_config().num_hidden_layers),
+        trust_remote_code=trust_remote_code,
+    )
+
+
+def eos_token_ids(tokenizer, generation_eos: int | list[int] | None) -> frozenset[int]:
+    """Every id that ends a generation: the generation config's EOS ids and the tokenizer's."""
+    ids = set()
+    if generation_eos is not None:
+        ids.update([generation_eos] if isinstance(generation_eos, int) else generation_eos)
+    if tokenizer.eos_token_id is not None:
+        ids.add(tokenizer.eos_token_id)
+    return frozenset(int(i) for i in ids)
+
+
+def load_model(info: ModelInfo, attn_implementation: str = "sdpa") -> LoadedModel:
+    """Load the weights (safetensors when published) in eval mode on the resolved device."""
+    from transformers import AutoModelForCausalLM
+
+    kwargs = dict(
+        dtype=DTYPES[info.dtype],
+        trust_remote_code=info.trust_remote_code,
+        use_safetensors=info.source.uses_safetensors,
+    )
+    if info.device == "cuda" and _has_accelerate():
+        # Loads straight onto the GPUs, spreading a model too large for one over all visible GPUs.
+        kwargs["device_map"] = "auto"
+    try:
+        model = AutoModelForCausalLM.from_pretrained(
+            info.source.local_dir, attn_implementation=attn_implementation, **kwargs
+        )
+    except ValueError as exc:
+        if attn_implementation == "eager" or "attn" not in str(exc).lower():
+            raise
+        model = AutoModelForCausalLM.from_pretrained(info.source.local_dir, attn_implementation="eager", **kwargs)
+    model.eval()
+    if "device_map" not in kwargs:
+        model.to(info.device)
+    return LoadedModel(
+        info=info,
+        model=model,
+        blocks=find_decoder_blocks(model, info.n_layers),
+        input_device=model.get_input_embeddings().weight.device,
+        supports_logits_to_keep="logits_to_keep" in inspect.signature(model.forward).parameters,
+    )
+
+
+def _has_accelerate() -> bool:
+    try:
+        import accelerate  # noqa: F401
+    except ImportError:
+        return False
+    return True

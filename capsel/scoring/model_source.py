@@ -1,0 +1,80 @@
+"""Where a model's files are (local folder or hub snapshot) and a content fingerprint of them."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from capsel.errors import CapselError
+from capsel.versioning import config_hash, file_sha256
+
+# Files besides the weights that change what the method computes: architecture, EOS, tokenisation.
+IDENTITY_FILES = (
+    "config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
+    "special_tokens_map.json", "added_tokens.json", "tokenizer.model", "vocab.json", "merges.txt",
+)
+HUB_PATTERNS = ["*.safetensors", "*.json", "*.model", "*.txt", "*.py", "*.tiktoken"]
+_SHA256_NAME = re.compile(r"^[0-9a-f]{64}$")
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
+
+
+@dataclass(frozen=True)
+class ModelSource:
+    """A model resolved to a local folder, with the sha256 of every file that defines it."""
+
+    name_or_path: str
+    local_dir: Path
+    revision: str | None
+    files: dict[str, str]
+    uses_safetensors: bool
+
+    def fingerprint(self, dtype: str) -> str:
+        """Content hash of the model's files and dtype: the same weights anywhere give the same key."""
+        return config_hash({"files": self.files, "dtype": dtype})
+
+
+def resolve_model(name_or_path: str, revision: str | None = None) -> ModelSource:
+    """Find the model's files: a local folder as given, else a hub snapshot (downloaded or cached)."""
+    path = Path(name_or_path).expanduser()
+    if path.is_dir():
+        local_dir, resolved_revision = path.resolve(), revision
+    elif path.exists() or not _HUB_ID.match(name_or_path):
+        raise CapselError(f"model {name_or_path!r} is neither a model folder nor a hub id like 'org/name'")
+    else:
+        local_dir = _hub_snapshot(name_or_path, revision)
+        resolved_revision = local_dir.name
+    weights = sorted(local_dir.glob("*.safetensors"))
+    uses_safetensors = bool(weights)
+    if not weights:
+        weights = sorted(local_dir.glob("*.bin"))
+    if not weights:
+        raise CapselError(f"no *.safetensors or *.bin weight files in {local_dir}")
+    identity = [local_dir / name for name in IDENTITY_FILES if (local_dir / name).is_file()]
+    files = {file.name: file_digest(file) for file in weights + identity}
+    return ModelSource(name_or_path, local_dir, resolved_revision, files, uses_safetensors)
+
+
+def file_digest(path: Path) -> str:
+    """sha256 of a file; hub-cache blobs of LFS files are named by it, so large weights are not re-read."""
+    blob = path.resolve()
+    if blob.parent.name == "blobs" and _SHA256_NAME.match(blob.name):
+        return blob.name
+    return file_sha256(blob)
+
+
+def _hub_snapshot(repo_id: str, revision: str | None) -> Path:
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
+
+    try:
+        snapshot = Path(snapshot_download(repo_id, revision=revision, allow_patterns=HUB_PATTERNS))
+        if not any(snapshot.glob("*.safetensors")):
+            # Only pickle weights published: fetch them (transformers loads them with weights_only).
+            snapshot = Path(snapshot_download(repo_id, revision=revision, allow_patterns=[*HUB_PATTERNS, "*.bin"]))
+        return snapshot
+    except (LocalEntryNotFoundError, HfHubHTTPError, OSError) as exc:
+        raise CapselError(
+            f"cannot get model {repo_id!r} from the hub or its local cache ({type(exc).__name__}); "
+            "pass a local model folder instead"
+        ) from exc

@@ -1,0 +1,69 @@
+"""The scoring commands as a user types them: score part, resume, export."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+
+import orjson
+import pytest
+import torch
+
+from capsel.db import open_db
+from tests.fixtures.candidates import mixed_candidates
+from tests.fixtures.pool import append_candidates, tiny_model_dir
+
+pytestmark = pytest.mark.e2e
+
+
+def _capsel(*args: str, cwd) -> subprocess.CompletedProcess:
+    # One thread: tiny models on a shared 2-core machine are much slower with two.
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "CAPSEL_OUTPUT_ROOT": str(cwd / "out"), "COLUMNS": "200"}
+    return subprocess.run(
+        [sys.executable, "-m", "capsel", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300,
+    )
+
+
+def test_score_resume_and_export(tmp_path):
+    model = tiny_model_dir(tmp_path / "model")
+    con = open_db(tmp_path / "capsel.duckdb")
+    append_candidates(con, mixed_candidates())
+    con.close()
+    common = ["--model", str(model), "--db", "capsel.duckdb", "--batch-size", "4", "--device", "cpu"]
+
+    first = _capsel("score", *common, "--limit", "6", cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    assert "processed this run" in first.stdout and "│ 6" in first.stdout.split("processed this run")[1][:40]
+
+    second = _capsel("score", *common, cwd=tmp_path)
+    assert second.returncode == 0, second.stderr
+    skipped = second.stdout.split("skipped (already done)")[1][:40]
+    assert "6" in skipped and "excluded: empty_generation" in first.stdout + second.stdout
+
+    # score generated every y-hat on the way, so generate finds nothing left to do
+    generated = _capsel("generate", *common, cwd=tmp_path)
+    assert generated.returncode == 0, generated.stderr
+    assert "14" in generated.stdout.split("skipped (already done)")[1][:40]
+
+    exported = _capsel("export-scores", "--db", "capsel.duckdb", "--out", "scores.jsonl", cwd=tmp_path)
+    assert exported.returncode == 0, exported.stderr
+    rows = [orjson.loads(line) for line in (tmp_path / "out" / "scores.jsonl").read_bytes().splitlines()]
+    assert sorted(row["candidate_id"] for row in rows) == sorted(c["candidate_id"] for c in mixed_candidates())
+
+    outside = _capsel("export-scores", "--db", "capsel.duckdb", "--out", "/tmp/escape.jsonl", cwd=tmp_path)
+    assert outside.returncode == 2 and "outside the output root" in outside.stderr
+
+
+def test_user_errors_are_one_line(tmp_path):
+    missing = _capsel("score", "--model", str(tmp_path / "nope"), "--db", "x.duckdb", cwd=tmp_path)
+    assert missing.returncode == 2 and "Traceback" not in missing.stderr
+    assert "neither a model folder nor a hub id" in missing.stderr
+    bad = _capsel("score", "--model", "m", "--horizon", "3", "--db", "x.duckdb", cwd=tmp_path)
+    assert bad.returncode == 2 and "horizon 3 is below min_response_tokens" in bad.stderr
+    if not (importlib.util.find_spec("vllm") and torch.cuda.is_available()):
+        model = tiny_model_dir(tmp_path / "model")
+        vllm = _capsel("score", "--model", str(model), "--generator", "vllm", "--db", "x.duckdb", cwd=tmp_path)
+        assert vllm.returncode == 2 and "Traceback" not in vllm.stderr
+        assert "--generator vllm needs" in vllm.stderr

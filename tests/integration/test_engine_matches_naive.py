@@ -1,0 +1,84 @@
+"""The batched, cache-sharing engine reproduces the naive CAP definition within 1e-4 (float32, CPU)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from capsel.scoring.config import ScoringConfig
+from capsel.scoring.engine import ScoringEngine
+from capsel.scoring.inputs import CandidateText
+from capsel.scoring.model_loading import describe_model, load_model
+from tests.fixtures.candidates import mixed_candidates
+from tests.fixtures.pool import tiny_model_dir
+from tests.fixtures.tiny_models import FAMILIES, blocks_of
+from tests.reference.naive_cap import naive_cap
+
+TOLERANCE = 1e-4
+HORIZON = 48
+
+
+def _assert_matches(result, expected, path: str) -> None:
+    assert result.excluded_reason == expected["excluded_reason"], (path, result.candidate_id)
+    if expected["excluded_reason"]:
+        assert result.layer_divergence is None and result.ppl is None and result.n_aligned is None
+        return
+    assert result.n_aligned == expected["n_aligned"], (path, result.candidate_id)
+    assert result.layer_divergence == pytest.approx(expected["layer_divergence"], abs=TOLERANCE), path
+    assert result.d_early == pytest.approx(expected["d_early"], abs=TOLERANCE), path
+    assert result.d_late == pytest.approx(expected["d_late"], abs=TOLERANCE), path
+    assert result.ppl == pytest.approx(expected["ppl"], rel=TOLERANCE), path
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_engine_matches_naive_reference(family, tmp_path):
+    candidates = mixed_candidates()
+    info = describe_model(str(tiny_model_dir(tmp_path / family, family, HORIZON)), dtype="float32", device="cpu")
+    loaded = load_model(info)
+    eos_ids = set(info.eos_token_ids)
+    assert len(eos_ids) == 2, "the fixture declares two EOS ids (tokenizer's and generation config's)"
+    assert loaded.blocks is blocks_of(loaded.model, family)
+
+    naive = [
+        naive_cap(loaded.model, loaded.blocks, info.tokenizer, candidate, eos_ids, horizon=HORIZON)
+        for candidate in candidates
+    ]
+    # The pool must exercise what the engine has to get right, for this model and its EOS.
+    scored = [n for n in naive if n["excluded_reason"] is None]
+    reasons = {n["excluded_reason"] for n in naive}
+    assert {"short_prompt", "short_response", "empty_generation"} <= reasons
+    assert any(len(n["prompt_ids"]) == 256 for n in scored), "a prompt longer than 256 tokens was truncated"
+    assert any(len(n["response_ids"]) < HORIZON for n in scored)
+    assert any(0 < len(n["generated"]) < min(HORIZON, len(n["response_ids"])) for n in scored), "early EOS"
+    assert any(n["n_aligned"] == HORIZON for n in scored), "full-length y-hat beside a full-length y"
+
+    engine = ScoringEngine(loaded, ScoringConfig(horizon=HORIZON), batch_size=4)
+    inputs = engine.prepare([CandidateText(**candidate) for candidate in candidates])
+    fused = engine.generate_and_score(inputs)
+    generations = engine.generate(inputs)
+    stored = engine.score(generations)
+
+    for expected, both, generation, divergence in zip(naive, fused, generations, stored):
+        assert both.generation.generated_ids == generation.generated_ids
+        if expected["generated"] is not None:
+            assert generation.generated_ids == expected["generated"], expected["candidate_id"]
+            assert generation.prompt_ids == expected["prompt_ids"]
+            assert generation.response_ids == expected["response_ids"]
+        assert generation.excluded_reason == both.generation.excluded_reason
+        _assert_matches(both.divergence, expected, "fused")
+        _assert_matches(divergence, expected, "two-branch")
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_engine_on_cuda_matches_cpu(tmp_path):
+    path = str(tiny_model_dir(tmp_path / "llama"))
+    texts = [CandidateText(**candidate) for candidate in mixed_candidates()]
+    results = {}
+    for device in ("cpu", "cuda"):
+        engine = ScoringEngine(load_model(describe_model(path, dtype="float32", device=device)), ScoringConfig(), 4)
+        results[device] = engine.generate_and_score(engine.prepare(texts))
+    for cpu, cuda in zip(results["cpu"], results["cuda"]):
+        assert cpu.generation.generated_ids == cuda.generation.generated_ids
+        if cpu.divergence.layer_divergence:
+            assert cuda.divergence.layer_divergence == pytest.approx(cpu.divergence.layer_divergence, abs=TOLERANCE)

@@ -1,0 +1,112 @@
+"""Model resolution, content fingerprints, block discovery and dtype handling on real tiny model folders."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+import torch
+
+from capsel.errors import CapselError
+from capsel.scoring.blocks import find_decoder_blocks
+from capsel.scoring.config import ScoringConfig
+from capsel.scoring.engine import ScoringEngine
+from capsel.scoring.inputs import CandidateText
+from capsel.scoring.model_loading import describe_model, load_model
+from capsel.scoring.model_source import resolve_model
+from capsel.versioning import file_sha256
+from tests.fixtures.candidates import mixed_candidates
+from tests.fixtures.tiny_models import build_model, build_tokenizer, save_model_dir
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    return save_model_dir(tmp_path_factory.mktemp("m") / "llama", build_model("llama", seed=1), build_tokenizer())
+
+
+def test_fingerprint_follows_content_not_location(model_dir, tmp_path):
+    copy = shutil.copytree(model_dir, tmp_path / "elsewhere")
+    original = describe_model(str(model_dir), dtype="float32", device="cpu")
+    assert describe_model(str(copy), dtype="float32", device="cpu").fingerprint == original.fingerprint
+    assert describe_model(str(copy), dtype="bfloat16", device="cpu").fingerprint != original.fingerprint
+    assert set(original.source.files) >= {"model.safetensors", "config.json", "tokenizer.json"}
+    assert original.source.files["model.safetensors"] == file_sha256(model_dir / "model.safetensors")
+
+    retrained = save_model_dir(tmp_path / "retrained", build_model("llama", seed=2), build_tokenizer())
+    assert describe_model(str(retrained), dtype="float32", device="cpu").fingerprint != original.fingerprint
+    retokenized = save_model_dir(tmp_path / "retok", build_model("llama", seed=1), build_tokenizer(eos_token="w7"))
+    assert describe_model(str(retokenized), dtype="float32", device="cpu").fingerprint != original.fingerprint
+
+
+def test_safetensors_preferred_over_pickle(model_dir, tmp_path):
+    both = shutil.copytree(model_dir, tmp_path / "both")
+    torch.save({"not": "used"}, both / "pytorch_model.bin")
+    source = resolve_model(str(both))
+    assert source.uses_safetensors and "pytorch_model.bin" not in source.files
+    load_model(describe_model(str(both), dtype="float32", device="cpu"))
+
+
+def test_hub_cache_snapshot_is_found_offline_and_blob_names_are_trusted(model_dir, tmp_path, monkeypatch):
+    revision = "0123456789abcdef0123456789abcdef01234567"
+    repo = tmp_path / "hub" / "models--someorg--tiny"
+    snapshot = repo / "snapshots" / revision
+    (repo / "blobs").mkdir(parents=True)
+    snapshot.mkdir(parents=True)
+    for file in model_dir.iterdir():
+        blob = repo / "blobs" / file_sha256(file)
+        shutil.copy(file, blob)
+        (snapshot / file.name).symlink_to(blob)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(revision)
+    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_OFFLINE", True)
+    source = resolve_model("someorg/tiny")
+    assert source.revision == revision and source.local_dir == snapshot
+    assert source.files == resolve_model(str(model_dir)).files
+
+
+@pytest.mark.parametrize("name", ["./no/such/folder", "not a hub id!", "someorg/missing"])
+def test_unresolvable_models_are_clear_errors(name, tmp_path, monkeypatch):
+    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_CACHE", str(tmp_path / "empty-hub"))
+    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_OFFLINE", True)
+    with pytest.raises(CapselError):
+        resolve_model(name)
+
+
+def test_folder_without_weights_is_a_clear_error(tmp_path):
+    (tmp_path / "config.json").write_text("{}")
+    with pytest.raises(CapselError, match="no \\*.safetensors"):
+        resolve_model(str(tmp_path))
+
+
+def test_no_block_list_is_a_clear_error():
+    with pytest.raises(CapselError, match="decoder blocks"):
+        find_decoder_blocks(torch.nn.Sequential(torch.nn.Linear(2, 2)), 4)
+
+
+def test_dtype_and_device_resolution(model_dir):
+    info = describe_model(str(model_dir), dtype="auto", device="cpu")
+    assert (info.dtype, info.device, info.trust_remote_code) == ("float32", "cpu", False)
+    with pytest.raises(CapselError, match="dtype"):
+        describe_model(str(model_dir), dtype="float64", device="cpu")
+    if not torch.cuda.is_available():
+        with pytest.raises(CapselError, match="CUDA"):
+            describe_model(str(model_dir), device="cuda")
+
+
+def test_bfloat16_scores_track_float32(model_dir):
+    """The paper scores in bf16: the same engine runs in bf16 and stays near the float32 profile."""
+    texts = [CandidateText(**c) for c in mixed_candidates()[:6]]
+    engines = {
+        dtype: ScoringEngine(load_model(describe_model(str(model_dir), dtype=dtype, device="cpu")), ScoringConfig())
+        for dtype in ("float32", "bfloat16")
+    }
+    assert next(engines["bfloat16"].loaded.model.parameters()).dtype == torch.bfloat16
+    # Same y-hat for both, so only the arithmetic differs.
+    generations = engines["float32"].generate(engines["float32"].prepare(texts))
+    full, half = (engines[dtype].score(generations) for dtype in ("float32", "bfloat16"))
+    scored = [(f, h) for f, h in zip(full, half) if f.excluded_reason is None]
+    assert scored
+    for f, h in scored:
+        assert h.layer_divergence == pytest.approx(f.layer_divergence, abs=0.02)
+        assert h.ppl == pytest.approx(f.ppl, rel=0.05)

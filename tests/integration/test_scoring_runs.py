@@ -1,0 +1,206 @@
+"""Scoring runs against a real DuckDB file: incremental, keyed by model and config, resumable by whole batches."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+
+from capsel.db import open_db
+from capsel.scoring.config import ScoringConfig
+from capsel.scoring.engine import ScoringEngine
+from capsel.scoring.generation import HFGenerator
+from capsel.scoring.inputs import CandidateText
+from capsel.scoring.model_loading import describe_model, load_model
+from capsel.scoring.runner import run_generation, run_scoring
+from capsel.scoring.store import Scope
+from tests.fixtures.candidates import mixed_candidates
+from tests.fixtures.pool import append_candidates, tiny_model_dir
+
+BATCH = 4
+
+
+@pytest.fixture(scope="module")
+def loaded(tmp_path_factory):
+    path = tiny_model_dir(tmp_path_factory.mktemp("model") / "llama")
+    return load_model(describe_model(str(path), dtype="float32", device="cpu"))
+
+
+@pytest.fixture()
+def pool():
+    # The default pool is the one the fixture model's EOS ids were chosen for (all exclusions occur).
+    return mixed_candidates() + mixed_candidates(seed=4, prefix="b")
+
+
+@pytest.fixture()
+def con(tmp_path, pool):
+    connection = open_db(tmp_path / "capsel.duckdb")
+    append_candidates(connection, pool)
+    yield connection
+    connection.close()
+
+
+def _rows(con, table: str) -> list[tuple]:
+    return con.execute(
+        f"select candidate_id, config_hash, excluded_reason, run_id from {table} order by all"
+    ).fetchall()
+
+
+class Recorder:
+    """A progress sink that remembers what it was told and can stop the run after some batches."""
+
+    def __init__(self, stop_after: int | None = None):
+        self.total, self.reports, self.stop_after = None, [], stop_after
+
+    def start(self, total: int) -> None:
+        self.total = total
+
+    def advance(self, report) -> None:
+        self.reports.append(report)
+        if self.stop_after is not None and len(self.reports) >= self.stop_after:
+            raise KeyboardInterrupt
+
+
+def test_results_in_db_equal_the_pure_engine(con, loaded, pool):
+    engine = ScoringEngine(loaded, ScoringConfig(), batch_size=BATCH)
+    summary = run_scoring(con, engine)
+    expected = engine.generate_and_score(engine.prepare([CandidateText(**c) for c in pool]))
+    stored = {
+        row[0]: row[1:] for row in con.execute(
+            "select candidate_id, n_aligned, layer_divergence, d_early, d_late, ppl, excluded_reason "
+            "from divergences"
+        ).fetchall()
+    }
+    assert len(stored) == len(pool) == summary.n_processed
+    for item in expected:
+        d = item.divergence
+        n_aligned, profile, d_early, d_late, ppl, reason = stored[d.candidate_id]
+        assert reason == d.excluded_reason
+        if reason:
+            assert (n_aligned, profile, d_early, d_late, ppl) == (None, None, None, None, None)
+        else:
+            assert n_aligned == d.n_aligned
+            assert profile == pytest.approx(d.layer_divergence, abs=1e-6)
+            assert (d_early, d_late, ppl) == pytest.approx((d.d_early, d.d_late, d.ppl), rel=1e-6)
+    generated = dict(con.execute("select candidate_id, generated_ids from generations").fetchall())
+    assert {i.generation.candidate_id: i.generation.generated_ids for i in expected} == generated
+    excluded = {reason for *_, reason in stored.values() if reason}
+    assert excluded == {"short_prompt", "short_response", "empty_generation"}
+    assert summary.n_done + sum(summary.excluded.values()) == summary.n_processed
+    run = con.execute("select kind, status, counters, model_fingerprint from runs").fetchall()
+    assert [(r[0], r[1], r[3]) for r in run] == [("score", "completed", loaded.info.fingerprint)]
+    assert orjson.loads(run[0][2])["n_done"] == summary.n_done
+
+
+def test_rerun_scores_only_what_is_missing(con, loaded, pool):
+    engine = ScoringEngine(loaded, ScoringConfig(), batch_size=BATCH)
+    first = run_scoring(con, engine, Scope(limit=10))
+    assert first.n_processed == 10
+    before = _rows(con, "divergences")
+    sink = Recorder()
+    second = run_scoring(con, engine, sink=sink)
+    assert second.n_already_done == 10 and second.n_processed == len(pool) - 10
+    assert sink.total == len(pool) - 10 == sum(r.n_candidates for r in sink.reports)
+    after = _rows(con, "divergences")
+    assert set(before) <= set(after) and len(after) == len(pool)
+    third = run_scoring(con, engine)
+    assert third.n_processed == 0 and _rows(con, "divergences") == after
+
+
+def test_domain_scope_and_limit(con, loaded, pool):
+    append_candidates(con, mixed_candidates(seed=5, prefix="z"), domain="code")
+    engine = ScoringEngine(loaded, ScoringConfig(), batch_size=BATCH)
+    summary = run_scoring(con, engine, Scope(domain="code", limit=5))
+    ids = [row[0] for row in _rows(con, "divergences")]
+    assert summary.n_in_scope == len(mixed_candidates()) and len(ids) == 5
+    assert all(candidate_id.startswith("z") for candidate_id in ids)
+
+
+def test_changed_horizon_scores_afresh_and_leaves_old_rows(con, loaded, pool):
+    run_scoring(con, ScoringEngine(loaded, ScoringConfig(horizon=48), batch_size=BATCH))
+    old = con.execute("select * from divergences order by candidate_id").fetchall()
+    summary = run_scoring(con, ScoringEngine(loaded, ScoringConfig(horizon=24), batch_size=BATCH))
+    assert summary.n_already_done == 0 and summary.n_processed == len(pool)
+    hashes = con.execute("select config_hash, count(*) from divergences group by all").fetchall()
+    assert sorted(count for _, count in hashes) == [len(pool), len(pool)]
+    old_hash = old[0][2]
+    assert con.execute(
+        "select * from divergences where config_hash = ? order by candidate_id", [old_hash]
+    ).fetchall() == old
+    n_aligned = con.execute(
+        "select max(n_aligned) from divergences where config_hash != ?", [old_hash]
+    ).fetchone()[0]
+    assert n_aligned == 24
+
+
+def test_split_change_reuses_stored_generations(con, loaded, pool):
+    config = ScoringConfig()
+    run_scoring(con, ScoringEngine(loaded, config, batch_size=BATCH))
+    changed = ScoringConfig(early=0.25, late=0.75)
+    assert changed.generation_hash == config.generation_hash != changed.scoring_hash
+    summary = run_scoring(con, ScoringEngine(loaded, changed, batch_size=BATCH))
+    assert summary.n_processed == len(pool) and summary.n_generated == 0
+    assert con.execute("select count(*) from generations").fetchone()[0] == len(pool)
+
+
+def test_generate_then_score_matches_fused(tmp_path, con, loaded, pool):
+    config = ScoringConfig()
+    generator = HFGenerator(loaded, config.horizon, batch_size=BATCH)
+    generated = run_generation(con, loaded.info, generator, config)
+    assert generated.n_processed == len(pool)
+    scored = run_scoring(con, ScoringEngine(loaded, config, batch_size=BATCH))
+    assert scored.n_generated == 0 and scored.n_processed == len(pool)
+
+    fused_con = open_db(tmp_path / "fused.duckdb")
+    append_candidates(fused_con, pool)
+    run_scoring(fused_con, ScoringEngine(loaded, config, batch_size=BATCH))
+    query = "select candidate_id, excluded_reason, d_early, d_late, ppl from divergences order by candidate_id"
+    stored_path, fused_path = con.execute(query).fetchall(), fused_con.execute(query).fetchall()
+    assert [row[:2] for row in stored_path] == [row[:2] for row in fused_path]
+    for left, right in zip(stored_path, fused_path):
+        if left[1] is None:
+            assert left[2:] == pytest.approx(right[2:], rel=1e-5)
+    gen_query = "select candidate_id, generated_ids, excluded_reason from generations order by candidate_id"
+    assert con.execute(gen_query).fetchall() == fused_con.execute(gen_query).fetchall()
+    fused_con.close()
+
+
+def test_interrupt_between_batches_then_resume(con, loaded, pool):
+    engine = ScoringEngine(loaded, ScoringConfig(), batch_size=BATCH)
+    sink = Recorder(stop_after=2)
+    with pytest.raises(KeyboardInterrupt):
+        run_scoring(con, engine, sink=sink)
+    committed = sum(report.n_candidates for report in sink.reports)
+    assert con.execute("select count(*) from divergences").fetchone()[0] == committed
+    assert con.execute("select status from runs").fetchall() == [("interrupted",)]
+    _resume_and_check(con, engine, pool)
+
+
+def test_interrupt_inside_a_batch_loses_only_that_batch(con, loaded, pool):
+    engine = ScoringEngine(loaded, ScoringConfig(), batch_size=BATCH)
+    sink = Recorder()
+
+    def stop_in_second_model_batch(_module, _inputs):
+        # The first report is the batch of exclusions, the second the first model batch.
+        if len(sink.reports) >= 2:
+            raise KeyboardInterrupt
+
+    handle = loaded.model.register_forward_pre_hook(stop_in_second_model_batch)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            run_scoring(con, engine, sink=sink)
+    finally:
+        handle.remove()
+    assert len(sink.reports) == 2
+    committed = sum(report.n_candidates for report in sink.reports)
+    assert sink.reports[1].n_candidates == BATCH
+    for table in ("divergences", "generations"):
+        assert con.execute(f"select count(*) from {table}").fetchone()[0] == committed
+    _resume_and_check(con, engine, pool)
+
+
+def _resume_and_check(con, engine, pool) -> None:
+    summary = run_scoring(con, engine)
+    assert summary.n_already_done + summary.n_processed == len(pool)
+    counts = con.execute("select candidate_id, count(*) from divergences group by all").fetchall()
+    assert len(counts) == len(pool) and {count for _, count in counts} == {1}
+    assert con.execute("select count(distinct candidate_id) from generations").fetchone()[0] == len(pool)
