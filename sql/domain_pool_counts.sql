@@ -1,4 +1,4 @@
--- Per domain: candidates, how many the (model, config) scored, excluded and left eligible.
+-- Per domain: candidates, how many $method scored with (model, config), excluded and left eligible.
 -- With a null model_fingerprint nothing is scored and only the candidate counts are meaningful.
 with pool_candidates as (
     select candidate_id, domain
@@ -7,8 +7,8 @@ with pool_candidates as (
 ),
 scores as (
     select candidate_id, excluded_reason
-    from divergences
-    where model_fingerprint = $model_fingerprint and config_hash = $config_hash
+    from method_results
+    where method = $method and model_fingerprint = $model_fingerprint and config_hash = $config_hash
 ),
 final as (
     select

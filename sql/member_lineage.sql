@@ -1,4 +1,4 @@
--- Text and lineage of given candidate ids: source file, quarantine hits and exclusion by the engine.
+-- Text and lineage of given candidate ids: source file, quarantine hits and exclusion by the scorer of $method.
 with members as (
     select distinct unnest($candidate_ids::varchar[]) as candidate_id
 ),
@@ -25,8 +25,9 @@ final as (
     left join sources on sources.source_id = candidates.source_id
     left join quarantined
         on quarantined.source_id = candidates.source_id and quarantined.source_row = candidates.source_row
-    left join divergences as scores
+    left join method_results as scores
         on scores.candidate_id = members.candidate_id
+        and scores.method = $method
         and scores.model_fingerprint = $model_fingerprint
         and scores.config_hash = $config_hash
 )

@@ -1,11 +1,12 @@
--- Every (model, scoring config) pair that has divergences, with what is known about both.
+-- Every (model, config) pair that has results of $method (cap: divergences), with what is known about both.
 with scores as (
     select
         model_fingerprint,
         config_hash,
         count(*) as n_scored,
         count(*) filter (where excluded_reason is null) as n_eligible
-    from divergences
+    from method_results
+    where method = $method
     group by model_fingerprint, config_hash
 ),
 final as (

@@ -7,7 +7,10 @@ import sys
 import typer
 
 from capsel import __version__
-from capsel.cli import demo, export_scores, generate, ingest, lineage, migrate, score, select, selections, status
+from capsel.cli import (
+    compare, demo, export_scores, generate, ingest, lineage, migrate, score, score_baseline, select, selections,
+    status,
+)
 from capsel.cli.common import err_console
 from capsel.errors import CapselError
 
@@ -38,9 +41,11 @@ app.command("ingest")(ingest.ingest)
 app.command("status")(status.status)
 app.command("generate")(generate.generate)
 app.command("score")(score.score)
+app.command("score-baseline")(score_baseline.score_baseline)
 app.command("export-scores")(export_scores.export_scores)
 app.command("select")(select.select)
 app.command("selections")(selections.selections)
+app.command("compare")(compare.compare)
 app.command("lineage")(lineage.lineage)
 app.command("migrate")(migrate.migrate)
 

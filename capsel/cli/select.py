@@ -1,4 +1,4 @@
-"""`capsel select`: pick a CAP (or seeded random) subset under a budget, gate it and publish it."""
+"""`capsel select`: pick a subset by CAP, a baseline or the seeded random control, gate it and publish it."""
 
 from __future__ import annotations
 
@@ -25,6 +25,18 @@ class MethodChoice(str, Enum):
 
     cap = "cap"
     random = "random"
+    ppl = "ppl"
+    ifd = "ifd"
+    kcenter = "kcenter"
+    qurating = "qurating"
+
+
+class DirectionChoice(str, Enum):
+    """Which end of the perplexity distribution PPL selection keeps."""
+
+    high = "high"
+    low = "low"
+    middle = "middle"
 
 
 def select(
@@ -43,14 +55,23 @@ def select(
         "--domain", help="Only these domains (repeat the option); default: every domain.",
     )] = None,
     method: Annotated[MethodChoice, typer.Option(
-        "--method", help="cap: highest CAP z per domain; random: the seeded control.",
+        "--method", help="cap: highest CAP z per domain; random: the seeded control; ppl, ifd (highest IFD "
+        "below 1), qurating (highest rater logit), kcenter (greedy coverage): baselines scored first with "
+        "`capsel score-baseline`.",
     )] = MethodChoice.cap,
+    ppl_direction: Annotated[DirectionChoice, typer.Option(
+        "--ppl-direction", help="ppl only: keep the highest perplexity (default), the lowest, or the middle band "
+        "around the domain median. The paper treats PPL as a difficulty score that ranks high-loss text "
+        "(its injected junk) first, so high is its baseline; Marion et al. found middle or low best for "
+        "pretraining data, hence the other two.",
+    )] = DirectionChoice.high,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the random control.")] = 0,
     model: Annotated[Optional[str], typer.Option(
-        "--model", help="Model fingerprint or name/path whose scores to use (needed when several are scored).",
+        "--model", help="Fingerprint or name/path of the model (baselines: LM, encoder or rater) whose scores "
+        "to use (needed when several are scored).",
     )] = None,
     config_hash: Annotated[Optional[str], typer.Option(
-        "--config-hash", help="Scoring config hash to use (needed when several are scored).",
+        "--config-hash", help="Scoring config hash of the method to use (needed when several are scored).",
     )] = None,
     db: DbOption = None) -> None:
     """Select a subset under a budget, check it with the data-quality gate and publish it."""
@@ -63,16 +84,19 @@ def select(
         seed=seed,
         model=model,
         config_hash=config_hash,
+        order=ppl_direction.value if method == MethodChoice.ppl else None,
     )
     con = open_db(settings.db_path)
     counters: dict = {}
     try:
-        key = resolve_scoring_key(con, model, config_hash, required=request.method == "cap")
+        # random draws from CAP's eligible pool when there is one; every other method needs its own scores
+        scores_of = "cap" if request.method == "random" else request.method
+        key = resolve_scoring_key(con, model, config_hash, required=request.method != "random", method=scores_of)
         with _stages() as progress, recorded_run(
             con, "select", counters, config=request.as_dict(),
             model_fingerprint=key.model_fingerprint if key else None,
         ) as run_id:
-            stage = progress.add_task("fitting domains and selecting", total=3)
+            stage = progress.add_task("selecting", total=3)
             selection = build_selection(con, request, key)
             counters.update(n_members=len(selection.members), n_domains=len(selection.quotas))
             progress.update(stage, advance=1, description="data-quality gate and publish")

@@ -23,3 +23,10 @@ def run_sql(
     if params:
         return con.execute(sql_text(name), params)
     return con.execute(sql_text(name))
+
+
+def sql_relation(
+    con: duckdb.DuckDBPyConnection, name: str, params: dict[str, Any] | None = None
+) -> duckdb.DuckDBPyRelation:
+    """One SQL query file as a lazy relation (bound parameters too): Arrow output without an extra copy."""
+    return con.sql(sql_text(name), params=params)

@@ -10,7 +10,7 @@ import pandas as pd
 
 ALPACA_FIELDS = ("instruction", "input", "output")
 PARQUET_COLUMNS = [
-    "candidate_id", "domain", "rank", "instruction", "input", "output",
+    "candidate_id", "domain", "rank", "instruction", "input", "output", "score",
     "cap", "z", "d_early", "d_late", "source_id", "source_row",
 ]
 FileHook = Callable[[Path], None]

@@ -25,7 +25,7 @@ def dataset_card(manifest: dict) -> str:
         "",
         "- `data.jsonl`: alpaca format, one object per line with exactly `instruction`, `input`, `output`.",
         "- `data.parquet`: the same rows with lineage (`candidate_id`, `source_id`, `source_row`) and scores "
-        "(`d_early`, `d_late`, `cap`, `z`, `rank` within the domain).",
+        "(`score` of the method, CAP's `d_early`, `d_late`, `cap`, `z`, `rank` within the domain).",
         "- `dataset_info.json`: the LlamaFactory entry; point `dataset_dir` at this folder and use "
         f"`dataset: {name}`.",
         "- `manifest.json`: ids, model, scoring config, per-domain fits, source files with sha256, code version.",
@@ -36,8 +36,7 @@ def dataset_card(manifest: dict) -> str:
         f"- model fingerprint: `{model.get('fingerprint')}` ({model.get('name_or_path') or 'unknown path'}, "
         f"dtype {model.get('dtype') or 'unknown'})",
         f"- scoring config: `{manifest['scoring_config']['config_hash']}`",
-        "- CAP = D_late − (α + β·D_early), fit by OLS per domain; z standardises CAP within the domain; "
-        "the highest z are taken, ties by candidate id.",
+        f"- selection rule: {manifest['selection_rule']}",
         "",
         "## Domains",
         "",

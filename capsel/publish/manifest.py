@@ -28,6 +28,7 @@ def build_manifest(
         "selection_id": selection_id,
         "created_at": created_at.isoformat(),
         "method": selection.request.method,
+        "selection_rule": selection.rule,
         "budget": selection.request.budget.text,
         "budget_mode": selection.request.budget.mode,
         "seed": selection.request.seed,
@@ -35,6 +36,7 @@ def build_manifest(
         "request": selection.request.as_dict(),
         "run_id": run_id,
         "code_version": code_version(),
+        # for a baseline, "model" is its scorer (LM, encoder or rater) and "scoring_config" its method config
         "model": {"fingerprint": key.model_fingerprint if key else None, **(key.model if key else {})},
         "scoring_config": {
             "config_hash": key.config_hash if key else None,

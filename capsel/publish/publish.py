@@ -18,7 +18,8 @@ from capsel.publish.manifest import build_manifest
 from capsel.publish.record import record_selection
 from capsel.publish.report import report_points, write_report
 from capsel.publish.selection_id import members_digest, new_selection_id
-from capsel.quality.expectations import GateSpec
+from capsel.baselines.registry import BASELINES
+from capsel.quality.expectations import gate_spec
 from capsel.quality.gate import GateResult, check_selection
 from capsel.selection.plan import Selection
 
@@ -77,7 +78,7 @@ def publish_selection(
         gate = check_selection(
             con,
             selection.members,
-            GateSpec(quotas={q.domain: q.k for q in selection.quotas}, scored=selection.key is not None),
+            _gate_spec(selection),
             selection.key,
             selection.z_stats,
             staging / "gate",
@@ -96,10 +97,16 @@ def publish_selection(
     return PublishedSelection(selection_id=selection_id, path=final, manifest=manifest)
 
 
+def _gate_spec(selection: Selection):
+    method = selection.request.method
+    has_score = method not in BASELINES or BASELINES[method].selects_by == "score"
+    return gate_spec({q.domain: q.k for q in selection.quotas}, method, selection.key is not None, has_score)
+
+
 def _write_report(con, selection: Selection, directory: Path, title: str, manifest: dict,
                   max_points: int, notify: FileHook) -> None:
     points = None
-    if selection.key is not None:
+    if selection.key is not None and selection.fits:
         points = report_points(con, selection.key, [fit.domain for fit in selection.fits], max_points)
     for path in write_report(directory, title, manifest["domains"], selection.members, points,
                              selection.fits, selection.request.method == "cap", max_points):

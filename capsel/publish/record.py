@@ -39,7 +39,7 @@ def record_selection(
         "candidate_id": members["candidate_id"].to_numpy(),
         "domain": members["domain"].to_numpy(),
         "rank": members["rank"].astype("int32").to_numpy(),
-        "score": members["cap"].astype("float64").to_numpy(),
+        "score": members["score"].astype("float64").to_numpy(),
         "z": members["z"].astype("float64").to_numpy(),
     })
     if len(rows):

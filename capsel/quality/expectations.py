@@ -34,10 +34,24 @@ TEXT_COLUMNS = tuple(column for column, types in MEMBER_TYPES.items() if types i
 
 @dataclass(frozen=True)
 class GateSpec:
-    """What the gate compares against: the quota per domain and whether the pool is scored."""
+    """What the gate compares against: the quota per domain, whether the pool is scored, and by what.
+
+    `score_columns` must be finite floats on every member and `z_standardised` says z has mean 0
+    and std 1 per domain: both hold for CAP (and random over CAP's pool); a score baseline has
+    only `score`, k-center none. Ids, text, counts, exclusions and lineage are checked for all.
+    """
 
     quotas: dict[str, int]
     scored: bool
+    score_columns: tuple[str, ...] = SCORE_COLUMNS
+    z_standardised: bool = True
+
+
+def gate_spec(quotas: dict[str, int], method: str, scored: bool, has_score: bool) -> GateSpec:
+    """The spec for a selection by `method`; `has_score` says whether a baseline ranks by a stored score."""
+    if not scored or method in ("cap", "random"):
+        return GateSpec(quotas=quotas, scored=scored)
+    return GateSpec(quotas=quotas, scored=True, score_columns=("score",) if has_score else (), z_standardised=False)
 
 
 def member_expectations(spec: GateSpec) -> list:
@@ -69,26 +83,26 @@ def member_expectations(spec: GateSpec) -> list:
             gxe.ExpectColumnValuesToBeNull(column="excluded_reason"),
             *(
                 gxe.ExpectColumnValuesToBeInTypeList(column=column, type_list=FLOAT_TYPES)
-                for column in SCORE_COLUMNS
+                for column in spec.score_columns
             ),
-            *(gxe.ExpectColumnValuesToNotBeNull(column=column) for column in SCORE_COLUMNS),
+            *(gxe.ExpectColumnValuesToNotBeNull(column=column) for column in spec.score_columns),
             *(
                 gxe.ExpectColumnValuesToBeBetween(column=column, min_value=-FINITE_BOUND, max_value=FINITE_BOUND)
-                for column in SCORE_COLUMNS
+                for column in spec.score_columns
             ),
         ]
     return checks
 
 
 def domain_expectations(spec: GateSpec) -> list:
-    """Checks per domain: member count equals the quota; z is standardised over the scored pool."""
+    """Checks per domain: member count equals the quota; z is standardised over the scored pool (CAP)."""
     import great_expectations.expectations as gxe
 
     checks = [
         gxe.ExpectColumnValuesToBeInSet(column="domain", value_set=sorted(spec.quotas)),
         gxe.ExpectColumnPairValuesToBeEqual(column_A="n_members", column_B="k"),
     ]
-    if spec.scored:
+    if spec.scored and spec.z_standardised:
         checks += [
             gxe.ExpectColumnValuesToNotBeNull(column="z_mean"),
             gxe.ExpectColumnValuesToNotBeNull(column="z_std"),

@@ -17,6 +17,7 @@ def member_lineage(
     """One row per distinct id: instruction/input/response, source, is_quarantined, excluded_reason."""
     return run_sql(con, "member_lineage", {
         "candidate_ids": list(candidate_ids),
+        "method": key.method if key else "cap",
         "model_fingerprint": key.model_fingerprint if key else None,
         "config_hash": key.config_hash if key else None,
     }).df()

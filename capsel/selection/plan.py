@@ -7,12 +7,13 @@ from dataclasses import dataclass, field
 import duckdb
 import pandas as pd
 
+from capsel.baselines.registry import BASELINES, Order
 from capsel.errors import CapselError
 from capsel.selection.budget import Budget, Quota, domain_quotas
 from capsel.selection.pool import DomainPool, domain_pools
 from capsel.selection.residualize import DomainFit, fit_domains
 from capsel.selection.scoring_key import ScoringKey
-from capsel.selection.select import METHODS, Method, select_members
+from capsel.selection.select import METHODS, Method, select_members, selection_rule
 
 
 @dataclass(frozen=True)
@@ -25,6 +26,7 @@ class SelectionRequest:
     seed: int = 0
     model: str | None = None
     config_hash: str | None = None
+    order: Order | None = None
 
     def as_dict(self) -> dict:
         """Plain dict for the run record and the manifest."""
@@ -32,6 +34,7 @@ class SelectionRequest:
             "budget": self.budget.text,
             "budget_mode": self.budget.mode,
             "method": self.method,
+            "order": self.order,
             "domains": list(self.domains) if self.domains else None,
             "seed": self.seed,
             "model": self.model,
@@ -56,6 +59,11 @@ class Selection:
         """Which pool the members were drawn from, in words (recorded in the manifest)."""
         if self.key is None:
             return "all candidates (nothing is scored yet)"
+        if self.key.method != "cap":
+            return (
+                f"eligible {self.key.method}-scored candidates of scorer {self.key.model_fingerprint}, "
+                f"config {self.key.config_hash} (the method's exclusions removed)"
+            )
         return (
             f"eligible scored candidates of model {self.key.model_fingerprint}, "
             f"config {self.key.config_hash} (engine exclusions removed)"
@@ -65,6 +73,11 @@ class Selection:
     def z_stats(self) -> dict[str, tuple[float | None, float | None]]:
         """domain -> (mean, sample std) of z over the scored pool."""
         return {fit.domain: (fit.z_mean, fit.z_std) for fit in self.fits}
+
+    @property
+    def rule(self) -> str:
+        """How the members were picked, in words."""
+        return selection_rule(self.request.method, self.request.order)
 
 
 def build_selection(
@@ -76,6 +89,9 @@ def build_selection(
     """
     if request.method not in METHODS:
         raise CapselError(f"unknown selection method {request.method!r}; choose one of {', '.join(METHODS)}")
+    if request.order is not None and (request.method not in BASELINES or BASELINES[request.method].selects_by
+                                      != "score"):
+        raise CapselError(f"an order (high/low/middle) applies to score baselines, not to {request.method}")
     pools = domain_pools(con, key, request.domains)
     notes = []
     empty = [pool for pool in pools if pool.size == 0]
@@ -92,10 +108,11 @@ def build_selection(
     pools = [pool for pool in pools if pool.size > 0]
     if not pools:
         raise CapselError("no domain has eligible candidates to select from")
-    fits = fit_domains(con, key, [pool.domain for pool in pools]) if key else []
+    # the regression belongs to CAP's pool (random draws from it too); baselines have none
+    fits = fit_domains(con, key, [pool.domain for pool in pools]) if key and key.method == "cap" else []
     quotas = domain_quotas(request.budget, {pool.domain: pool.size for pool in pools})
     notes += _budget_notes(request.budget, quotas)
-    members = select_members(con, request.method, quotas, key, request.seed)
+    members = select_members(con, request.method, quotas, key, request.seed, request.order)
     return Selection(request, key, pools, fits, quotas, members, notes)
 
 

@@ -38,6 +38,7 @@ def domain_pools(
 ) -> list[DomainPool]:
     """Per-domain counts for `key` (None: the unscored pool of all candidates); unknown domains are refused."""
     rows = fetch_records(con, "domain_pool_counts", {
+        "method": key.method if key else "cap",
         "model_fingerprint": key.model_fingerprint if key else None,
         "config_hash": key.config_hash if key else None,
         "domains": list(domains) if domains else None,
@@ -47,6 +48,7 @@ def domain_pools(
         missing = sorted(set(domains) - {pool.domain for pool in pools})
         if missing:
             known = sorted(row["domain"] for row in fetch_records(con, "domain_pool_counts", {
+                "method": "cap",
                 "model_fingerprint": None, "config_hash": None, "domains": None,
             }))
             raise CapselError(f"no candidates in domain(s) {missing}; known domains: {known}")

@@ -1,4 +1,4 @@
-"""Which (model, scoring config) pair a selection reads its scores from."""
+"""Which (method, model, config) a selection reads its scores from: CAP divergences or a baseline's results."""
 
 from __future__ import annotations
 
@@ -14,10 +14,15 @@ from capsel.errors import CapselError
 
 @dataclass(frozen=True)
 class ScoringKey:
-    """One (model fingerprint, scoring config hash) pair with divergences, and what the DB knows of it."""
+    """One (model fingerprint, config hash) pair with results of `method`, and what the DB knows of it.
+
+    For CAP the pair keys `divergences`; for a baseline it keys its `method_results` rows, and the
+    model is the LM, encoder or rater that produced them.
+    """
 
     model_fingerprint: str
     config_hash: str
+    method: str = "cap"
     model_name: str | None = None
     n_scored: int = 0
     n_eligible: int = 0
@@ -27,19 +32,21 @@ class ScoringKey:
     def describe(self) -> str:
         """One line naming the pair for messages."""
         name = f" ({self.model_name})" if self.model_name else ""
+        method = "" if self.method == "cap" else f"{self.method} "
         return (
-            f"model {self.model_fingerprint}{name}, config {self.config_hash}: "
+            f"{method}model {self.model_fingerprint}{name}, config {self.config_hash}: "
             f"{self.n_scored} scored, {self.n_eligible} eligible"
         )
 
 
-def scored_pairs(con: duckdb.DuckDBPyConnection) -> list[ScoringKey]:
-    """Every (model, config) pair that has divergences in the store."""
-    rows = fetch_records(con, "scored_pairs")
+def scored_pairs(con: duckdb.DuckDBPyConnection, method: str = "cap") -> list[ScoringKey]:
+    """Every (model, config) pair that has results of `method` (CAP: divergences) in the store."""
+    rows = fetch_records(con, "scored_pairs", {"method": method})
     return [
         ScoringKey(
             model_fingerprint=row["model_fingerprint"],
             config_hash=row["config_hash"],
+            method=method,
             model_name=row["model_name"],
             n_scored=int(row["n_scored"]),
             n_eligible=int(row["n_eligible"]),
@@ -61,15 +68,17 @@ def resolve_scoring_key(
     model: str | None = None,
     config_hash: str | None = None,
     required: bool = True,
+    method: str = "cap",
 ) -> ScoringKey | None:
-    """Pick the pair named by `model` (fingerprint or name/path) and `config_hash`, or the only one.
+    """Pick the pair of `method` named by `model` (fingerprint or name/path) and `config_hash`, or the only one.
 
     Returns None only when nothing is scored and `required` is False (an unscored random control).
     """
-    pairs = scored_pairs(con)
+    pairs = scored_pairs(con, method)
     if not pairs:
         if required or model or config_hash:
-            raise CapselError("no scored candidates in the database; run `capsel score` first")
+            command = "capsel score" if method == "cap" else f"capsel score-baseline --method {method}"
+            raise CapselError(f"no {method} scores in the database; run `{command}` first")
         return None
     matching = [
         pair for pair in pairs
@@ -79,7 +88,8 @@ def resolve_scoring_key(
     listing = "\n  ".join(pair.describe() for pair in pairs)
     if not matching:
         raise CapselError(
-            f"no scores for model {model or 'any'} and config {config_hash or 'any'}; scored pairs:\n  {listing}"
+            f"no {method} scores for model {model or 'any'} and config {config_hash or 'any'}; "
+            f"scored pairs:\n  {listing}"
         )
     if len(matching) > 1:
         raise CapselError(

@@ -1,20 +1,40 @@
-"""The members of a selection: top-k by CAP z per domain, or the seeded random control."""
+"""The members of a selection: top-k by CAP z or by a baseline's score, k-center coverage, or the seeded random control."""
 
 from __future__ import annotations
 
-from typing import Literal, Sequence
+from typing import Sequence
 
 import duckdb
 import pandas as pd
 
+from capsel.baselines.registry import BASELINES, Order
 from capsel.db import run_sql
 from capsel.errors import CapselError
 from capsel.selection.budget import Quota
+from capsel.selection.coverage import RULE as COVERAGE_RULE
+from capsel.selection.coverage import select_coverage
 from capsel.selection.lineage import member_lineage
 from capsel.selection.scoring_key import ScoringKey
 
-Method = Literal["cap", "random"]
-METHODS: tuple[str, ...] = ("cap", "random")
+Method = str
+METHODS: tuple[str, ...] = ("cap", "random", *BASELINES)
+ORDER_RULES = {
+    "high": "highest score first per domain; ties by candidate_id",
+    "low": "lowest score first per domain; ties by candidate_id",
+    "middle": "nearest the domain's median score rank first (the middle band); ties by candidate_id",
+}
+
+
+def selection_rule(method: Method, order: Order | None = None) -> str:
+    """How `method` picks its members, in words (for the manifest and dataset card)."""
+    if method == "cap":
+        return ("CAP = D_late - (alpha + beta * D_early), fit by OLS per domain; z standardises CAP within the "
+                "domain; the highest z are taken, ties by candidate id")
+    if method == "random":
+        return "seeded random draw per domain: md5(seed:candidate_id) order"
+    if BASELINES[method].selects_by == "coverage":
+        return COVERAGE_RULE
+    return f"{method}: {ORDER_RULES[order or BASELINES[method].order]}"
 
 
 def select_members(
@@ -23,21 +43,27 @@ def select_members(
     quotas: Sequence[Quota],
     key: ScoringKey | None,
     seed: int = 0,
+    order: Order | None = None,
 ) -> pd.DataFrame:
     """Members ordered by domain and rank, with scores, text and lineage columns.
 
-    `cap` needs a scoring key; `random` draws from the key's eligible pool, or from all
-    candidates when `key` is None.
+    `cap` and the baselines need a scoring key of their method; `random` draws from the key's
+    eligible pool, or from all candidates when `key` is None. `order` overrides a score
+    baseline's default order (PPL's direction). `score` is CAP for cap and the method's own score
+    otherwise (for k-center, a pick's distance to the earlier picks).
     """
     quota_rows = [{"domain": quota.domain, "k": quota.k} for quota in quotas]
+    if method not in METHODS:
+        raise CapselError(f"unknown selection method {method!r}; choose one of {', '.join(METHODS)}")
+    if method != "random" and (key is None or key.method != method):
+        raise CapselError(f"{method} selection needs {method} scores: score the pool first")
     if method == "cap":
-        if key is None:
-            raise CapselError("cap selection needs scores: run `capsel score` first")
         ranked = run_sql(con, "select_top", {
             "quotas": quota_rows,
             "model_fingerprint": key.model_fingerprint,
             "config_hash": key.config_hash,
         }).df()
+        ranked["score"] = ranked["cap"]
     elif method == "random":
         ranked = run_sql(con, "select_random", {
             "quotas": quota_rows,
@@ -46,7 +72,16 @@ def select_members(
             "config_hash": key.config_hash if key else None,
             "seed": int(seed),
         }).df()
+        ranked["score"] = ranked["cap"]
+    elif BASELINES[method].selects_by == "coverage":
+        ranked = select_coverage(con, quotas, key)
     else:
-        raise CapselError(f"unknown selection method {method!r}; choose one of {', '.join(METHODS)}")
+        ranked = run_sql(con, "select_by_score", {
+            "quotas": quota_rows,
+            "method": method,
+            "model_fingerprint": key.model_fingerprint,
+            "config_hash": key.config_hash,
+            "order": order or BASELINES[method].order,
+        }).df()
     lineage = member_lineage(con, ranked["candidate_id"].tolist(), key)
     return ranked.merge(lineage, on="candidate_id", how="left", validate="one_to_one")

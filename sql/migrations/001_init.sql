@@ -220,3 +220,69 @@ final as (
     window domain_pool as (partition by model_fingerprint, config_hash, domain)
 )
 select * from final;
+
+-- baselines: scores of the paper's baseline selectors (ppl, ifd, qurating, ...), one row per
+-- (candidate, method, scorer, config); model_fingerprint names the LM, encoder or rater that scored.
+-- An excluded row may keep its score (ifd_ge_1) so reports can show what was left out and why.
+create table method_scores (
+    candidate_id varchar not null,
+    method varchar not null,
+    model_fingerprint varchar not null,
+    config_hash varchar not null,
+    score double,
+    excluded_reason varchar,
+    run_id varchar not null,
+    created_at timestamp not null default current_timestamp,
+    primary key (candidate_id, method, model_fingerprint, config_hash)
+);
+
+-- baselines: unit-normalised text embeddings (k-center); the greedy selection runs at select time.
+create table embeddings (
+    candidate_id varchar not null,
+    encoder_fingerprint varchar not null,
+    config_hash varchar not null,
+    embedding float[],
+    run_id varchar not null,
+    created_at timestamp not null default current_timestamp,
+    primary key (candidate_id, encoder_fingerprint, config_hash)
+);
+
+-- baselines: every method's per-candidate results in one shape, so pools, lineage and pending work
+-- read one relation. CAP rows carry no score here (it is per-domain, see cap_scores).
+create view method_results as
+with cap as (
+    select
+        candidate_id,
+        'cap' as method,
+        model_fingerprint,
+        config_hash,
+        null::double as score,
+        excluded_reason,
+        run_id,
+        created_at
+    from divergences
+),
+scored as (
+    select candidate_id, method, model_fingerprint, config_hash, score, excluded_reason, run_id, created_at
+    from method_scores
+),
+embedded as (
+    select
+        candidate_id,
+        'kcenter' as method,
+        encoder_fingerprint as model_fingerprint,
+        config_hash,
+        null::double as score,
+        null::varchar as excluded_reason,
+        run_id,
+        created_at
+    from embeddings
+),
+final as (
+    select * from cap
+    union all
+    select * from scored
+    union all
+    select * from embedded
+)
+select * from final;

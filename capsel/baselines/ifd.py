@@ -1,0 +1,128 @@
+"""IFD baseline: instruction-following difficulty, PPL(response | prompt) / PPL(response) (Li et al., Cherry LLM).
+
+Tokens: the prompt as CAP builds it (instruction, newline, input; default special tokens), the
+response without special tokens. Truncation follows Li et al., who cut [prompt; response] to its
+first `max_length` tokens and score the unconditional response over the same span: the response
+keeps its first max_length - |prompt| ids, and both losses cover exactly those ids. The
+unconditional prefix is what the tokenizer puts around an empty text (e.g. BOS); when that is
+nothing, the first response id has no prediction and both losses start at the second.
+Prompt ids are context only: they never count in the conditional loss.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import ClassVar, Sequence
+
+import torch
+from pydantic import ConfigDict, Field
+
+from capsel.baselines.response_loss import response_token_nll
+from capsel.baselines.scorer import BaselineConfig, BaselineResult, BaselineScorer, ScorerOptions
+from capsel.baselines.scorer_models import lm_identity
+from capsel.errors import CapselError
+from capsel.scoring.inputs import SHORT_RESPONSE, CandidateText, prompt_text
+from capsel.scoring.model_loading import LoadedModel, ModelInfo, describe_model, load_model
+
+IFD_GE_1 = "ifd_ge_1"
+PROMPT_FILLS_WINDOW = "prompt_fills_window"
+NON_FINITE = "non_finite"
+
+
+class IfdConfig(BaselineConfig):
+    """IFD's window and exclusion threshold."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    method: ClassVar[str] = "ifd"
+
+    max_length: int = Field(1024, gt=1, description="[prompt; response] is cut to its first max_length ids")
+    min_response_tokens: int = Field(1, ge=1, description="fewer scored response ids: excluded short_response")
+
+
+@dataclass(frozen=True)
+class IfdInput:
+    """One candidate's ids: the prompt, the kept response, and how many response ids both losses score."""
+
+    candidate_id: str
+    prompt_ids: list[int]
+    response_ids: list[int]
+    n_scored: int
+    excluded_reason: str | None
+
+
+def ifd_inputs(
+    candidates: Sequence[CandidateText], tokenizer, config: IfdConfig, empty_prefix: Sequence[int]
+) -> list[IfdInput]:
+    """Tokenise and truncate as the module docstring says; too-long prompts and short responses are excluded."""
+    if not candidates:
+        return []
+    prompts = tokenizer([prompt_text(c.instruction, c.input) for c in candidates]).input_ids
+    responses = tokenizer([c.response.strip() for c in candidates], add_special_tokens=False).input_ids
+    inputs = []
+    for candidate, prompt, response in zip(candidates, prompts, responses):
+        kept = list(response[: max(0, config.max_length - len(prompt))])
+        n_scored = len(kept) if empty_prefix else len(kept) - 1
+        if len(prompt) >= config.max_length:
+            reason = PROMPT_FILLS_WINDOW
+        elif n_scored < config.min_response_tokens:
+            reason = SHORT_RESPONSE
+        else:
+            reason = None
+        inputs.append(IfdInput(candidate.candidate_id, list(prompt), kept, max(n_scored, 0), reason))
+    return inputs
+
+
+def ifd_ratio(conditional: torch.Tensor, unconditional: torch.Tensor) -> float:
+    """exp(mean conditional NLL) / exp(mean unconditional NLL), over the same response ids."""
+    return math.exp(float(conditional.double().mean()) - float(unconditional.double().mean()))
+
+
+class IfdScorer(BaselineScorer):
+    """Two forwards per batch: [prompt; response] and [empty-text prefix; response], response ids scored."""
+
+    def __init__(self, config: IfdConfig, info: ModelInfo, batch_size: int = 16):
+        super().__init__(config, lm_identity(info), batch_size)
+        self.info = info
+        self.empty_prefix = list(info.tokenizer("").input_ids)
+        self._loaded: LoadedModel | None = None
+
+    @property
+    def loaded(self) -> LoadedModel:
+        """The model, loaded on first use."""
+        if self._loaded is None:
+            self._loaded = load_model(self.info)
+        return self._loaded
+
+    def score(self, candidates: Sequence[CandidateText]) -> list[BaselineResult]:
+        """IFD per candidate; IFD >= 1 is kept with its score and excluded as ifd_ge_1."""
+        inputs = ifd_inputs(candidates, self.info.tokenizer, self.config, self.empty_prefix)
+        eligible = [item for item in inputs if not item.excluded_reason]
+        ratios = {}
+        if eligible:
+            responses = [item.response_ids for item in eligible]
+            with torch.inference_mode():
+                conditional = response_token_nll(self.loaded, [item.prompt_ids for item in eligible], responses)
+                unconditional = response_token_nll(self.loaded, [self.empty_prefix] * len(eligible), responses)
+            for item, cond, uncond in zip(eligible, conditional, unconditional):
+                # the conditional row scores every kept id; compare the ids both rows score
+                ratios[item.candidate_id] = ifd_ratio(cond[-item.n_scored:], uncond[-item.n_scored:])
+        return [_result(item, ratios.get(item.candidate_id)) for item in inputs]
+
+
+def _result(item: IfdInput, ratio: float | None) -> BaselineResult:
+    if item.excluded_reason:
+        return BaselineResult(item.candidate_id, excluded_reason=item.excluded_reason)
+    if not math.isfinite(ratio):
+        return BaselineResult(item.candidate_id, excluded_reason=NON_FINITE)
+    return BaselineResult(item.candidate_id, score=ratio, excluded_reason=IFD_GE_1 if ratio >= 1 else None)
+
+
+def from_options(options: ScorerOptions) -> IfdScorer:
+    """The IFD scorer for the LM named in `options`."""
+    if not options.model:
+        raise CapselError("ifd needs the model to measure difficulty with: pass --model PATH (or set CAPSEL_MODEL)")
+    info = describe_model(options.model, dtype=options.dtype, device=options.device,
+                          trust_remote_code=options.trust_remote_code)
+    config = IfdConfig(max_length=options.max_length or 1024)
+    return IfdScorer(config, info, options.batch_size)

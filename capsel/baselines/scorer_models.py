@@ -1,0 +1,75 @@
+"""The models behind baseline scorers: the scored LM's identity, and local encoders and raters loaded offline."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from torch import nn
+
+from capsel.baselines.scorer import ScorerIdentity
+from capsel.errors import CapselError
+from capsel.scoring.model_loading import DTYPES, ModelInfo, resolve_device, resolve_dtype
+from capsel.scoring.model_source import ModelSource, resolve_model
+
+
+def lm_identity(info: ModelInfo) -> ScorerIdentity:
+    """The `models` row of a causal LM described by the engine's `describe_model`."""
+    return ScorerIdentity(
+        fingerprint=info.fingerprint, name_or_path=info.source.name_or_path, revision=info.source.revision,
+        weight_files=info.source.files, dtype=info.dtype, architecture=info.architecture, n_layers=info.n_layers,
+    )
+
+
+@dataclass(frozen=True)
+class LocalModel:
+    """An encoder or rater folder with its fingerprint, tokenizer and config (weights not loaded yet)."""
+
+    source: ModelSource
+    dtype: str
+    device: str
+    tokenizer: object
+    config: object
+    trust_remote_code: bool
+
+    @property
+    def identity(self) -> ScorerIdentity:
+        """Its `models` row; the fingerprint hashes weights, config, tokenizer files and dtype."""
+        return ScorerIdentity(
+            fingerprint=self.source.fingerprint(self.dtype), name_or_path=self.source.name_or_path,
+            revision=None, weight_files=self.source.files, dtype=self.dtype,
+            architecture=(getattr(self.config, "architectures", None) or [type(self.config).__name__])[0],
+            n_layers=getattr(self.config, "num_hidden_layers", None),
+        )
+
+
+def describe_local_model(
+    path: str | Path, role: str, dtype: str = "auto", device: str = "auto", trust_remote_code: bool = False
+) -> LocalModel:
+    """Fingerprint a local model folder and load its tokenizer and config; never reaches a hub.
+
+    `role` ("encoder", "rater") only words the error when the folder is missing.
+    """
+    from transformers import AutoConfig, AutoTokenizer
+
+    folder = Path(path).expanduser()
+    if not folder.is_dir():
+        raise CapselError(f"the {role} {str(path)!r} is not a local model folder (config, tokenizer, weights)")
+    source = resolve_model(str(folder))
+    device = resolve_device(device)
+    kwargs = {"trust_remote_code": trust_remote_code, "local_files_only": True}
+    return LocalModel(
+        source=source, dtype=resolve_dtype(dtype, device), device=device,
+        tokenizer=AutoTokenizer.from_pretrained(source.local_dir, **kwargs),
+        config=AutoConfig.from_pretrained(source.local_dir, **kwargs),
+        trust_remote_code=trust_remote_code,
+    )
+
+
+def load_local_model(local: LocalModel, auto_class) -> nn.Module:
+    """Load the weights with a transformers Auto class (safetensors when present), in eval mode."""
+    model = auto_class.from_pretrained(
+        local.source.local_dir, dtype=DTYPES[local.dtype], trust_remote_code=local.trust_remote_code,
+        use_safetensors=local.source.uses_safetensors, local_files_only=True,
+    )
+    return model.eval().to(local.device)

@@ -1,0 +1,79 @@
+"""`capsel compare`: select with every scored method under one budget and report how the selections differ."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Annotated, Optional
+
+import pandas as pd
+import typer
+from rich.table import Table
+
+from capsel.cli.common import DbOption, console, settings_for
+from capsel.cli.select import DirectionChoice
+from capsel.compare.contenders import gather
+from capsel.compare.metrics import ALL_DOMAINS
+from capsel.compare.report import summaries, write_report
+from capsel.db import open_db
+from capsel.paths import inside_root
+from capsel.selection.budget import parse_budget
+
+
+def compare(
+    budget: Annotated[str, typer.Option(
+        "--budget", help="Members per domain for every method: a count like 800 or a share like 10%.")],
+    out: Annotated[Optional[Path], typer.Option(
+        "--out", help="Report folder inside the output root (default: compare/compare-<UTC time>).",
+        show_default=False,
+    )] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the random control.")] = 0,
+    ppl_direction: Annotated[DirectionChoice, typer.Option(
+        "--ppl-direction", help="Which PPL selection to compare: high (default), low or middle band.",
+    )] = DirectionChoice.high,
+    db: DbOption = None,
+) -> None:
+    """Jaccard overlap of selections, Spearman correlation of scores, per-domain length and PPL of each selection.
+
+    Every method with results in the store takes part (CAP, ppl, ifd, qurating, kcenter) plus the
+    seeded random control; nothing is published. Tables print here; PNG plots, compare.json and
+    index.html go to the report folder.
+    """
+    settings = settings_for(db)
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    directory = inside_root(settings.output_root, out or Path("compare") / f"compare-{stamp}")
+    con = open_db(settings.db_path, read_only=True)
+    try:
+        with console.status("selecting with every scored method"):
+            comparison = gather(con, parse_budget(budget), seed, ppl_direction.value)
+    finally:
+        con.close()
+    numbers = summaries(comparison)
+    files = write_report(directory, comparison, numbers, f"capsel compare, budget {budget} per domain")
+    console.print(_matrix_table("Jaccard overlap of selections", numbers["jaccard"]))
+    if numbers["spearman"]:
+        console.print(_matrix_table("Spearman rho of scores (mean over domains)", numbers["spearman"][ALL_DOMAINS]))
+    console.print(_medians_table(numbers["medians"]))
+    for note in comparison.notes:
+        console.print(f"[yellow]note:[/] {note}")
+    console.print(f"report: {directory / 'index.html'} ({len(files)} files)")
+
+
+def _matrix_table(title: str, matrix: pd.DataFrame) -> Table:
+    table = Table(title=title, title_justify="left")
+    table.add_column("")
+    for column in matrix.columns:
+        table.add_column(str(column), justify="right")
+    for label, row in matrix.iterrows():
+        table.add_row(str(label), *("–" if pd.isna(value) else f"{value:.3f}" for value in row))
+    return table
+
+
+def _medians_table(medians: pd.DataFrame) -> Table:
+    table = Table(title="Per-domain medians of each selection", title_justify="left")
+    for name in ("domain", "method", "members", "response chars", "PPL"):
+        table.add_column(name, justify="left" if name in ("domain", "method") else "right")
+    for row in medians.itertuples(index=False):
+        table.add_row(row.domain, row.method, str(row.n_members), f"{row.response_chars:.0f}",
+                      "–" if pd.isna(row.ppl) else f"{row.ppl:.4g}")
+    return table

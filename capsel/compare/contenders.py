@@ -1,0 +1,93 @@
+"""Every scored method on the pool, its selection under one budget, its scores and its members' PPL."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import duckdb
+import pandas as pd
+
+from capsel.baselines.registry import BASELINES, Order
+from capsel.db import run_sql
+from capsel.errors import CapselError
+from capsel.selection.budget import Budget
+from capsel.selection.plan import Selection, SelectionRequest, build_selection
+from capsel.selection.scoring_key import ScoringKey, scored_pairs
+
+
+@dataclass
+class Contender:
+    """One method's selection, and its per-candidate scores when it ranks by a score."""
+
+    label: str
+    key: ScoringKey | None
+    selection: Selection
+    scores: pd.DataFrame | None
+
+    @property
+    def member_ids(self) -> set[str]:
+        """Ids of the selected candidates."""
+        return set(self.selection.members["candidate_id"])
+
+
+@dataclass
+class Comparison:
+    """Every contender plus what could not be compared, and the PPL each candidate has (if any was measured)."""
+
+    contenders: list[Contender]
+    ppl: pd.Series | None
+    ppl_source: str | None
+    notes: list[str] = field(default_factory=list)
+
+
+def scored_keys(con: duckdb.DuckDBPyConnection) -> list[ScoringKey]:
+    """Every (method, scorer, config) with results, CAP first, then the baselines in registry order."""
+    return [key for method in ("cap", *BASELINES) for key in scored_pairs(con, method)]
+
+
+def gather(con: duckdb.DuckDBPyConnection, budget: Budget, seed: int = 0, ppl_order: Order = "high") -> Comparison:
+    """Select with every scored method and with the seeded random control (over all candidates)."""
+    keys = scored_keys(con)
+    if not keys:
+        raise CapselError("nothing is scored yet: run `capsel score` or `capsel score-baseline` first")
+    per_method = {key.method: sum(other.method == key.method for other in keys) for key in keys}
+    contenders, notes = [], []
+    for key in [*keys, None]:
+        method = key.method if key else "random"
+        label = method if key is None or per_method[method] == 1 else \
+            f"{method}:{key.model_fingerprint[:6]}/{key.config_hash[:6]}"
+        request = SelectionRequest(budget, method=method, seed=seed, order=ppl_order if method == "ppl" else None)
+        try:
+            selection = build_selection(con, request, key)
+        except CapselError as exc:
+            notes.append(f"{label}: left out ({exc})")
+            continue
+        notes += [f"{label}: {note}" for note in selection.notes]
+        contenders.append(Contender(label, key, selection, _scores(con, key)))
+    ppl, source = _ppl(con, keys)
+    if ppl is None:
+        notes.append("no PPL measured (score ppl, or CAP): PPL distributions are left out")
+    return Comparison(contenders, ppl, source, notes)
+
+
+def _scores(con: duckdb.DuckDBPyConnection, key: ScoringKey | None) -> pd.DataFrame | None:
+    if key is None or (key.method != "cap" and BASELINES[key.method].selects_by != "score"):
+        return None
+    return run_sql(con, "compare_scores", {
+        "method": key.method, "model_fingerprint": key.model_fingerprint, "config_hash": key.config_hash,
+    }).df()
+
+
+def _ppl(con: duckdb.DuckDBPyConnection, keys: list[ScoringKey]) -> tuple[pd.Series | None, str | None]:
+    """PPL by candidate id: the ppl baseline's when scored, else what CAP scoring measured."""
+    for key in keys:
+        if key.method == "ppl":
+            frame = _scores(con, key)
+            return frame.set_index("candidate_id")["score"], f"ppl scores of {key.model_fingerprint}"
+    for key in keys:
+        if key.method == "cap":
+            frame = run_sql(con, "compare_cap_ppl", {
+                "model_fingerprint": key.model_fingerprint, "config_hash": key.config_hash,
+            }).df()
+            return frame.set_index("candidate_id")["score"], f"PPL measured by CAP scoring with {key.model_fingerprint}"
+    return None, None

@@ -1,0 +1,58 @@
+"""k-center selection at select time: greedy farthest-point over each domain's stored embeddings."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import duckdb
+import numpy as np
+import pandas as pd
+import pyarrow.compute as pc
+
+from capsel.baselines.farthest_point import greedy_k_center
+from capsel.db.sqlfiles import sql_relation
+from capsel.errors import CapselError
+from capsel.selection.budget import Quota
+from capsel.selection.scoring_key import ScoringKey
+
+RULE = "greedy k-center per domain from the point nearest the domain mean; ties by candidate_id"
+
+
+def domain_embeddings(con: duckdb.DuckDBPyConnection, key: ScoringKey, domain: str) -> tuple[list[str], np.ndarray]:
+    """(candidate ids in id order, their embeddings as one float32 [n, d] array)."""
+    table = sql_relation(con, "kcenter_embeddings", {
+        "model_fingerprint": key.model_fingerprint, "config_hash": key.config_hash, "domain": domain,
+    }).to_arrow_table()
+    ids = table.column("candidate_id").to_pylist()
+    if not ids:
+        return ids, np.empty((0, 0), dtype=np.float32)
+    column = table.column("embedding").combine_chunks()
+    lengths = pc.list_value_length(column).to_numpy(zero_copy_only=False)
+    if lengths.min() != lengths.max():
+        raise CapselError(f"domain {domain!r}: embeddings of different sizes under {key.describe()}; rescore it")
+    flat = pc.list_flatten(column).to_numpy(zero_copy_only=False).astype(np.float32, copy=False)
+    return ids, flat.reshape(len(ids), int(lengths[0]))
+
+
+def select_coverage(con: duckdb.DuckDBPyConnection, quotas: Sequence[Quota], key: ScoringKey) -> pd.DataFrame:
+    """Members per domain in greedy pick order; `score` is a pick's distance to the earlier picks (none for the first)."""
+    frames = []
+    for quota in quotas:
+        if quota.k == 0:
+            continue
+        ids, points = domain_embeddings(con, key, quota.domain)
+        centers = greedy_k_center(points, quota.k)
+        distances = np.where(np.isfinite(centers.distances), centers.distances, np.nan)
+        frames.append(pd.DataFrame({
+            "candidate_id": [ids[index] for index in centers.order],
+            "domain": quota.domain,
+            "score": distances,
+            "rank": np.arange(1, len(centers.order) + 1, dtype=np.int64),
+        }))
+    columns = ["candidate_id", "domain", "d_early", "d_late", "cap", "z", "score", "rank"]
+    if not frames:
+        return pd.DataFrame(columns=columns)
+    members = pd.concat(frames, ignore_index=True)
+    for column in ("d_early", "d_late", "cap", "z"):
+        members[column] = np.nan
+    return members[columns]
