@@ -76,7 +76,7 @@ class QuratingScorer(BaselineScorer):
             for start in range(0, len(texts), step):
                 encoded = self.tokenizer(
                     texts[start:start + step], truncation=True, max_length=self.config.max_length,
-                    padding=True, return_tensors="pt",
+                    padding=step > 1, return_tensors="pt",
                 ).to(self.rater.device)
                 logits = model(**encoded).logits
                 scores += logits[:, self.config.label_index].float().cpu().tolist()

@@ -88,7 +88,7 @@ def test_several_scored_pairs_need_a_choice(store):
     assert MODEL in str(caught.value) and "fp-model-b" in str(caught.value)
     by_path = resolve_scoring_key(con, model=f"/models/{MODEL}", config_hash=CONFIG)
     assert by_path.model_fingerprint == MODEL
-    with pytest.raises(CapselError, match="no scores for model"):
+    with pytest.raises(CapselError, match="no cap scores for model"):
         resolve_scoring_key(con, model=MODEL, config_hash="other")
 
 
