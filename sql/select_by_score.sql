@@ -4,13 +4,9 @@ with quotas as (
     select unnest($quotas::struct(domain varchar, k bigint)[], recursive := true)
 ),
 scored as (
-    select method_scores.candidate_id, candidates.domain, method_scores.score
-    from method_scores
-    join candidates on candidates.candidate_id = method_scores.candidate_id
-    where method_scores.method = $method
-        and method_scores.model_fingerprint = $model_fingerprint
-        and method_scores.config_hash = $config_hash
-        and method_scores.excluded_reason is null
+    select candidate_id, domain, score
+    from eligible_method_scores
+    where method = $method and model_fingerprint = $model_fingerprint and config_hash = $config_hash
 ),
 placed as (
     select

@@ -19,11 +19,11 @@ import torch
 from pydantic import ConfigDict, Field
 
 from capsel.baselines.response_loss import response_token_nll
-from capsel.baselines.scorer import BaselineConfig, BaselineResult, BaselineScorer, ScorerOptions
-from capsel.baselines.scorer_models import lm_identity
+from capsel.baselines.lm_scorer import LmScorer
+from capsel.baselines.scorer import BaselineConfig, BaselineResult, ScorerOptions
 from capsel.errors import CapselError
 from capsel.scoring.inputs import SHORT_RESPONSE, CandidateText, prompt_text
-from capsel.scoring.model_loading import LoadedModel, ModelInfo, describe_model, load_model
+from capsel.scoring.model_loading import ModelInfo, describe_model
 
 IFD_GE_1 = "ifd_ge_1"
 PROMPT_FILLS_WINDOW = "prompt_fills_window"
@@ -78,21 +78,12 @@ def ifd_ratio(conditional: torch.Tensor, unconditional: torch.Tensor) -> float:
     return math.exp(float(conditional.double().mean()) - float(unconditional.double().mean()))
 
 
-class IfdScorer(BaselineScorer):
+class IfdScorer(LmScorer):
     """Two forwards per batch: [prompt; response] and [empty-text prefix; response], response ids scored."""
 
     def __init__(self, config: IfdConfig, info: ModelInfo, batch_size: int = 16):
-        super().__init__(config, lm_identity(info), batch_size)
-        self.info = info
+        super().__init__(config, info, batch_size)
         self.empty_prefix = list(info.tokenizer("").input_ids)
-        self._loaded: LoadedModel | None = None
-
-    @property
-    def loaded(self) -> LoadedModel:
-        """The model, loaded on first use."""
-        if self._loaded is None:
-            self._loaded = load_model(self.info)
-        return self._loaded
 
     def score(self, candidates: Sequence[CandidateText]) -> list[BaselineResult]:
         """IFD per candidate; IFD >= 1 is kept with its score and excluded as ifd_ge_1."""

@@ -13,15 +13,15 @@ from typing import ClassVar, Sequence
 import torch
 from pydantic import ConfigDict, Field
 
-from capsel.baselines.scorer import BaselineConfig, BaselineResult, BaselineScorer, ScorerOptions
-from capsel.baselines.scorer_models import lm_identity
+from capsel.baselines.lm_scorer import LmScorer
+from capsel.baselines.scorer import BaselineConfig, BaselineResult, ScorerOptions
 from capsel.errors import CapselError
 from capsel.scoring.batching import right_padded
 from capsel.scoring.config import ScoringConfig
 from capsel.scoring.divergence import token_nll
 from capsel.scoring.forward import extend, pad_id, prefill
 from capsel.scoring.inputs import SHORT_PROMPT, SHORT_RESPONSE, CandidateText, build_inputs
-from capsel.scoring.model_loading import LoadedModel, ModelInfo, describe_model, load_model
+from capsel.scoring.model_loading import LoadedModel, describe_model
 
 
 class PplConfig(BaselineConfig):
@@ -50,28 +50,12 @@ class PplConfig(BaselineConfig):
         )
 
 
-class PplScorer(BaselineScorer):
+class PplScorer(LmScorer):
     """exp(mean NLL) of the kept response ids after the kept prompt: one prompt prefill, one y branch."""
 
-    pending_sql: ClassVar[str] = "ppl_pending"
-
-    def __init__(self, config: PplConfig, info: ModelInfo, batch_size: int = 16):
-        super().__init__(config, lm_identity(info), batch_size)
-        self.info = info
-        self._loaded: LoadedModel | None = None
-
-    @property
-    def loaded(self) -> LoadedModel:
-        """The model, loaded on first use: a run that only reuses CAP's PPL never loads weights."""
-        if self._loaded is None:
-            self._loaded = load_model(self.info)
-        return self._loaded
-
-    def pending_params(self, known_configs: Sequence[dict]) -> dict:
-        """The CAP configs whose stored PPL can be reused."""
-        return {"cap_config_hashes": [
-            row["config_hash"] for row in known_configs if self.config.matches_cap(row["config"])
-        ]}
+    def reusable_cap_configs(self, known_configs: Sequence[dict]) -> list[str]:
+        """The CAP configs with PPL's own limits: their stored PPL is this PPL."""
+        return [row["config_hash"] for row in known_configs if self.config.matches_cap(row["config"])]
 
     def reuse(self, row: dict) -> BaselineResult | None:
         """CAP's PPL, or its short-prompt/short-response exclusion; an empty y-hat leaves PPL to compute."""

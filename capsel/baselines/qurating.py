@@ -8,7 +8,7 @@ princeton-nlp/QuRater-1.3B once downloaded, or any AutoModelForSequenceClassific
 
 from __future__ import annotations
 
-from typing import ClassVar, Sequence
+from typing import ClassVar
 
 import torch
 from pydantic import ConfigDict, Field

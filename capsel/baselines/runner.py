@@ -56,7 +56,7 @@ def run_baseline(
         "method": scorer.method, **scorer.config.as_dict(), "config_hash": key.config_hash,
         "batch_size": scorer.batch_size, "domain": scope.domain, "limit": scope.limit, **(run_config or {}),
     }
-    extra = scorer.pending_params(known_configs(con))
+    reusable = {"cap_config_hashes": scorer.reusable_cap_configs(known_configs(con))}
     with recorded_run(con, "score-baseline", counters, config=config, model_fingerprint=key.model_fingerprint) as run_id:
         summary.run_id = run_id
         summary.n_in_scope, summary.n_already_done = progress(con, key, scope)
@@ -72,7 +72,7 @@ def run_baseline(
             if sink:
                 sink.advance(report)
 
-        for rows in pending_chunks(con, scorer.pending_sql, {**key.params(), **extra}, scope, CHUNK_SIZE):
+        for rows in pending_chunks(con, "baseline_pending", {**key.params(), **reusable}, scope, CHUNK_SIZE):
             answered = {row["candidate_id"]: scorer.reuse(row) for row in rows}
             reused = [result for result in answered.values() if result is not None]
             if reused:

@@ -74,12 +74,11 @@ class BaselineScorer(ABC):
     """Scores batches of candidates for one method with one model; touches no database.
 
     `table` says where results go: "method_scores" (a score per candidate) or "embeddings".
-    `pending_sql` names the SQL file listing pending candidates; `reuse` may answer a pending
-    row from what that SQL joined in (PPL from CAP's divergences) so the model never runs for it.
+    `reuse` may answer a pending row from CAP's measurement joined into it (PPL), so the model
+    never runs for that candidate.
     """
 
     table: ClassVar[Literal["method_scores", "embeddings"]] = "method_scores"
-    pending_sql: ClassVar[str] = "baseline_pending"
 
     def __init__(self, config: BaselineConfig, identity: ScorerIdentity, batch_size: int):
         self.config = config
@@ -91,9 +90,9 @@ class BaselineScorer(ABC):
         """The method name results are stored under."""
         return self.config.method
 
-    def pending_params(self, known_configs: Sequence[dict]) -> dict:
-        """Extra bound parameters of `pending_sql`, given every stored (config_hash, config) row."""
-        return {}
+    def reusable_cap_configs(self, known_configs: Sequence[dict]) -> list[str]:
+        """Hashes of stored CAP configs whose measurements `reuse` can take (none by default)."""
+        return []
 
     def reuse(self, row: dict) -> BaselineResult | None:
         """A result taken from the pending row itself, or None when the model must score it."""

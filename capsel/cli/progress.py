@@ -43,12 +43,17 @@ class CandidateProgress:
         self.progress.advance(self.task, report.n_candidates)
 
 
-def print_summary(title: str, summary: RunSummary, done_label: str) -> None:
-    """End-of-run counts: done, excluded by reason, skipped as already done, wall time and rate."""
+def print_summary(title: str, summary: RunSummary, done_label: str, extra: dict[str, int] | None = None) -> None:
+    """End-of-run counts: done, `extra` rows, excluded by reason, skipped as already done, wall time and rate.
+
+    `extra` defaults to the y-hat generated on the way, except for a generate run.
+    """
     table = Table(title=title, show_header=False, title_justify="left")
     table.add_row(done_label, str(summary.n_done))
-    if done_label != "generated":
-        table.add_row("y-hat generated on the way", str(summary.n_generated))
+    if extra is None:
+        extra = {} if done_label == "generated" else {"y-hat generated on the way": summary.n_generated}
+    for label, count in extra.items():
+        table.add_row(label, str(count))
     for reason, count in sorted(summary.excluded.items()):
         table.add_row(f"excluded: {reason}", str(count))
     table.add_row("skipped (already done)", str(summary.n_already_done))

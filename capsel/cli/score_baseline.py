@@ -7,13 +7,12 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.table import Table
 
 from capsel.baselines.registry import BASELINES, scorer_module
-from capsel.baselines.runner import BaselineSummary, run_baseline
+from capsel.baselines.runner import run_baseline
 from capsel.baselines.scorer import ScorerOptions
 from capsel.cli.common import DbOption, console
-from capsel.cli.progress import CandidateProgress
+from capsel.cli.progress import CandidateProgress, print_summary
 from capsel.cli.scoring_options import (
     BatchSizeOption, DeviceOption, DomainOption, DtypeOption, LimitOption, ModelOption, PromptTokensOption,
     TrustRemoteCodeOption, scoring_db, scoring_settings,
@@ -84,20 +83,5 @@ def score_baseline(
                   f"fingerprint {identity.fingerprint}, config {scorer.config.hash}")
     with scoring_db(settings) as con, CandidateProgress(f"{name} scoring") as progress:
         summary = run_baseline(con, scorer, Scope(domain, limit), progress)
-    print_baseline_summary(name, summary)
-
-
-def print_baseline_summary(method: str, summary: BaselineSummary) -> None:
-    """End-of-run counts: scored, reused, excluded by reason, skipped, wall time and rate."""
-    table = Table(title=f"score-baseline {method}", show_header=False, title_justify="left")
-    table.add_row("scored (eligible)", str(summary.n_done))
-    if method == "ppl":
-        table.add_row("taken from CAP's stored PPL", str(summary.n_reused))
-    for reason, count in sorted(summary.excluded.items()):
-        table.add_row(f"excluded: {reason}", str(count))
-    table.add_row("skipped (already done)", str(summary.n_already_done))
-    table.add_row("processed this run", str(summary.n_processed))
-    table.add_row("wall time", f"{summary.wall_s:.1f} s")
-    table.add_row("rate", f"{summary.rate:.2f} candidates/s")
-    table.add_row("run id", summary.run_id)
-    console.print(table)
+    extra = {"taken from CAP's stored PPL": summary.n_reused} if name == "ppl" else {}
+    print_summary(f"score-baseline {name}", summary, "scored (eligible)", extra)

@@ -124,14 +124,20 @@ def _stages() -> Progress:
 
 
 def _summary(selection: Selection, manifest: dict) -> Table:
-    table = Table(title=f"{selection.request.method} selection, budget {selection.request.budget.text}")
-    for name in ("domain", "pool", "k", "alpha", "beta", "r²", "cut z"):
+    table = Table(title=f"{selection.request.method} selection, budget {selection.request.budget.text}",
+                  caption=selection.rule)
+    fitted = bool(selection.fits)
+    extra = ("alpha", "beta", "r²", "cut z") if fitted else ("excluded", "last score")
+    for name in ("domain", "pool", "k", *extra):
         table.add_column(name, justify="left" if name == "domain" else "right")
+    members = selection.members.groupby("domain")["score"].last()
     for entry in manifest["domains"]:
-        table.add_row(
-            entry["domain"], str(entry["size"]), str(entry["k"]),
-            *(_num(entry.get(name)) for name in ("alpha", "beta", "r2", "z_cut")),
-        )
+        if fitted:
+            cells = [_num(entry.get(name)) for name in ("alpha", "beta", "r2", "z_cut")]
+        else:
+            last = members.get(entry["domain"])
+            cells = [str(entry["n_excluded"]), "" if last is None or last != last else _num(float(last))]
+        table.add_row(entry["domain"], str(entry["size"]), str(entry["k"]), *cells)
     return table
 
 

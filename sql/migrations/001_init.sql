@@ -286,3 +286,23 @@ final as (
     select * from embedded
 )
 select * from final;
+
+-- baselines: a score method's eligible rows with their domain, read by selection and compare alike.
+create view eligible_method_scores as
+with scored as (
+    select candidate_id, method, model_fingerprint, config_hash, score
+    from method_scores
+    where excluded_reason is null
+),
+final as (
+    select
+        scored.candidate_id,
+        scored.method,
+        scored.model_fingerprint,
+        scored.config_hash,
+        candidates.domain,
+        scored.score
+    from scored
+    join candidates on candidates.candidate_id = scored.candidate_id
+)
+select * from final;
