@@ -1,9 +1,15 @@
--- Runs that produced a selection's members: ingest, generation and scoring, with member counts.
+-- Runs that produced a selection's members: ingest, generation and scoring (CAP or baseline), with member counts.
 with members as (
     select candidate_id from selection_members where selection_id = $selection_id
 ),
 selection as (
-    select model_fingerprint, config_hash from selections where selection_id = $selection_id
+    -- random draws from CAP's pool, so its scores are CAP's; every other method reads its own results
+    select
+        model_fingerprint,
+        config_hash,
+        case when method = 'random' then 'cap' else method end as scored_by
+    from selections
+    where selection_id = $selection_id
 ),
 ingest as (
     select candidates.ingest_run_id as run_id, count(*) as n_members
@@ -12,12 +18,13 @@ ingest as (
     group by 1
 ),
 scoring as (
-    select divergences.run_id, count(*) as n_members
+    select scores.run_id, count(*) as n_members
     from members
-    join divergences on divergences.candidate_id = members.candidate_id
+    join method_results as scores on scores.candidate_id = members.candidate_id
     join selection
-        on selection.model_fingerprint = divergences.model_fingerprint
-        and selection.config_hash = divergences.config_hash
+        on selection.model_fingerprint = scores.model_fingerprint
+        and selection.config_hash = scores.config_hash
+        and selection.scored_by = scores.method
     group by 1
 ),
 generation as (

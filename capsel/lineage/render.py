@@ -42,6 +42,10 @@ def _candidate_tree(lineage: CandidateLineage) -> Tree:
     scores = tree.add(f"scores ({len(lineage.scores)})")
     for score in lineage.scores:
         scores.add(_score_line(score))
+    if lineage.baseline_scores:
+        baselines = tree.add(f"baseline scores ({len(lineage.baseline_scores)})")
+        for score in lineage.baseline_scores:
+            baselines.add(_baseline_line(score))
     selections = tree.add(f"selections ({len(lineage.selections)})")
     for sel in lineage.selections:
         selections.add(
@@ -64,6 +68,16 @@ def _score_line(score: Record) -> str:
             f"PPL {_num(score['ppl'])}, CAP {_num(score['cap'])}, z {_num(score['z'])}"
         )
     return f"{head}: {body}; run {score['score_run_id']} ({score['score_run_status']})"
+
+
+def _baseline_line(score: Record) -> str:
+    value = f"excluded: {score['excluded_reason']}" if score["excluded_reason"] else f"score {_num(score['score'])}"
+    if score["excluded_reason"] and score["score"] is not None:
+        value += f" (score {_num(score['score'])})"
+    return (
+        f"{score['method']}: scorer {score['model_fingerprint']} ({escape(str(score['model_name']))}), "
+        f"config {score['config_hash']}: {value}; run {score['score_run_id']} ({score['score_run_status']})"
+    )
 
 
 def _selection_tree(lineage: SelectionLineage) -> Tree:

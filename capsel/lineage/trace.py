@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import duckdb
@@ -15,13 +15,14 @@ Record = dict[str, Any]
 
 @dataclass
 class CandidateLineage:
-    """A candidate, where it came from, what scored it, and the selections holding it."""
+    """A candidate, where it came from, what scored it (CAP and baselines), and the selections holding it."""
 
     candidate: Record
     duplicates: list[Record]
     generations: list[Record]
     scores: list[Record]
     selections: list[Record]
+    baseline_scores: list[Record] = field(default_factory=list)
 
 
 @dataclass
@@ -52,6 +53,7 @@ def trace(con: duckdb.DuckDBPyConnection, identifier: str) -> CandidateLineage |
             generations=fetch_records(con, "lineage_candidate_generations", params),
             scores=fetch_records(con, "lineage_candidate_scores", params),
             selections=fetch_records(con, "lineage_candidate_selections", params),
+            baseline_scores=fetch_records(con, "lineage_candidate_baseline_scores", params),
         )
     raise CapselError(
         f"{identifier!r} is neither a candidate id nor a selection id in this database; "

@@ -16,6 +16,8 @@ from capsel.baselines.kcenter import default_encoder, from_options
 from capsel.baselines.runner import run_baseline
 from capsel.baselines.scorer import ScorerOptions
 from capsel.db import open_db
+from capsel.lineage import trace
+from capsel.lineage.render import lineage_tree
 from capsel.publish import publish_selection
 from capsel.scoring.inputs import CandidateText
 from capsel.selection.budget import parse_budget
@@ -84,6 +86,14 @@ def test_selection_is_greedy_k_center_over_the_stored_embeddings(tmp_path, encod
     assert manifest["model"]["fingerprint"] == scorer.identity.fingerprint
     assert manifest["scoring_config"]["config"]["kind"] == "kcenter"
     assert manifest["gate"]["success"]
+    # lineage names the embedding run behind the members, and a member's k-center result
+    runs = trace(con, published.selection_id).runs
+    assert {run["kind"] for run in runs} >= {"score-baseline"}
+    assert next(r for r in runs if r["kind"] == "score-baseline")["n_members"] == 10
+    member = trace(con, selection.members["candidate_id"].iloc[0])
+    assert [(s["method"], s["model_fingerprint"]) for s in member.baseline_scores] == [
+        ("kcenter", scorer.identity.fingerprint)]
+    assert "kcenter: scorer" in str(lineage_tree(member).children[-2].children[0].label)
     con.close()
 
 
