@@ -64,16 +64,16 @@ def store(con, points: np.ndarray) -> None:
         }).to_pandas(), by_name=True)
 
 
-def select_from(path: Path, n_points: int, n_centers: int) -> None:
+def select_from(path: Path, n_points: int, n_centers: int, memory_limit: str | None) -> None:
     """Load the stored embeddings and select, as `capsel select --method kcenter` does."""
-    con = open_db(path, read_only=True)
+    con = open_db(path, read_only=True, memory_limit=memory_limit)
     key = ScoringKey("bench-encoder", "bench-config", method="kcenter")
     started = time.perf_counter()
     members = select_coverage(con, [Quota("bench", n_points, n_centers, n_centers)], key)
     elapsed = time.perf_counter() - started
     con.close()
     print(f"select_coverage (load from DuckDB + greedy): {elapsed:.1f} s for {len(members)} centers; "
-          f"peak RSS of this select process: {peak_rss_gib():.2f} GiB")
+          f"peak RSS of this select process: {peak_rss_gib():.2f} GiB (DuckDB memory_limit {memory_limit or 'default'})")
 
 
 def main() -> None:
@@ -84,10 +84,11 @@ def main() -> None:
     parser.add_argument("--centers", type=int, default=200)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--through-db", action="store_true", help="store in DuckDB and select with select_coverage")
+    parser.add_argument("--duckdb-memory", default=None, help="DuckDB memory_limit of the selecting connection")
     parser.add_argument("--select-db", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.select_db:
-        select_from(args.select_db, args.points, args.centers)
+        select_from(args.select_db, args.points, args.centers, args.duckdb_memory)
         return
     started = time.perf_counter()
     points = random_unit_points(args.points, args.dim, args.seed)
@@ -104,8 +105,10 @@ def main() -> None:
                   f"(peak RSS of storing: {peak_rss_gib():.2f} GiB)")
             del points
             # a fresh process, so its peak RSS is that of `capsel select --method kcenter` alone
-            subprocess.run([sys.executable, __file__, "--select-db", str(path), "--points", str(args.points),
-                            "--centers", str(args.centers)], check=True)
+            command = [sys.executable, __file__, "--select-db", str(path), "--points", str(args.points),
+                       "--centers", str(args.centers)]
+            for limit in (None, args.duckdb_memory) if args.duckdb_memory else (None,):
+                subprocess.run([*command, *(["--duckdb-memory", limit] if limit else [])], check=True)
         return
     started = time.perf_counter()
     centers = greedy_k_center(points, args.centers)

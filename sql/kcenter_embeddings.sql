@@ -1,4 +1,5 @@
--- Embeddings of one domain's candidates for (encoder, config), in candidate-id order (k-center's tie order).
+-- Embeddings of one domain's candidates for (encoder, config), in storage order: the caller places
+-- each row by its id (kcenter_embedding_ids), so DuckDB never sorts the vectors themselves.
 with pool as (
     select embeddings.candidate_id, embeddings.embedding
     from embeddings
@@ -11,5 +12,4 @@ final as (
     select candidate_id, embedding
     from pool
 )
-select * from final
-order by candidate_id;
+select * from final;

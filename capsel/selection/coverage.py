@@ -15,23 +15,36 @@ from capsel.errors import CapselError
 from capsel.selection.budget import Quota
 from capsel.selection.scoring_key import ScoringKey
 
+READ_BATCH_ROWS = 65_536
 RULE = "greedy k-center per domain from the point nearest the domain mean; ties by candidate_id"
 
 
 def domain_embeddings(con: duckdb.DuckDBPyConnection, key: ScoringKey, domain: str) -> tuple[list[str], np.ndarray]:
-    """(candidate ids in id order, their embeddings as one float32 [n, d] array)."""
-    table = sql_relation(con, "kcenter_embeddings", {
-        "model_fingerprint": key.model_fingerprint, "config_hash": key.config_hash, "domain": domain,
-    }).to_arrow_table()
-    ids = table.column("candidate_id").to_pylist()
-    if not ids:
-        return ids, np.empty((0, 0), dtype=np.float32)
-    column = table.column("embedding").combine_chunks()
-    lengths = pc.list_value_length(column).to_numpy(zero_copy_only=False)
-    if lengths.min() != lengths.max():
-        raise CapselError(f"domain {domain!r}: embeddings of different sizes under {key.describe()}; rescore it")
-    flat = pc.list_flatten(column).to_numpy(zero_copy_only=False).astype(np.float32, copy=False)
-    return ids, flat.reshape(len(ids), int(lengths[0]))
+    """(candidate ids in id order, their embeddings as one float32 [n, d] array, row i for id i).
+
+    The ids come sorted first; the vectors then stream from DuckDB in Arrow batches, each row written
+    straight to its id's row, so memory peaks near the array itself (n·d·4 bytes), not at copies of it.
+    """
+    params = {"model_fingerprint": key.model_fingerprint, "config_hash": key.config_hash, "domain": domain}
+    ids = sql_relation(con, "kcenter_embedding_ids", params).to_arrow_table().column(0).to_numpy(
+        zero_copy_only=False).astype(str)
+    points: np.ndarray | None = None
+    filled = 0
+    for batch in sql_relation(con, "kcenter_embeddings", params).to_arrow_reader(READ_BATCH_ROWS):
+        column = batch.column(1)
+        lengths = pc.list_value_length(column).to_numpy(zero_copy_only=False)
+        if points is None:
+            points = np.empty((len(ids), int(lengths[0])), dtype=np.float32)
+        if lengths.min() != points.shape[1] or lengths.max() != points.shape[1]:
+            raise CapselError(f"domain {domain!r}: embeddings of different sizes under {key.describe()}; rescore it")
+        rows = np.searchsorted(ids, batch.column(0).to_numpy(zero_copy_only=False).astype(str))
+        points[rows] = pc.list_flatten(column).to_numpy(zero_copy_only=False).reshape(len(rows), points.shape[1])
+        filled += len(rows)
+    if filled != len(ids):
+        raise CapselError(f"domain {domain!r}: embeddings changed while being read; select again")
+    if points is None:
+        return [], np.empty((0, 0), dtype=np.float32)
+    return ids.tolist(), points
 
 
 def select_coverage(con: duckdb.DuckDBPyConnection, quotas: Sequence[Quota], key: ScoringKey) -> pd.DataFrame:

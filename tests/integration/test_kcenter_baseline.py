@@ -21,6 +21,7 @@ from capsel.lineage.render import lineage_tree
 from capsel.publish import publish_selection
 from capsel.scoring.inputs import CandidateText
 from capsel.selection.budget import parse_budget
+from capsel.selection import coverage
 from capsel.selection.coverage import select_coverage
 from capsel.selection.plan import SelectionRequest, build_selection
 from capsel.selection.scoring_key import resolve_scoring_key
@@ -57,7 +58,7 @@ def test_embeddings_are_unit_mean_pooled_states_of_prompt_and_response(encoder_d
     assert scorer.config.as_dict()["max_length"] == 256
 
 
-def test_selection_is_greedy_k_center_over_the_stored_embeddings(tmp_path, encoder_dir):
+def test_selection_is_greedy_k_center_over_the_stored_embeddings(tmp_path, encoder_dir, monkeypatch):
     con = open_db(tmp_path / "capsel.duckdb")
     # ingest would have quarantined the whitespace-only instruction; the gate checks sources exist
     pools = {domain: [c for c in mixed_candidates(seed=seed, prefix=prefix) if c["instruction"].strip()]
@@ -100,6 +101,12 @@ def test_selection_is_greedy_k_center_over_the_stored_embeddings(tmp_path, encod
     reader = open_db(tmp_path / "capsel.duckdb", read_only=True)
     again = select_coverage(reader, selection.quotas, key)
     assert again["candidate_id"].tolist() == selection.members["candidate_id"].tolist()
+    # embeddings streamed in small batches land on their ids' rows
+    monkeypatch.setattr(coverage, "READ_BATCH_ROWS", 3)
+    ids, points = coverage.domain_embeddings(reader, key, "math")
+    assert ids == sorted(c["candidate_id"] for c in pools["math"])
+    stored = dict(reader.execute("select candidate_id, embedding from embeddings").fetchall())
+    np.testing.assert_array_equal(points, np.array([stored[i] for i in ids], dtype=np.float32))
     reader.close()
 
 
