@@ -54,6 +54,9 @@ class RunSummary:
     n_generated: int = 0
     excluded: Counter = field(default_factory=Counter)
     wall_s: float = 0.0
+    # Where the wall time went: model calls, and database writes (commits included).
+    model_s: float = 0.0
+    write_s: float = 0.0
 
     @property
     def rate(self) -> float:
@@ -66,6 +69,7 @@ class RunSummary:
             "n_in_scope": self.n_in_scope, "n_already_done": self.n_already_done,
             "n_processed": self.n_processed, "n_done": self.n_done, "n_generated": self.n_generated,
             "n_excluded": dict(self.excluded), "wall_s": round(self.wall_s, 3),
+            "model_s": round(self.model_s, 3), "write_s": round(self.write_s, 3),
             "candidates_per_s": round(self.rate, 3),
         }
 
@@ -82,6 +86,15 @@ class _Tally:
         if self.sink:
             total = n_in_scope - n_already_done
             self.sink.start(total if limit is None else min(total, limit))
+
+    @contextmanager
+    def timing(self, phase: str) -> Iterator[None]:
+        """Add the time spent inside to the summary's `<phase>_s` counter."""
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            setattr(self.summary, f"{phase}_s", getattr(self.summary, f"{phase}_s") + time.perf_counter() - start)
 
     def committed(self, n_candidates: int, excluded: Sequence[str], n_generated: int = 0) -> None:
         summary = self.summary
@@ -121,13 +134,19 @@ def run_generation(
     con: duckdb.DuckDBPyConnection, info: ModelInfo, generator: Generator, config: ScoringConfig,
     scope: Scope = Scope(), sink: ProgressSink | None = None, run_config: dict | None = None,
 ) -> RunSummary:
-    """Generate y-hat for every pending candidate in scope; each batch commits generations atomically."""
+    """Generate y-hat for every pending candidate in scope; each batch commits generations atomically.
+
+    A generator with a batch size above CHUNK_SIZE (vLLM) gets chunks that large, so it can
+    schedule a whole batch at once instead of draining its queue every CHUNK_SIZE prompts.
+    """
+    chunk_size = max(CHUNK_SIZE, generator.batch_size)
     with _tracked_run(con, "generate", info, config, scope, sink, run_config) as tally:
         keys, run_id = tally.keys, tally.summary.run_id
-        for rows in pending_chunks(con, "scoring_pending_generations", keys.generation_params(), scope, CHUNK_SIZE):
+        for rows in pending_chunks(con, "scoring_pending_generations", keys.generation_params(), scope, chunk_size):
             for batch in _input_batches(build_inputs(_texts(rows), info.tokenizer, config), generator.batch_size):
-                results = generation_results(batch, generator)
-                with transaction(con):
+                with tally.timing("model"):
+                    results = generation_results(batch, generator)
+                with tally.timing("write"), transaction(con):
                     write_generations(con, keys, run_id, results)
                 reasons = [r.excluded_reason for r in results if r.excluded_reason]
                 tally.committed(len(results), reasons, n_generated=len(results) - len(reasons))
@@ -144,15 +163,17 @@ def run_scoring(
         for rows in pending_chunks(con, "scoring_pending_divergences", keys.params(), scope, CHUNK_SIZE):
             stored = [_stored_generation(row) for row in rows if row["has_generation"]]
             for batch in _input_batches(stored, engine.batch_size):
-                divergences = engine.score(batch)
-                with transaction(con):
+                with tally.timing("model"):
+                    divergences = engine.score(batch)
+                with tally.timing("write"), transaction(con):
                     write_divergences(con, keys, run_id, divergences)
                 tally.committed(len(divergences), _reasons(divergences))
             fresh = engine.prepare(_texts([row for row in rows if not row["has_generation"]]))
             for batch in _input_batches(fresh, engine.batch_size):
-                scored = engine.generate_and_score(batch)
+                with tally.timing("model"):
+                    scored = engine.generate_and_score(batch)
                 divergences = [s.divergence for s in scored]
-                with transaction(con):
+                with tally.timing("write"), transaction(con):
                     write_generations(con, keys, run_id, [s.generation for s in scored])
                     write_divergences(con, keys, run_id, divergences)
                 tally.committed(len(scored), _reasons(divergences),
