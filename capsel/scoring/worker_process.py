@@ -9,6 +9,7 @@ HF scorer that loads next on the same GPU sees the whole device free.
 from __future__ import annotations
 
 import multiprocessing
+import os
 import signal
 import traceback
 import weakref
@@ -35,18 +36,22 @@ class ProcessGenerator:
         self._process.start()
         # Only the child holds its end now, so its death reads as EOF here instead of a hang.
         child_conn.close()
-        self._finalizer = weakref.finalize(self, _shutdown, self._process, self._conn)
+        self._busy = [False]
+        self._finalizer = weakref.finalize(self, _shutdown, self._process, self._conn, self._busy)
         self._receive("starting the generator")
 
     def generate(self, prompt_ids_batch: Sequence[Sequence[int]]) -> list[list[int]]:
         """y-hat for each prompt, in the order given, computed in the child."""
         if not self._finalizer.alive:
             raise CapselError(f"the {self.name} generator process is closed")
+        self._busy[0] = True
         self._conn.send([list(ids) for ids in prompt_ids_batch])
-        return self._receive("generating")
+        result = self._receive("generating")
+        self._busy[0] = False
+        return result
 
     def close(self) -> None:
-        """Stop the child and wait for it: its memory is released when this returns."""
+        """Stop the child (at once if a batch is in flight, e.g. after Ctrl-C) and wait: its memory is then free."""
         self._finalizer()
 
     @property
@@ -70,25 +75,36 @@ class ProcessGenerator:
         return payload
 
 
-def _shutdown(process, conn) -> None:
-    """Ask the child to finish, then insist: a clean exit first, SIGTERM and SIGKILL after timeouts."""
-    try:
-        conn.send(None)
-    except (OSError, ValueError):
-        pass
-    process.join(JOIN_TIMEOUT_S)
-    if process.is_alive():
-        process.terminate()
-        process.join(10)
-    if process.is_alive():
-        process.kill()
-        process.join()
+def _shutdown(process, conn, busy: list[bool]) -> None:
+    """Ask an idle child to finish; a busy one, or one that does not finish in time, gets SIGTERM then SIGKILL."""
+    if not busy[0]:
+        try:
+            conn.send(None)
+        except (OSError, ValueError):
+            pass
+        process.join(JOIN_TIMEOUT_S)
+    for sig, wait_s in ((signal.SIGTERM, 10), (signal.SIGKILL, None)):
+        if not process.is_alive():
+            break
+        _signal_group(process.pid, sig)
+        process.join(wait_s)
+    # The child led its own process group: what it started (vLLM's engine processes) goes with it.
+    _signal_group(process.pid, signal.SIGKILL)
     conn.close()
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 def _serve(conn, factory: Factory, kwargs: dict) -> None:
     """Child main loop: build the generator, then answer each batch until told to stop or orphaned."""
-    # Ctrl-C reaches the whole process group; the parent decides what happens and closes us.
+    # A process group of our own: the terminal's Ctrl-C reaches only the parent, which decides and
+    # closes us, and a forced close can end everything vLLM started along with us.
+    os.setpgrp()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         generator = factory(**kwargs)

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import threading
+import time
+from pathlib import Path
+
 import pytest
 
 from capsel.errors import CapselError
@@ -45,3 +50,30 @@ def test_a_worker_that_dies_mid_batch_is_reported_with_its_exit_code():
     with pytest.raises(CapselError, match=r"died while generating \(exit code 3\)"):
         worker.generate([[1, 2, 3]])
     assert worker.exitcode == 3
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    stat = Path(f"/proc/{pid}/stat")
+    return not (stat.exists() and stat.read_text().split(")")[-1].split()[0] == "Z")
+
+
+def test_closing_a_busy_worker_ends_it_and_what_it_started_at_once():
+    worker = ProcessGenerator(process_factories.sleepy_generator, {}, name="sleepy", batch_size=1)
+    [[grandchild]] = worker.generate([[0]])
+    assert _alive(grandchild)
+    stuck = threading.Thread(target=lambda: pytest.raises(CapselError, worker.generate, [[1]]), daemon=True)
+    stuck.start()
+    time.sleep(0.5)
+    started = time.perf_counter()
+    worker.close()
+    assert time.perf_counter() - started < 15, "a batch in flight is not waited for"
+    assert worker.exitcode is not None and worker.exitcode != 0
+    deadline = time.time() + 5
+    while _alive(grandchild) and time.time() < deadline:
+        time.sleep(0.1)
+    assert not _alive(grandchild), "the worker's own children end with it"
+    stuck.join(5)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import time
 
 from capsel.errors import CapselError
 from capsel.scoring.generation import HFGenerator
@@ -32,3 +34,26 @@ class DyingGenerator:
 def dying_generator() -> DyingGenerator:
     """A generator whose process exits without answering."""
     return DyingGenerator()
+
+
+class SleepyGenerator:
+    """Starts a grandchild process, answers once with its pid, then takes forever (a long vLLM batch)."""
+
+    name = "sleepy"
+    batch_size = 1
+
+    def __init__(self):
+        self.grandchild = subprocess.Popen(["sleep", "600"])
+        self.calls = 0
+
+    def generate(self, prompt_ids_batch):
+        self.calls += 1
+        if self.calls == 1:
+            return [[self.grandchild.pid]]
+        time.sleep(600)
+        return [[]]
+
+
+def sleepy_generator() -> SleepyGenerator:
+    """A generator whose second batch never finishes."""
+    return SleepyGenerator()

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from pydantic import ValidationError
 import torch
 import transformers as tf
 
+from capsel.config import load_settings
 from capsel.scoring.batch_memory import (
     DEFAULT_BATCH_SIZE, HEADROOM, ModelShape, auto_batch_size, batch_fixed_bytes, candidate_bytes,
     resolve_batch_size,
@@ -74,3 +76,14 @@ def test_resolve_batch_size_keeps_numbers_and_is_the_default_on_cpu():
     loaded = LoadedModel(info=None, model=model, blocks=model.model.layers, input_device=torch.device("cpu"))
     assert resolve_batch_size(7, loaded, ScoringConfig()) == 7
     assert resolve_batch_size("auto", loaded, ScoringConfig()) == DEFAULT_BATCH_SIZE
+
+
+@pytest.mark.parametrize("value,expected", [("auto", "auto"), ("12", 12), (12, 12)])
+def test_batch_size_setting_takes_a_number_or_auto(value, expected):
+    assert load_settings(score_batch_size=value).score_batch_size == expected
+
+
+@pytest.mark.parametrize("value", ["0", "-3", "big", "Auto "])
+def test_batch_size_setting_refuses_anything_else(value):
+    with pytest.raises(ValidationError):
+        load_settings(score_batch_size=value)
