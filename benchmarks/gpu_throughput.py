@@ -9,6 +9,7 @@ then HF scores in bf16 on the same GPU; nothing is downloaded):
 On CPU, in seconds (a tiny Llama, the HF generator instead of vLLM; the test suite runs this):
 
     python benchmarks/gpu_throughput.py --tiny
+    python benchmarks/gpu_throughput.py --tiny --device cuda --enforce-eager   # the GPU route, tiny model
 
 The pool goes through the real `ingest`, `run_generation` and `run_scoring` (DuckDB writes
 included). The JSON has candidates/s end to end, the split between generation, scoring and
@@ -49,16 +50,19 @@ from synthetic_llama import (  # noqa: E402
 )
 
 RESULTS = Path(__file__).resolve().parent / "results"
-# Dense bf16 tensor-core peaks (no sparsity), FLOP/s.
-PEAK_FLOPS = {"H200": 989e12, "H100": 989e12, "A100": 312e12, "L40S": 362e12}
+# Dense bf16 tensor-core peaks (no sparsity), FLOP/s; the first name found in the device name wins.
+PEAK_FLOPS = {"H100 PCIe": 756e12, "H100 NVL": 835e12, "H100": 989e12, "H200": 989e12, "A100": 312e12,
+              "L40S": 362e12}
 
 
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tiny", action="store_true", help="tiny Llama on CPU with the HF generator (seconds)")
+    parser.add_argument("--device", choices=["cpu", "cuda"], default=None,
+                        help="default: cpu with --tiny, else cuda (--tiny --device cuda smoke-tests the GPU route)")
     parser.add_argument("--n-candidates", type=int, default=None, help="pool size (default 8192, tiny 32)")
     parser.add_argument("--generator", choices=["vllm", "hf", "fused"], default=None,
-                        help="vllm (default on GPU), hf (default with --tiny), or fused: HF decodes y-hat "
+                        help="vllm (default on CUDA), hf (default on CPU), or fused: HF decodes y-hat "
                              "while keeping its states, so the prompt runs once for everything")
     parser.add_argument("--lengths", choices=["realistic", "max"], default="realistic",
                         help="realistic: log-uniform spread with a tail past P and R; max: every item at P and R")
@@ -68,6 +72,8 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--max-num-seqs", type=int, default=None, help="vLLM's concurrent sequences")
     parser.add_argument("--enforce-eager", action="store_true", help="vLLM without CUDA graphs")
     parser.add_argument("--profile", action="store_true", help="add a torch.profiler table of two scoring batches")
+    parser.add_argument("--peak-tflops", type=float, default=None,
+                        help="dense bf16 peak for MFU when the device is not in PEAK_FLOPS")
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     parser.add_argument("--save", action="store_true", help="also write benchmarks/results/<device>-<date>.json")
     parser.add_argument("--results-dir", type=Path, default=RESULTS, help="where --save writes")
@@ -127,7 +133,7 @@ def make_generator(kind: str, info, config: ScoringConfig, args, loaded):
     return HFGenerator(loaded, config.horizon, resolve_batch_size(args.batch_size, loaded, config))
 
 
-def flops(loaded, tokens: dict, phases: dict, device_name: str, config: ScoringConfig) -> dict:
+def flops(loaded, tokens: dict, phases: dict, peak: float | None, config: ScoringConfig) -> dict:
     """2 x non-embedding parameters per token forward, achieved per phase, and the issue's per-candidate bound."""
     embedding = loaded.model.get_input_embeddings().weight.numel()
     per_token = 2 * (sum(p.numel() for p in loaded.model.parameters()) - embedding)
@@ -137,7 +143,6 @@ def flops(loaded, tokens: dict, phases: dict, device_name: str, config: ScoringC
     }
     if "generation" not in phases:  # fused: one prefill, y-hat decoded with its states kept, then y
         worked = {"scoring": tokens["prompt_tokens"] + tokens["generated_tokens"] + tokens["response_tokens"]}
-    peak = next((value for name, value in PEAK_FLOPS.items() if name in device_name), None)
     P, R = config.prompt_tokens, config.horizon
     report = {"flop_per_token_forward": per_token, "peak_flops": peak, "phases": {}}
     for name, n_tokens in worked.items():
@@ -153,6 +158,13 @@ def flops(loaded, tokens: dict, phases: dict, device_name: str, config: ScoringC
         for key in ("this_pool", "max_fused", "max_vllm_route"):
             report[f"candidates_per_s_bound_{key}"] = round(peak / report[f"flop_per_candidate_{key}"], 1)
     return report
+
+
+def peak_flops(args, device_name: str) -> float | None:
+    """The device's dense bf16 peak: --peak-tflops, else looked up by name (None on CPU and unknown GPUs)."""
+    if args.peak_tflops:
+        return args.peak_tflops * 1e12
+    return next((value for name, value in PEAK_FLOPS.items() if name in device_name), None)
 
 
 def profile_scoring(engine: ScoringEngine, inputs) -> list[dict]:
@@ -173,10 +185,13 @@ def main() -> None:
     args = parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
-    if not args.tiny and not torch.cuda.is_available():
-        raise SystemExit("the full benchmark needs a CUDA GPU; run --tiny on CPU")
-    device, dtype = ("cpu", "float32") if args.tiny else ("cuda", "bfloat16")
-    generator = args.generator or ("hf" if args.tiny else "vllm")
+    device = args.device or ("cpu" if args.tiny else "cuda")
+    if device == "cuda" and not torch.cuda.is_available():
+        raise SystemExit("no CUDA GPU is visible; the full benchmark needs one (run --tiny on CPU)")
+    if device == "cpu" and not args.tiny:
+        raise SystemExit("an 8B model on CPU would take hours; use --tiny")
+    dtype = "bfloat16" if device == "cuda" else "float32"
+    generator = args.generator or ("vllm" if device == "cuda" else "hf")
     n = args.n_candidates or (32 if args.tiny else 8192)
     config = ScoringConfig()
     device_name = torch.cuda.get_device_name(0) if device == "cuda" else f"cpu-{platform.machine()}"
@@ -209,7 +224,7 @@ def main() -> None:
             "scoring_hash": config.scoring_hash, "horizon": config.horizon})[0]
         con.close()
         report.update(end_to_end(phases, startup, n), phases=phases, tokens=tokens, model=model_facts(loaded, info),
-                      flops=flops(loaded, tokens, phases, device_name, config))
+                      flops=flops(loaded, tokens, phases, peak_flops(args, device_name), config))
         if device == "cuda":
             report["hf_peak_memory_allocated_bytes"] = torch.cuda.max_memory_allocated()
         if args.profile:

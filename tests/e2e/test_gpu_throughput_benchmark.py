@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import importlib.util
 import os
 import platform
 import subprocess
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import orjson
 import pytest
+import torch
 
 pytestmark = pytest.mark.e2e
 
@@ -67,3 +69,14 @@ def test_tiny_fused_run_at_maximum_lengths(tmp_path):
     assert report["phases"]["scoring"]["n_done"] == N
     # Every prompt is cut to P = 256 ids and every response to R = 48.
     assert report["tokens"]["prompt_tokens"] == 256 * N and report["tokens"]["response_tokens"] == 48 * N
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="needs vLLM (pip install 'capsel[gpu]')")
+def test_tiny_vllm_route_on_cuda(tmp_path):
+    report = _bench("--device", "cuda", "--generator", "vllm", "--enforce-eager", cwd=tmp_path)
+    assert report["phases"]["generation"]["n_processed"] == N and report["phases"]["scoring"]["n_done"] == N
+    assert report["model"]["dtype"] == "bfloat16" and report["model"]["device"] == "cuda"
+    assert report["hf_peak_memory_allocated_bytes"] > 0
+    assert report["gpu"]["source"] in ("nvml", "nvidia-smi")
