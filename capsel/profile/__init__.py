@@ -1,0 +1,6 @@
+"""The paper's rank survey: stable rank of weights and hidden states over decoder depth."""
+
+from capsel.profile.survey import LayerRank, RankProfile, rank_profile
+from capsel.profile.verdict import Verdict, has_u_shape
+
+__all__ = ["LayerRank", "RankProfile", "Verdict", "has_u_shape", "rank_profile"]
