@@ -7,7 +7,7 @@ import sys
 import typer
 
 from capsel import __version__
-from capsel.cli import migrate
+from capsel.cli import lab, migrate, profile
 from capsel.cli.common import err_console
 from capsel.errors import CapselError
 
@@ -34,6 +34,8 @@ def _root(
 
 
 app.command("migrate")(migrate.migrate)
+app.command("profile")(profile.profile)
+app.add_typer(lab.app, name="lab")
 
 
 def main() -> None:
