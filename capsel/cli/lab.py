@@ -30,8 +30,8 @@ def world(
     out: Annotated[Path, typer.Option("--out", help="Folder for corpus/pool/heldout JSONL (inside the output root).")],
     seed: Annotated[int, typer.Option("--seed", help="World seed (the demo model uses 0).")] = 0,
     pool_seed: Annotated[int, typer.Option("--pool-seed", help="Seed for drawing the candidate pool.")] = 0,
-    n_known: Annotated[int, typer.Option("--n-known", min=0, help="Known-fact candidates per domain.")] = 200,
-    n_learnable: Annotated[int, typer.Option("--n-learnable", min=0, help="Learnable-fact candidates per domain.")] = 200,
+    n_known: Annotated[int, typer.Option("--n-known", min=0, help="Known-fact candidates per domain.")] = 100,
+    n_learnable: Annotated[int, typer.Option("--n-learnable", min=0, help="Learnable-fact candidates per domain.")] = 100,
     junk: Annotated[float, typer.Option("--junk", min=0.0, help="Junk candidates as a fraction of clean ones.")] = 0.05,
     duplicates: Annotated[float, typer.Option("--duplicates", min=0.0, help="Near-duplicates as a fraction of clean ones.")] = 0.05,
 ) -> None:

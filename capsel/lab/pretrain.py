@@ -27,10 +27,10 @@ class PretrainConfig:
     """Everything that determines the demo model; the model card records it."""
 
     seed: int = 0
-    steps: int = 1500
-    batch_size: int = 16
+    steps: int = 1800
+    batch_size: int = 8
     seq_len: int = 128
-    lr: float = 2e-3
+    lr: float = 3e-3
     warmup_steps: int = 100
     min_lr_ratio: float = 0.1
     weight_decay: float = 0.1

@@ -18,12 +18,12 @@ class WorldSpec:
     """How big the world is and how much of it pretraining sees."""
 
     seed: int = 0
-    n_minerals: int = 150
-    n_creatures: int = 150
-    n_unseen_entities: int = 40      # per subject kind: entities pretraining never names
+    n_minerals: int = 80
+    n_creatures: int = 80
+    n_unseen_entities: int = 20      # per subject kind: entities pretraining never names
     n_regions: int = 30
-    n_arithmetic: int = 1200
-    n_functions: int = 500
+    n_arithmetic: int = 600
+    n_functions: int = 240
     known_fraction: float = 0.5      # share of facts (of seen entities) that pretraining contains
     qa_fraction: float = 0.5         # share of known facts that pretraining also shows as question/answer
     qa_templates_per_fact: int = 2   # how many of a relation's question templates those facts get

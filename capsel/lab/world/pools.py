@@ -20,8 +20,8 @@ class PoolSpec:
     """How many candidates of each kind every domain's pool gets."""
 
     seed: int = 0
-    n_known: int = 200
-    n_learnable: int = 200
+    n_known: int = 100
+    n_learnable: int = 100
     junk_fraction: float = 0.05        # of the clean candidates
     duplicate_fraction: float = 0.05   # of the clean candidates
     junk_kinds: tuple[str, ...] = ("salad", "shuffled")
