@@ -9,7 +9,7 @@ from capsel.errors import CapselError
 from capsel.lab.world.facts import DOMAINS, Fact, World
 from capsel.lab.world.junk import salad, shuffled
 from capsel.lab.world.lexicon import world_lexicon
-from capsel.lab.world.render import answer, n_questions, question
+from capsel.lab.world.render import answer, n_questions, question, statement
 from capsel.lab.world.variants import near_copy
 
 LABELS = ("known", "learnable", "junk", "duplicate")
@@ -25,6 +25,7 @@ class PoolSpec:
     junk_fraction: float = 0.05        # of the clean candidates
     duplicate_fraction: float = 0.05   # of the clean candidates
     junk_kinds: tuple[str, ...] = ("salad", "shuffled")
+    prose_share: float = 0.5           # share of clean responses phrased as a corpus statement, not the QA answer
 
 
 @dataclass
@@ -41,16 +42,20 @@ def _pick(facts: list[Fact], count: int, rng: random.Random, what: str) -> list[
     return rng.sample(facts, count)
 
 
-def _clean_records(domain: str, facts: list[tuple[Fact, str]], rng: random.Random) -> tuple[list[dict], list[dict]]:
+def _clean_records(domain: str, facts: list[tuple[Fact, str]], prose_share: float,
+                   rng: random.Random) -> tuple[list[dict], list[dict]]:
     records, heldout = [], []
     for fact, label in facts:
         template = rng.randrange(n_questions(fact))
         instruction, given = question(fact, template)
+        output = statement(fact, rng.randrange(2)) if rng.random() < prose_share else answer(fact)
         lab_id = f"{domain}-{len(records):05d}"
+        detail = "prose" if output != answer(fact) else ("qa_seen" if template in fact.qa_templates else "")
         records.append({
             "lab_id": lab_id, "domain": domain, "instruction": instruction, "input": given,
-            "output": answer(fact), "lab_label": label, "lab_fact_id": fact.fact_id,
-            "lab_detail": "qa_seen" if template in fact.qa_templates else "",
+            "output": output, "lab_label": label, "lab_fact_id": fact.fact_id,
+            # qa_seen: this exact question and answer are a pretraining document
+            "lab_detail": detail,
         })
         other = rng.choice([index for index in range(n_questions(fact)) if index != template])
         held_instruction, held_input = question(fact, other)
@@ -115,7 +120,7 @@ def build_pool(world: World, spec: PoolSpec = PoolSpec(), domains: tuple[str, ..
         chosen = [(fact, "known") for fact in _pick([f for f in facts if f.known], spec.n_known, rng, f"known {domain}")]
         chosen += [(fact, "learnable") for fact in
                    _pick([f for f in facts if not f.known], spec.n_learnable, rng, f"learnable {domain}")]
-        clean, held = _clean_records(domain, chosen, rng)
+        clean, held = _clean_records(domain, chosen, spec.prose_share, rng)
         junk = _junk_records(domain, clean, round(spec.junk_fraction * len(clean)), spec.junk_kinds, lexicon, rng)
         duplicates = _duplicate_records(domain, clean, round(spec.duplicate_fraction * len(clean)), rng)
         candidates += _file_order(clean + junk, duplicates, rng)
