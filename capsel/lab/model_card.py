@@ -70,13 +70,14 @@ def write_model_card(model_dir: Path, evaluation: dict[str, float] | None = None
         "## Recipe",
         "",
         "Byte-level BPE (`tokenizers`) trained on the corpus; AdamW (betas 0.9/0.95, weight decay on matrices only), "
-        "linear warm-up then cosine decay, gradient clipping at 1.0, documents packed into fixed-length blocks.",
+        "linear warm-up then cosine decay, gradient clipping at 1.0, documents packed into fixed-length blocks. "
+        "How this size and schedule were chosen, and what CAP shows on it: `capsel/lab/README.md`.",
         "",
         _config_rows(config),
         "",
         "## Training",
         "",
-        f"- seed: {config['seed']} (Python, NumPy, torch); torch {log['torch']}, {config['threads']} CPU threads",
+        f"- seed: {config['seed']} (Python, NumPy, torch); torch {log['torch']}, CPU threads: {config['threads']}",
         f"- wall time: {log['wall_s'] / 60:.1f} min for {len(losses)} steps "
         f"({len(losses) * config['batch_size'] * config['seq_len']:,} tokens seen)",
         f"- final loss: {losses[-1]:.4f} (mean of the last 50 steps: {tail:.4f})",

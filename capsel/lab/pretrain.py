@@ -36,7 +36,7 @@ class PretrainConfig:
     weight_decay: float = 0.1
     vocab_size: int = 2048
     # 128 wide, not 192: the 192-wide probe (5.7M parameters) ranked junk above clean data under CAP,
-    # this size ranked it below (see the model card); 12 layers keep the early/late split meaningful
+    # this size ranked it below (capsel/lab/README.md); 12 layers keep the early/late split meaningful
     hidden_size: int = 128
     intermediate_size: int = 344
     n_layers: int = 12
