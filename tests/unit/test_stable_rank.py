@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 
+from capsel.errors import CapselError
 from capsel.profile.stable_rank import normalised_stable_rank, stable_rank
 from capsel.profile.survey import LayerRank, RankProfile
 from capsel.profile.verdict import has_u_shape
@@ -57,3 +58,8 @@ def test_u_shape_absent(values, why):
     assert not verdict.present
     assert why in verdict.reason
     assert math.isnan(verdict.left_peak) or math.isnan(verdict.right_peak) or why == "reach"
+
+
+def test_u_shape_needs_three_blocks():
+    with pytest.raises(CapselError, match="at least 3"):
+        has_u_shape(_profile([0.2, 0.1]))
