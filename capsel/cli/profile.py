@@ -10,12 +10,10 @@ from rich.table import Table
 
 from capsel.cli.common import console, settings_for
 from capsel.models import demo_model_path
-from capsel.models.loading import load_causal_lm, random_init_like
 from capsel.paths import inside_root
-from capsel.profile import has_u_shape, rank_profile
+from capsel.profile.check import check_model
 from capsel.profile.plot import plot_profile
 from capsel.profile.report import write_csv, write_verdict
-from capsel.profile.texts import load_texts
 
 
 def profile(
@@ -36,15 +34,10 @@ def profile(
     settings = settings_for()
     out_dir = inside_root(settings.output_root, out)
     source = model or str(demo_model_path())
-    loaded, tokenizer = load_causal_lm(source, trust_remote_code=trust_remote_code)
-    name = Path(source).name or source
-    if random_init:
-        loaded, name = random_init_like(source, seed, trust_remote_code), f"{name} (random init, seed {seed})"
-    with console.status(f"surveying {name}"):
-        survey = rank_profile(loaded, tokenizer, load_texts(texts), name=name, max_tokens=max_tokens)
-    verdict = has_u_shape(survey)
+    with console.status(f"surveying {source}"):
+        survey, verdict = check_model(source, texts, random_init, seed, max_tokens, trust_remote_code)
     out_dir.mkdir(parents=True, exist_ok=True)
-    table = Table(title=f"rank profile: {name}")
+    table = Table(title=f"rank profile: {survey.model}")
     for column in ("layer", "depth", "weights srank/dim", "hidden srank/dim"):
         table.add_column(column, justify="right")
     for layer in survey.layers:
