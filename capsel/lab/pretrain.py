@@ -135,3 +135,9 @@ def pretrain(config: PretrainConfig, out_dir: Path, on_step: Callable[[int, floa
            "torch": torch.__version__}
     (out_dir / TRAINING_LOG).write_text(json.dumps(log, indent=1))
     return result
+
+
+def world_spec_of(model_dir: Path) -> WorldSpec:
+    """The WorldSpec a lab-pretrained model was trained on (from its training.json)."""
+    log = json.loads((Path(model_dir) / TRAINING_LOG).read_text(encoding="utf-8"))
+    return WorldSpec(**log["config"]["world"])

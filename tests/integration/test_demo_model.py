@@ -8,8 +8,8 @@ import sys
 import pytest
 
 from capsel.lab.evaluate import answer_accuracy
-from capsel.lab.pretrain import TRAINING_LOG
-from capsel.lab.world.facts import WorldSpec, build_world
+from capsel.lab.pretrain import world_spec_of
+from capsel.lab.world.facts import build_world
 from capsel.lab.world.pools import PoolSpec, build_pool
 from capsel.models import demo_model_path
 from capsel.models.loading import load_causal_lm
@@ -49,8 +49,7 @@ def test_demo_model_loads_offline_and_generates():
 
 @pytest.mark.slow
 def test_demo_model_recalls_known_facts_better_than_unseen_ones():
-    log = json.loads((demo_model_path() / TRAINING_LOG).read_text())
-    world = build_world(WorldSpec(**log["config"]["world"]))
+    world = build_world(world_spec_of(demo_model_path()))
     pool = build_pool(world, PoolSpec(seed=5, n_known=6, n_learnable=6, junk_fraction=0, duplicate_fraction=0))
     model, tokenizer = load_causal_lm(demo_model_path())
     known = [q for q in pool.heldout if q["lab_label"] == "known"]
