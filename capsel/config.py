@@ -43,6 +43,14 @@ class Settings(BaseSettings):
         0.85, gt=0, le=1, description="share of GPU memory vLLM may take for weights and KV cache"
     )
     vllm_tensor_parallel_size: int = Field(1, ge=1, description="GPUs vLLM shards one model over")
+    openlineage_transport: Literal["file", "http", "console", "none"] = Field(
+        "file", description="where flow runs send OpenLineage events"
+    )
+    openlineage_file: Path = Field(
+        Path("openlineage/events.jsonl"), description="JSON Lines file of events (relative: inside the output root)"
+    )
+    openlineage_url: str | None = Field(None, description="base URL of an OpenLineage HTTP endpoint (e.g. Marquez)")
+    openlineage_namespace: str = Field("capsel", description="OpenLineage job namespace of the flows")
 
 
 def load_settings(**overrides: object) -> Settings:
