@@ -7,7 +7,9 @@ import sys
 import typer
 
 from capsel import __version__
-from capsel.cli import demo, export_scores, generate, ingest, lineage, migrate, score, select, selections, status
+from capsel.cli import (
+    demo, export_scores, flow, generate, ingest, lineage, migrate, score, select, selections, status,
+)
 from capsel.cli.common import err_console
 from capsel.errors import CapselError
 
@@ -43,6 +45,7 @@ app.command("select")(select.select)
 app.command("selections")(selections.selections)
 app.command("lineage")(lineage.lineage)
 app.command("migrate")(migrate.migrate)
+app.add_typer(flow.app, name="flow")
 
 
 def main() -> None:
