@@ -54,9 +54,10 @@ def select(config: ConfigOption = None, input: InputOption = None, domain: Domai
            runner: RunnerOption = None, num_gpus: GpusOption = None,
            ray_address: RayAddressOption = None, db: DbOption = None) -> None:
     """Run the selection flow: ingest, score (sharded, resumable), residualize, gate, publish."""
+    config = _config(**locals())
     from flows.select_flow import select_flow
 
-    _run(select_flow, _config(**locals()))
+    _run(select_flow, config)
 
 
 def rescore(config: ConfigOption = None, input: InputOption = None, domain: DomainOption = None,
@@ -65,9 +66,10 @@ def rescore(config: ConfigOption = None, input: InputOption = None, domain: Doma
             runner: RunnerOption = None, num_gpus: GpusOption = None,
             ray_address: RayAddressOption = None, db: DbOption = None) -> None:
     """Run the rescoring flow: new files only, score the new candidates, refit, publish a new version."""
+    config = _config(**locals())
     from flows.rescore_flow import rescore_flow
 
-    _run(rescore_flow, _config(**locals()))
+    _run(rescore_flow, config)
 
 
 app.command("select")(select)
