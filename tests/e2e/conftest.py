@@ -48,11 +48,13 @@ def prefect_server(tmp_path_factory):
 @pytest.fixture()
 def prefect_api(prefect_server, monkeypatch):
     """Point this test process (and Ray workers it starts) at the session's Prefect server."""
-    from prefect.settings import PREFECT_API_URL, temporary_settings
+    from prefect.settings import PREFECT_API_URL, PREFECT_LOGGING_TO_API_ENABLED, temporary_settings
 
     monkeypatch.setenv("PREFECT_API_URL", prefect_server.api_url)
+    # this process outlives the server (a session fixture): its log shipper would complain at exit
+    monkeypatch.setenv("PREFECT_LOGGING_TO_API_ENABLED", "false")
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     for key in [key for key in os.environ if key.startswith("CAPSEL_")]:
         monkeypatch.delenv(key)
-    with temporary_settings(updates={PREFECT_API_URL: prefect_server.api_url}):
+    with temporary_settings(updates={PREFECT_API_URL: prefect_server.api_url, PREFECT_LOGGING_TO_API_ENABLED: False}):
         yield prefect_server

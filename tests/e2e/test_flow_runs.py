@@ -28,7 +28,7 @@ def _rows(con, query: str) -> list[tuple]:
 @pytest.fixture(scope="module")
 def incremental(tmp_path_factory, prefect_server):
     """First file selected; a second file arrives and is rescored; a rescore with nothing new; a from-scratch run."""
-    from prefect.settings import PREFECT_API_URL, temporary_settings
+    from prefect.settings import PREFECT_API_URL, PREFECT_LOGGING_TO_API_ENABLED, temporary_settings
 
     from flows.rescore_flow import rescore_flow
     from flows.select_flow import select_flow
@@ -37,7 +37,8 @@ def incremental(tmp_path_factory, prefect_server):
     model = tiny_flow_model(root / "model")
     incoming = root / "incoming"
     first = write_pool_file(incoming / "a.jsonl", 12, seed=1)
-    with temporary_settings(updates={PREFECT_API_URL: prefect_server.api_url}):
+    settings = {PREFECT_API_URL: prefect_server.api_url, PREFECT_LOGGING_TO_API_ENABLED: False}
+    with temporary_settings(updates=settings):
         v1 = select_flow(flow_config(root / "live", model, [str(incoming)]))
         second = write_pool_file(incoming / "b.jsonl", 8, seed=2)
         # two rows of the second file repeat the first file's instructions: dedup against the pool
