@@ -5,10 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from capsel.config import Settings, load_settings
-from capsel.errors import CapselError
 from capsel.ingest.pipeline import IngestOptions
 from capsel.ingest.records import parse_field_map
 from capsel.scoring.config import ScoringConfig
@@ -47,27 +46,18 @@ class ModelSpec(BaseModel):
     trust_remote_code: bool = Field(False, description="run model code shipped with the checkpoint")
 
 
-class ScoringParams(BaseModel):
-    """The scoring configuration, the model and how the work is cut into shards."""
+class ScoringParams(ScoringConfig):
+    """The scoring configuration (P, R, depth split, thresholds), the model and how the work is cut into shards."""
 
     model_config = _STRICT
 
     model: ModelSpec
-    prompt_tokens: int = Field(256, gt=0, description="P: keep the last P prompt token ids")
-    horizon: int = Field(48, gt=0, description="R: response tokens compared and most tokens generated")
-    early: float = Field(0.33, gt=0, lt=1, description="D_early averages layers l <= early * L")
-    late: float = Field(0.66, gt=0, lt=1, description="D_late averages layers l >= late * L")
     batch_size: int = Field(16, gt=0, description="candidates per model batch inside a shard")
     shard_size: int = Field(512, gt=0, description="candidates per shard: the unit scored by one task and committed")
 
     def scoring_config(self) -> ScoringConfig:
-        """The engine's configuration; an inconsistent combination is a CapselError."""
-        try:
-            return ScoringConfig(
-                prompt_tokens=self.prompt_tokens, horizon=self.horizon, early=self.early, late=self.late,
-            )
-        except ValidationError as exc:
-            raise CapselError(f"invalid scoring parameters: {'; '.join(e['msg'] for e in exc.errors())}") from exc
+        """The engine's configuration: these parameters less the model and the work split."""
+        return ScoringConfig(**self.model_dump(include=set(ScoringConfig.model_fields)))
 
 
 class SelectionParams(BaseModel):

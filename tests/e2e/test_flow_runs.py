@@ -9,9 +9,11 @@ from pathlib import Path
 import orjson
 import pandas as pd
 import pytest
+from rich.console import Console
 
 from capsel.db import open_db
 from capsel.lineage import trace
+from capsel.lineage.render import lineage_tree
 from tests.support.flow_pool import flow_config, tiny_flow_model, write_pool_file
 
 pytestmark = pytest.mark.e2e
@@ -19,6 +21,12 @@ pytestmark = pytest.mark.e2e
 
 def _members(selection_dir) -> pd.DataFrame:
     return pd.read_parquet(selection_dir / "data.parquet")
+
+
+def _rendered(lineage) -> str:
+    console = Console(record=True, width=400)
+    console.print(lineage_tree(lineage))
+    return console.export_text()
 
 
 def _rows(con, query: str) -> list[tuple]:
@@ -110,6 +118,8 @@ def test_lineage_from_a_published_line_back_to_its_source_line(incremental):
             assert source["source_sha256"] == hashlib.sha256(open(source["source_path"], "rb").read()).hexdigest()
             assert [s["selection_id"] for s in found.selections][-1] == selection["selection_id"]
             assert found.scores[0]["score_run_kind"] == "score_shard" and found.scores[0]["score_prefect_flow_run_id"]
+            text = _rendered(found)
+            assert f"row {source['source_row']}" in text and "shard run" in text and "prefect flow run" in text
 
         lineage = trace(con, selection["selection_id"])
         by_kind: dict = {}
@@ -124,6 +134,7 @@ def test_lineage_from_a_published_line_back_to_its_source_line(incremental):
         assert len(by_kind["flow"]) == 2 and all(r["prefect_flow_run_id"] for r in by_kind["flow"])
         assert lineage.selection["select_parent_run_id"] in {r["run_id"] for r in by_kind["flow"]}
         assert {s["source_path"] for s in lineage.sources} <= {str(p) for p in incremental["files"]}
+        assert " shards" in _rendered(lineage)
     finally:
         con.close()
 

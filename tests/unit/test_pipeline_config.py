@@ -28,8 +28,8 @@ def test_defaults_are_the_papers_and_round_trip_through_json():
 def test_scoring_and_selection_map_to_library_types():
     params = ScoringParams(model=ModelSpec(**MODEL), horizon=24, early=0.25, late=0.75)
     assert params.scoring_config() == ScoringConfig(horizon=24, early=0.25, late=0.75)
-    with pytest.raises(CapselError, match="early fraction"):
-        ScoringParams(model=ModelSpec(**MODEL), early=0.7, late=0.6).scoring_config()
+    with pytest.raises(ValidationError, match="early fraction"):
+        ScoringParams(model=ModelSpec(**MODEL), early=0.7, late=0.6)
     request = SelectionParams(budget="10%", total=True, domains=["math"]).request("fp", "cfg")
     assert (request.budget.mode, request.budget.text, request.domains, request.model) == ("total", "10%", ("math",), "fp")
     with pytest.raises(CapselError, match="budget"):
