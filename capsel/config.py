@@ -52,6 +52,14 @@ class Settings(BaseSettings):
     vllm_worker_process: bool = Field(
         True, description="run vLLM in a spawned process, so its exit frees all its GPU memory before HF scoring"
     )
+    openlineage_transport: Literal["file", "http", "console", "none"] = Field(
+        "file", description="where flow runs send OpenLineage events"
+    )
+    openlineage_file: Path = Field(
+        Path("openlineage/events.jsonl"), description="JSON Lines file of events (relative: inside the output root)"
+    )
+    openlineage_url: str | None = Field(None, description="base URL of an OpenLineage HTTP endpoint (e.g. Marquez)")
+    openlineage_namespace: str = Field("capsel", description="OpenLineage job namespace of the flows")
 
 
 def load_settings(**overrides: object) -> Settings:

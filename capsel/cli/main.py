@@ -8,7 +8,7 @@ import typer
 
 from capsel import __version__
 from capsel.cli import (
-    demo, export_scores, generate, ingest, lab, lineage, migrate, profile, score, select, selections, status,
+    demo, export_scores, flow, generate, ingest, lab, lineage, migrate, profile, score, select, selections, status,
 )
 from capsel.cli.common import err_console
 from capsel.errors import CapselError
@@ -46,6 +46,7 @@ app.command("selections")(selections.selections)
 app.command("lineage")(lineage.lineage)
 app.command("migrate")(migrate.migrate)
 app.command("profile")(profile.profile)
+app.add_typer(flow.app, name="flow")
 app.add_typer(lab.app, name="lab")
 
 

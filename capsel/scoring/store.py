@@ -53,9 +53,11 @@ def register(con: duckdb.DuckDBPyConnection, info: ModelInfo, config: ScoringCon
         "architecture": info.architecture,
         "n_layers": info.n_layers,
     })
-    for digest, body in ((config.generation_hash, config.generation_config()),
-                         (config.scoring_hash, config.scoring_config())):
-        run_sql(con, "scoring_config_register", {"config_hash": digest, "config": orjson.dumps(body).decode()})
+    for digest, body, generation_hash in ((config.generation_hash, config.generation_config(), None),
+                                          (config.scoring_hash, config.scoring_config(), config.generation_hash)):
+        run_sql(con, "scoring_config_register", {
+            "config_hash": digest, "config": orjson.dumps(body).decode(), "generation_hash": generation_hash,
+        })
     return ScoreKeys(info.fingerprint, config.generation_hash, config.scoring_hash)
 
 
