@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -34,7 +34,9 @@ class Settings(BaseSettings):
         "1GB", description="DuckDB memory_limit of the ingest connection (DuckDB spills to disk beyond it)"
     )
     model: str | None = Field(None, description="default model for generate/score: a local folder or a hub id")
-    score_batch_size: int = Field(16, gt=0, description="candidates per model batch and per committed DB batch")
+    score_batch_size: Annotated[int, Field(gt=0)] | Literal["auto"] = Field(
+        16, description="candidates per model batch and per committed DB batch; auto sizes it from free GPU memory"
+    )
     device: Literal["auto", "cpu", "cuda"] = Field("auto", description="where the scoring model runs")
     dtype: Literal["auto", "float32", "bfloat16"] = Field(
         "auto", description="scoring dtype; auto is bfloat16 on CUDA and float32 on CPU"
@@ -43,6 +45,21 @@ class Settings(BaseSettings):
         0.85, gt=0, le=1, description="share of GPU memory vLLM may take for weights and KV cache"
     )
     vllm_tensor_parallel_size: int = Field(1, ge=1, description="GPUs vLLM shards one model over")
+    vllm_batch_size: int = Field(
+        8192, gt=0, description="prompts handed to vLLM at once (and committed together); vLLM schedules them"
+    )
+    vllm_enforce_eager: bool = Field(False, description="skip vLLM's CUDA graph capture (faster start, slower decode)")
+    vllm_worker_process: bool = Field(
+        True, description="run vLLM in a spawned process, so its exit frees all its GPU memory before HF scoring"
+    )
+    openlineage_transport: Literal["file", "http", "console", "none"] = Field(
+        "file", description="where flow runs send OpenLineage events"
+    )
+    openlineage_file: Path = Field(
+        Path("openlineage/events.jsonl"), description="JSON Lines file of events (relative: inside the output root)"
+    )
+    openlineage_url: str | None = Field(None, description="base URL of an OpenLineage HTTP endpoint (e.g. Marquez)")
+    openlineage_namespace: str = Field("capsel", description="OpenLineage job namespace of the flows")
 
 
 def load_settings(**overrides: object) -> Settings:

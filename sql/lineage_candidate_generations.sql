@@ -13,9 +13,13 @@ final as (
         len(generated.generated_ids) as n_generated_tokens,
         generated.run_id as generation_run_id,
         runs.status as generation_run_status,
+        runs.kind as generation_run_kind,
+        runs.parent_run_id as generation_parent_run_id,
+        coalesce(runs.prefect_flow_run_id, parent_runs.prefect_flow_run_id) as generation_prefect_flow_run_id,
         generated.created_at as generated_at
     from generated
     left join runs on runs.run_id = generated.run_id
+    left join runs as parent_runs on parent_runs.run_id = runs.parent_run_id
 )
 select * from final
 order by generated_at;

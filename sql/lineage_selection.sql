@@ -21,7 +21,8 @@ final as (
         selection.run_id as select_run_id,
         runs.status as select_run_status,
         runs.code_version as select_code_version,
-        runs.prefect_flow_run_id as select_prefect_flow_run_id
+        runs.prefect_flow_run_id as select_prefect_flow_run_id,
+        runs.parent_run_id as select_parent_run_id
     from selection
     left join models on models.model_fingerprint = selection.model_fingerprint
     left join scoring_configs on scoring_configs.config_hash = selection.config_hash

@@ -11,6 +11,7 @@ from capsel.cli.scoring_options import (
 )
 from capsel.config import Settings
 from capsel.scoring.config import ScoringConfig
+from capsel.scoring.batch_memory import resolve_batch_size
 from capsel.scoring.generation import Generator, HFGenerator
 from capsel.scoring.model_loading import ModelInfo, load_model
 from capsel.scoring.runner import RunSummary, run_generation
@@ -54,11 +55,14 @@ def generate_pending(con, settings: Settings, info: ModelInfo, config: ScoringCo
 
 def _generator(settings: Settings, info: ModelInfo, config: ScoringConfig, generator: str) -> Generator:
     if generator == "vllm":
-        from capsel.scoring.vllm_generation import VLLMGenerator
+        from capsel.scoring.vllm_generation import VLLMGenerator, VLLMOptions
 
-        return VLLMGenerator(
-            info, config.horizon, gpu_memory_utilization=settings.vllm_gpu_memory_utilization,
-            tensor_parallel_size=settings.vllm_tensor_parallel_size,
-        )
+        console.print("starting vLLM" + (" in a worker process" if settings.vllm_worker_process else ""))
+        return VLLMGenerator(info, config, VLLMOptions(
+            gpu_memory_utilization=settings.vllm_gpu_memory_utilization,
+            tensor_parallel_size=settings.vllm_tensor_parallel_size, batch_size=settings.vllm_batch_size,
+            enforce_eager=settings.vllm_enforce_eager, in_process=not settings.vllm_worker_process,
+        ))
     console.print("loading model weights")
-    return HFGenerator(load_model(info), config.horizon, settings.score_batch_size)
+    loaded = load_model(info)
+    return HFGenerator(loaded, config.horizon, resolve_batch_size(settings.score_batch_size, loaded, config))

@@ -1,8 +1,11 @@
-"""Rich progress bar (candidates/s, ETA) and end-of-run summary for generate and score."""
+"""Rich progress bars with count, rate and ETA for long CLI work, and the scoring run summary."""
 
 from __future__ import annotations
 
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn, TimeRemainingColumn
+from rich.console import Console
+from rich.progress import (
+    BarColumn, MofNCompleteColumn, Progress, ProgressColumn, Task, TextColumn, TimeElapsedColumn, TimeRemainingColumn,
+)
 from rich.table import Table
 from rich.text import Text
 
@@ -10,21 +13,35 @@ from capsel.cli.common import console
 from capsel.scoring.runner import BatchReport, RunSummary
 
 
-class _RateColumn(ProgressColumn):
-    def render(self, task) -> Text:
+class RateColumn(ProgressColumn):
+    """Items per second (or seconds per item when slower than one a second)."""
+
+    def __init__(self, unit: str) -> None:
+        super().__init__()
+        self.unit = unit
+
+    def render(self, task: Task) -> Text:
+        """The current rate, or a dash before there is one."""
         speed = task.finished_speed or task.speed
-        return Text("-- cand/s" if speed is None else f"{speed:.2f} cand/s", style="progress.data.speed")
+        if not speed:
+            return Text(f"- {self.unit}/s", style="progress.data.speed")
+        if speed < 1:
+            return Text(f"{1 / speed:.2f} s/{self.unit}", style="progress.data.speed")
+        return Text(f"{speed:.1f} {self.unit}/s", style="progress.data.speed")
+
+
+def progress_bar(console: Console, unit: str, *extra: ProgressColumn) -> Progress:
+    """Description, bar, done/total, rate, extra columns, elapsed and remaining time."""
+    return Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), RateColumn(unit),
+                    *extra, TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), console=console)
 
 
 class CandidateProgress:
-    """A progress sink that draws one bar over the pending candidates."""
+    """A progress sink for the scoring runner: one bar over the pending candidates."""
 
     def __init__(self, description: str):
         self.description = description
-        self.progress = Progress(
-            TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), _RateColumn(),
-            TextColumn("ETA"), TimeRemainingColumn(), console=console, transient=False,
-        )
+        self.progress = progress_bar(console, "cand")
         self.task = None
 
     def __enter__(self) -> "CandidateProgress":

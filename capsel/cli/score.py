@@ -10,6 +10,7 @@ from capsel.cli.scoring_options import (
     LateOption, LimitOption, ModelOption, PromptTokensOption, TrustRemoteCodeOption, check_generator,
     model_info, scoring_config, scoring_db, scoring_settings,
 )
+from capsel.scoring.batch_memory import resolve_batch_size
 from capsel.scoring.engine import ScoringEngine
 from capsel.scoring.model_loading import load_model
 from capsel.scoring.runner import run_scoring
@@ -43,8 +44,8 @@ def score(
             print_summary("generate", generate_pending(con, settings, info, config, generator, scope), "generated")
         console.print("loading model weights")
         loaded = load_model(info)
-        engine = ScoringEngine(loaded, config, settings.score_batch_size)
-        run_config = {"generator": generator, "batch_size": settings.score_batch_size,
+        engine = ScoringEngine(loaded, config, resolve_batch_size(settings.score_batch_size, loaded, config))
+        run_config = {"generator": generator, "batch_size": engine.batch_size,
                       "attn_implementation": loaded.model.config._attn_implementation}
         with CandidateProgress("scoring") as progress:
             summary = run_scoring(con, engine, scope, progress, run_config)

@@ -27,8 +27,9 @@ DtypeOption = Annotated[Optional[str], typer.Option(
     "--dtype", help="auto | float32 | bfloat16 (default: $CAPSEL_DTYPE or auto).", show_default=False)]
 DeviceOption = Annotated[Optional[str], typer.Option(
     "--device", help="auto | cpu | cuda (default: $CAPSEL_DEVICE or auto).", show_default=False)]
-BatchSizeOption = Annotated[Optional[int], typer.Option(
-    "--batch-size", help="Candidates per batch (default: $CAPSEL_SCORE_BATCH_SIZE or 16).", show_default=False)]
+BatchSizeOption = Annotated[Optional[str], typer.Option(
+    "--batch-size", help="Candidates per batch, or auto to size it from free GPU memory "
+    "(default: $CAPSEL_SCORE_BATCH_SIZE or 16).", show_default=False)]
 GeneratorOption = Annotated[str, typer.Option(
     "--generator", help="hf (transformers) or vllm (CUDA, pip install capsel\\[gpu]).")]
 TrustRemoteCodeOption = Annotated[bool, typer.Option(
@@ -39,7 +40,7 @@ LimitOption = Annotated[Optional[int], typer.Option(
     "--limit", help="Process at most this many pending candidates.", show_default=False, min=1)]
 
 
-def scoring_settings(db, dtype: str | None, device: str | None, batch_size: int | None) -> Settings:
+def scoring_settings(db, dtype: str | None, device: str | None, batch_size: str | None) -> Settings:
     """Settings with the scoring options applied; a bad value is one clear error."""
     try:
         return settings_for(db, dtype=dtype, device=device, score_batch_size=batch_size)

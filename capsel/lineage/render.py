@@ -37,7 +37,7 @@ def _candidate_tree(lineage: CandidateLineage) -> Tree:
         status = gen["excluded_reason"] or f"{gen['n_generated_tokens']} tokens"
         generations.add(
             f"model {gen['model_fingerprint']} config {gen['config_hash']} via {gen['generator']}: {status}; "
-            f"run {gen['generation_run_id']} ({gen['generation_run_status']})"
+            + _run_ref(gen, "generation")
         )
     scores = tree.add(f"scores ({len(lineage.scores)})")
     for score in lineage.scores:
@@ -67,7 +67,16 @@ def _score_line(score: Record) -> str:
             f"D_early {_num(score['d_early'])}, D_late {_num(score['d_late'])}, n {score['n_aligned']}, "
             f"PPL {_num(score['ppl'])}, CAP {_num(score['cap'])}, z {_num(score['z'])}"
         )
-    return f"{head}: {body}; run {score['score_run_id']} ({score['score_run_status']})"
+    return f"{head}: {body}; {_run_ref(score, 'score')}"
+
+
+def _run_ref(row: Record, prefix: str) -> str:
+    """'run X (status)', naming the parent run of a shard and the Prefect flow run when there is one."""
+    text = f"run {row[f'{prefix}_run_id']} ({row[f'{prefix}_run_status']})"
+    if row.get(f"{prefix}_run_kind") == "score_shard":
+        text = f"shard {text} of score run {row[f'{prefix}_parent_run_id']}"
+    flow_run = row.get(f"{prefix}_prefect_flow_run_id")
+    return f"{text}, prefect flow run {flow_run}" if flow_run else text
 
 
 def _baseline_line(score: Record) -> str:
@@ -91,16 +100,18 @@ def _selection_tree(lineage: SelectionLineage) -> Tree:
     tree.add(f"scoring config {sel['config_hash']} {escape(str(sel['scoring_config']))}")
     tree.add(
         f"select run {sel['select_run_id']} ({sel['select_run_status']}, code {sel['select_code_version']}, "
-        f"prefect flow run {sel['select_prefect_flow_run_id'] or '-'})"
+        f"prefect flow run {sel['select_prefect_flow_run_id'] or '-'}, flow run {sel['select_parent_run_id'] or '-'})"
     )
     sources = tree.add(f"sources ({len(lineage.sources)})")
     for src in lineage.sources:
         sources.add(f"{escape(str(src['source_path']))} sha256 {src['source_sha256']}: {src['n_members']} members")
     runs = tree.add(f"runs behind the members ({len(lineage.runs)})")
     for run in lineage.runs:
+        shards = f" in {run['n_shards']} shards" if run["n_shards"] else ""
+        members = f": {run['n_members']} members{shards}" if run["n_members"] is not None else ""
         runs.add(
             f"{run['kind']} {run['run_id']} ({run['status']}, code {run['code_version']}, "
-            f"prefect flow run {run['prefect_flow_run_id'] or '-'}): {run['n_members']} members"
+            f"prefect flow run {run['prefect_flow_run_id'] or '-'}){members}"
         )
     return tree
 

@@ -85,8 +85,10 @@ def _response_nll(
 ) -> list[float]:
     """Sum of -log p(y_t) per row: y_1 from the prompt's last position, y_t+1 from y's position t."""
     first = token_nll(first_logits, torch.tensor([y[0] for y in responses]))
-    totals = []
-    for row, y in enumerate(responses):
-        rest = token_nll(real_logits[row, : len(y) - 1], torch.tensor(y[1:])).sum() if len(y) > 1 else 0.0
-        totals.append(float(first[row] + rest))
-    return totals
+    # Row by row, so the float32 log-softmax spans one row's R x vocab logits, not the batch's.
+    rests = [
+        token_nll(real_logits[row, : len(y) - 1], torch.tensor(y[1:])).sum() if len(y) > 1 else first.new_zeros(())
+        for row, y in enumerate(responses)
+    ]
+    # One copy to the host for the whole batch instead of a device sync per row.
+    return (first + torch.stack(rests)).tolist()

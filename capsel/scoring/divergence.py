@@ -40,8 +40,8 @@ class DistancesTo:
         self.parts[layer] = 1.0 - F.cosine_similarity(hidden[:, :width].float(), other[:, :width].float(), dim=-1)
 
     def collect(self) -> torch.Tensor:
-        """[layers, rows, positions] on the CPU."""
-        return torch.stack([part.cpu() for part in self.parts])
+        """[layers, rows, positions] on the CPU: per-position scalars, copied off the device in one transfer."""
+        return torch.stack(self.parts).cpu()
 
 
 @dataclass

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import inspect
 from dataclasses import dataclass
 
@@ -13,6 +14,7 @@ from capsel.scoring.blocks import find_decoder_blocks
 from capsel.scoring.model_source import ModelSource, resolve_model
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
+ATTENTION_FALLBACK = {"flash_attention_2": "sdpa", "sdpa": "eager"}
 
 
 @dataclass(frozen=True)
@@ -106,10 +108,20 @@ def eos_token_ids(tokenizer, generation_eos: int | list[int] | None) -> frozense
     return frozenset(int(i) for i in ids)
 
 
-def load_model(info: ModelInfo, attn_implementation: str = "sdpa") -> LoadedModel:
+def attention_implementation(info: ModelInfo, requested: str = "auto") -> str:
+    """'auto': FlashAttention-2 for bf16 on CUDA when flash-attn is installed, else PyTorch SDPA."""
+    if requested != "auto":
+        return requested
+    if info.device == "cuda" and info.dtype == "bfloat16" and importlib.util.find_spec("flash_attn") is not None:
+        return "flash_attention_2"
+    return "sdpa"
+
+
+def load_model(info: ModelInfo, attn_implementation: str = "auto") -> LoadedModel:
     """Load the weights (safetensors when published) in eval mode on the resolved device."""
     from transformers import AutoModelForCausalLM
 
+    attn_implementation = attention_implementation(info, attn_implementation)
     kwargs = dict(
         dtype=DTYPES[info.dtype],
         trust_remote_code=info.trust_remote_code,
@@ -118,17 +130,26 @@ def load_model(info: ModelInfo, attn_implementation: str = "sdpa") -> LoadedMode
     if info.device == "cuda" and _has_accelerate():
         # Loads straight onto the GPUs, spreading a model too large for one over all visible GPUs.
         kwargs["device_map"] = "auto"
-    try:
-        model = AutoModelForCausalLM.from_pretrained(
-            info.source.local_dir, attn_implementation=attn_implementation, **kwargs
-        )
-    except ValueError as exc:
-        if attn_implementation == "eager" or "attn" not in str(exc).lower():
-            raise
-        model = AutoModelForCausalLM.from_pretrained(info.source.local_dir, attn_implementation="eager", **kwargs)
-    model.eval()
+    while True:
+        try:
+            model = AutoModelForCausalLM.from_pretrained(
+                info.source.local_dir, attn_implementation=attn_implementation, **kwargs
+            )
+            break
+        except (ValueError, ImportError) as exc:
+            # An architecture without this attention kernel falls back to the next one; other errors surface.
+            message = str(exc).lower()
+            if attn_implementation not in ATTENTION_FALLBACK or not ("attn" in message or "attention" in message):
+                raise
+            attn_implementation = ATTENTION_FALLBACK[attn_implementation]
     if "device_map" not in kwargs:
         model.to(info.device)
+    return wrap_model(info, model)
+
+
+def wrap_model(info: ModelInfo, model: nn.Module) -> LoadedModel:
+    """An already-built causal LM (on its device) ready for scoring: eval mode, decoder blocks located."""
+    model.eval()
     return LoadedModel(
         info=info,
         model=model,

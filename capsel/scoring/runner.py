@@ -54,6 +54,9 @@ class RunSummary:
     n_generated: int = 0
     excluded: Counter = field(default_factory=Counter)
     wall_s: float = 0.0
+    # Where the wall time went: model calls, and database writes (commits included).
+    model_s: float = 0.0
+    write_s: float = 0.0
 
     @property
     def rate(self) -> float:
@@ -66,11 +69,12 @@ class RunSummary:
             "n_in_scope": self.n_in_scope, "n_already_done": self.n_already_done,
             "n_processed": self.n_processed, "n_done": self.n_done, "n_generated": self.n_generated,
             "n_excluded": dict(self.excluded), "wall_s": round(self.wall_s, 3),
+            "model_s": round(self.model_s, 3), "write_s": round(self.write_s, 3),
             "candidates_per_s": round(self.rate, 3),
         }
 
 
-class _Tally:
+class Tally:
     """Keeps the summary and the runs-row counters in step with every committed batch."""
 
     def __init__(self, keys: ScoreKeys, sink: ProgressSink | None):
@@ -78,12 +82,23 @@ class _Tally:
         self.summary, self.counters, self.started = RunSummary(), {}, time.perf_counter()
 
     def begin(self, run_id: str, n_in_scope: int, n_already_done: int, limit: int | None) -> None:
+        """Record the run id and what is in scope and already done; size the progress sink."""
         self.summary.run_id, self.summary.n_in_scope, self.summary.n_already_done = run_id, n_in_scope, n_already_done
         if self.sink:
             total = n_in_scope - n_already_done
             self.sink.start(total if limit is None else min(total, limit))
 
+    @contextmanager
+    def timing(self, phase: str) -> Iterator[None]:
+        """Add the time spent inside to the summary's `<phase>_s` counter."""
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            setattr(self.summary, f"{phase}_s", getattr(self.summary, f"{phase}_s") + time.perf_counter() - start)
+
     def committed(self, n_candidates: int, excluded: Sequence[str], n_generated: int = 0) -> None:
+        """Count one committed batch (or shard) and report it to the sink."""
         summary = self.summary
         summary.n_processed += n_candidates
         summary.n_done += n_candidates - len(excluded)
@@ -97,19 +112,24 @@ class _Tally:
 
 
 @contextmanager
-def _tracked_run(
+def tracked_run(
     con: duckdb.DuckDBPyConnection, kind: str, info: ModelInfo, config: ScoringConfig, scope: Scope,
-    sink: ProgressSink | None, run_config: dict | None,
-) -> Iterator[_Tally]:
-    """Register model and configs, record the run in `runs`, and count what is already done."""
+    sink: ProgressSink | None, run_config: dict | None, **start_kwargs: object,
+) -> Iterator[Tally]:
+    """Register model and configs, record the run in `runs`, and count what is already done.
+
+    `start_kwargs` go to `start_run` (a flow passes its parent run and Prefect flow run id).
+    """
     keys = register(con, info, config)
-    tally = _Tally(keys, sink)
+    tally = Tally(keys, sink)
     run_config = {
         **config.model_dump(), "generation_hash": keys.generation_hash, "scoring_hash": keys.scoring_hash,
         "domain": scope.domain, "limit": scope.limit, **(run_config or {}),
     }
     fingerprint = keys.model_fingerprint
-    with recorded_run(con, kind, tally.counters, config=run_config, model_fingerprint=fingerprint) as run_id:
+    with recorded_run(
+        con, kind, tally.counters, config=run_config, model_fingerprint=fingerprint, **start_kwargs
+    ) as run_id:
         before = progress(con, keys, scope)
         done_key = "n_generated" if kind == "generate" else "n_scored"
         tally.begin(run_id, before["n_in_scope"], before[done_key], scope.limit)
@@ -121,13 +141,20 @@ def run_generation(
     con: duckdb.DuckDBPyConnection, info: ModelInfo, generator: Generator, config: ScoringConfig,
     scope: Scope = Scope(), sink: ProgressSink | None = None, run_config: dict | None = None,
 ) -> RunSummary:
-    """Generate y-hat for every pending candidate in scope; each batch commits generations atomically."""
-    with _tracked_run(con, "generate", info, config, scope, sink, run_config) as tally:
+    """Generate y-hat for every pending candidate in scope; each batch commits generations atomically.
+
+    A generator with a batch size above CHUNK_SIZE (vLLM) gets chunks that large, so it can
+    schedule a whole batch at once instead of draining its queue every CHUNK_SIZE prompts.
+    """
+    chunk_size = max(CHUNK_SIZE, generator.batch_size)
+    with tracked_run(con, "generate", info, config, scope, sink, run_config) as tally:
         keys, run_id = tally.keys, tally.summary.run_id
-        for rows in pending_chunks(con, "scoring_pending_generations", keys.generation_params(), scope, CHUNK_SIZE):
-            for batch in _input_batches(build_inputs(_texts(rows), info.tokenizer, config), generator.batch_size):
-                results = generation_results(batch, generator)
-                with transaction(con):
+        for rows in pending_chunks(con, "scoring_pending_generations", keys.generation_params(), scope, chunk_size):
+            inputs = build_inputs(candidate_texts(rows), info.tokenizer, config)
+            for batch in _input_batches(inputs, generator.batch_size):
+                with tally.timing("model"):
+                    results = generation_results(batch, generator)
+                with tally.timing("write"), transaction(con):
                     write_generations(con, keys, run_id, results)
                 reasons = [r.excluded_reason for r in results if r.excluded_reason]
                 tally.committed(len(results), reasons, n_generated=len(results) - len(reasons))
@@ -139,20 +166,22 @@ def run_scoring(
     sink: ProgressSink | None = None, run_config: dict | None = None,
 ) -> RunSummary:
     """Score every pending candidate in scope, generating y-hat (fused) where none is stored yet."""
-    with _tracked_run(con, "score", engine.loaded.info, engine.config, scope, sink, run_config) as tally:
+    with tracked_run(con, "score", engine.loaded.info, engine.config, scope, sink, run_config) as tally:
         keys, run_id = tally.keys, tally.summary.run_id
         for rows in pending_chunks(con, "scoring_pending_divergences", keys.params(), scope, CHUNK_SIZE):
-            stored = [_stored_generation(row) for row in rows if row["has_generation"]]
+            stored = [stored_generation(row) for row in rows if row["has_generation"]]
             for batch in _input_batches(stored, engine.batch_size):
-                divergences = engine.score(batch)
-                with transaction(con):
+                with tally.timing("model"):
+                    divergences = engine.score(batch)
+                with tally.timing("write"), transaction(con):
                     write_divergences(con, keys, run_id, divergences)
                 tally.committed(len(divergences), _reasons(divergences))
-            fresh = engine.prepare(_texts([row for row in rows if not row["has_generation"]]))
+            fresh = engine.prepare(candidate_texts([row for row in rows if not row["has_generation"]]))
             for batch in _input_batches(fresh, engine.batch_size):
-                scored = engine.generate_and_score(batch)
+                with tally.timing("model"):
+                    scored = engine.generate_and_score(batch)
                 divergences = [s.divergence for s in scored]
-                with transaction(con):
+                with tally.timing("write"), transaction(con):
                     write_generations(con, keys, run_id, [s.generation for s in scored])
                     write_divergences(con, keys, run_id, divergences)
                 tally.committed(len(scored), _reasons(divergences),
@@ -172,11 +201,13 @@ def _input_batches(items: Sequence[ScoringInput | GenerationResult], batch_size:
     return ([excluded] if excluded else []) + batches
 
 
-def _texts(rows: Sequence[dict]) -> list[CandidateText]:
+def candidate_texts(rows: Sequence[dict]) -> list[CandidateText]:
+    """The text fields of pending rows, as the engine takes them."""
     return [CandidateText(r["candidate_id"], r["instruction"], r["input"], r["response"]) for r in rows]
 
 
-def _stored_generation(row: dict) -> GenerationResult:
+def stored_generation(row: dict) -> GenerationResult:
+    """A pending row's stored y-hat (from `scoring_pending_divergences`) as a generation result."""
     return GenerationResult(
         candidate_id=row["candidate_id"],
         prompt_ids=list(row["prompt_ids"] or []),

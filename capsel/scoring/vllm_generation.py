@@ -1,13 +1,37 @@
-"""vLLM backend for y-hat: greedy from the same truncated prompt ids (never re-tokenised text). Needs CUDA."""
+"""vLLM backend for y-hat: greedy from the same truncated prompt ids (never re-tokenised text). Needs CUDA.
+
+By default the engine runs in a spawned worker process (`ProcessGenerator`), so closing
+the generator ends the process and every byte of GPU memory vLLM held is free before
+the HF scorer loads on the same GPU. `in_process=True` keeps it in this process (one
+less process start, but the memory release then depends on the vLLM version).
+"""
 
 from __future__ import annotations
 
 import gc
 import importlib.util
+from dataclasses import dataclass
 from typing import Sequence
 
 from capsel.errors import CapselError
+from capsel.scoring.config import ScoringConfig
 from capsel.scoring.model_loading import ModelInfo
+from capsel.scoring.worker_process import ProcessGenerator
+
+
+@dataclass(frozen=True)
+class VLLMOptions:
+    """How the vLLM engine is set up; everything else follows from the model and the scoring config."""
+
+    gpu_memory_utilization: float = 0.85
+    tensor_parallel_size: int = 1
+    # The runner hands over up to this many prompts per call; vLLM schedules them itself.
+    batch_size: int = 8192
+    enforce_eager: bool = False
+    # "dummy" gives random weights from the config alone (benchmarks); "auto" loads the checkpoint.
+    load_format: str = "auto"
+    max_num_seqs: int | None = None
+    in_process: bool = False
 
 
 def require_vllm() -> None:
@@ -20,32 +44,42 @@ def require_vllm() -> None:
         raise CapselError("--generator vllm needs a CUDA GPU and none is visible; use --generator hf")
 
 
-class VLLMGenerator:
-    """Greedy decoding with vLLM: temperature 0, at most R tokens, stopping before any EOS id."""
+def engine_kwargs(info: ModelInfo, config: ScoringConfig, options: VLLMOptions) -> dict:
+    """Arguments of `vllm.LLM`: ids in, ids out, and a context just long enough for P + R tokens."""
+    kwargs = dict(
+        model=str(info.source.local_dir), dtype=info.dtype, trust_remote_code=info.trust_remote_code,
+        gpu_memory_utilization=options.gpu_memory_utilization, tensor_parallel_size=options.tensor_parallel_size,
+        # A prompt is at most P ids and y-hat at most R: a longer context only shrinks the KV budget per sequence.
+        max_model_len=config.prompt_tokens + config.horizon,
+        enforce_eager=options.enforce_eager, load_format=options.load_format,
+        # Prompts arrive as ids and outputs leave as ids, so vLLM never needs the tokenizer.
+        skip_tokenizer_init=True, seed=0,
+    )
+    if options.max_num_seqs is not None:
+        kwargs["max_num_seqs"] = options.max_num_seqs
+    return kwargs
+
+
+def sampling_kwargs(horizon: int, eos_token_ids: frozenset[int]) -> dict:
+    """Arguments of `vllm.SamplingParams`: greedy, at most R new tokens, stopping at any EOS id."""
+    return dict(temperature=0.0, max_tokens=horizon, stop_token_ids=sorted(eos_token_ids), detokenize=False)
+
+
+class VLLMEngine:
+    """vLLM in this process: the whole batch goes to `LLM.generate` at once as `TokensPrompt`s."""
 
     name = "vllm"
 
-    def __init__(
-        self, info: ModelInfo, horizon: int, batch_size: int = 256,
-        gpu_memory_utilization: float = 0.85, tensor_parallel_size: int = 1,
-    ):
-        require_vllm()
+    def __init__(self, llm_kwargs: dict, params_kwargs: dict, batch_size: int):
         from vllm import LLM, SamplingParams
 
         self.batch_size = batch_size
-        self.eos_token_ids = info.eos_token_ids
-        # Prompts arrive as ids and outputs leave as ids, so vLLM never needs the tokenizer.
-        self.llm = LLM(
-            model=str(info.source.local_dir), dtype=info.dtype, trust_remote_code=info.trust_remote_code,
-            gpu_memory_utilization=gpu_memory_utilization, tensor_parallel_size=tensor_parallel_size,
-            skip_tokenizer_init=True, seed=0,
-        )
-        self.params = SamplingParams(
-            temperature=0.0, max_tokens=horizon, stop_token_ids=sorted(info.eos_token_ids), detokenize=False,
-        )
+        self.eos_token_ids = frozenset(params_kwargs["stop_token_ids"])
+        self.llm = LLM(**llm_kwargs)
+        self.params = SamplingParams(**params_kwargs)
 
     def generate(self, prompt_ids_batch: Sequence[Sequence[int]]) -> list[list[int]]:
-        """y-hat for each prompt, in the order given."""
+        """y-hat for each prompt, in the order given (vLLM returns outputs in request order)."""
         from vllm.inputs import TokensPrompt
 
         prompts = [TokensPrompt(prompt_token_ids=list(ids)) for ids in prompt_ids_batch]
@@ -53,12 +87,47 @@ class VLLMGenerator:
         return [strip_eos(list(output.outputs[0].token_ids), self.eos_token_ids) for output in outputs]
 
     def close(self) -> None:
-        """Release the engine and its GPU memory, so the HF scorer can load next."""
+        """Best-effort release inside this process; only a process exit is sure to free everything."""
+        shutdown = getattr(self.llm, "shutdown", None)
+        if callable(shutdown):
+            shutdown()
         del self.llm
         gc.collect()
         import torch
 
         torch.cuda.empty_cache()
+
+
+def build_engine(llm_kwargs: dict, params_kwargs: dict, batch_size: int) -> VLLMEngine:
+    """The engine factory a worker process calls (module-level, so spawn can pickle it by name)."""
+    return VLLMEngine(llm_kwargs, params_kwargs, batch_size)
+
+
+class VLLMGenerator:
+    """Greedy decoding with vLLM: temperature 0, at most R tokens, stopping before any EOS id."""
+
+    name = "vllm"
+
+    def __init__(self, info: ModelInfo, config: ScoringConfig, options: VLLMOptions = VLLMOptions()):
+        require_vllm()
+        self.batch_size = options.batch_size
+        kwargs = {
+            "llm_kwargs": engine_kwargs(info, config, options),
+            "params_kwargs": sampling_kwargs(config.horizon, info.eos_token_ids),
+            "batch_size": options.batch_size,
+        }
+        self._backend = (
+            build_engine(**kwargs) if options.in_process
+            else ProcessGenerator(build_engine, kwargs, self.name, options.batch_size)
+        )
+
+    def generate(self, prompt_ids_batch: Sequence[Sequence[int]]) -> list[list[int]]:
+        """y-hat for each prompt, in the order given."""
+        return self._backend.generate(prompt_ids_batch)
+
+    def close(self) -> None:
+        """Release the engine and its GPU memory (the worker process exits), so the HF scorer can load next."""
+        self._backend.close()
 
 
 def strip_eos(tokens: list[int], eos_token_ids: frozenset[int]) -> list[int]:

@@ -85,7 +85,8 @@ create table models (
 
 create table scoring_configs (
     config_hash varchar primary key,
-    config json not null
+    config json not null,
+    generation_hash varchar                -- a scoring config: the generation config its y-hat comes from
 );
 
 create table generations (

@@ -1,0 +1,50 @@
+"""`capsel profile`: the paper's rank survey of a causal LM, with a U-shape verdict."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.table import Table
+
+from capsel.cli.common import console, settings_for
+from capsel.models import demo_model_path
+from capsel.paths import inside_root
+from capsel.profile.check import check_model
+from capsel.profile.plot import plot_profile
+from capsel.profile.report import write_csv, write_verdict
+
+
+def profile(
+    model: Annotated[Optional[str], typer.Option(
+        "--model", help="Local HF causal LM folder (or cached name). Default: the bundled demo model.")] = None,
+    texts: Annotated[Optional[Path], typer.Option(
+        "--texts", help="UTF-8 file of sample texts separated by blank lines. Default: a bundled sample.")] = None,
+    out: Annotated[Path, typer.Option(
+        "--out", help="Output folder for profile.csv, profile.png, verdict.json (inside the output root).")] = Path("profile"),
+    random_init: Annotated[bool, typer.Option(
+        "--random-init", help="Survey the same architecture with fresh random weights instead.")] = False,
+    seed: Annotated[int, typer.Option("--seed", help="Seed for --random-init.")] = 0,
+    max_tokens: Annotated[int, typer.Option("--max-tokens", min=2, help="Token rows in each hidden-state matrix.")] = 2048,
+    trust_remote_code: Annotated[bool, typer.Option(
+        "--trust-remote-code", help="Allow model code from the model folder (off by default).")] = False,
+) -> None:
+    """Stable rank of weights and hidden states per layer; says whether the hidden-state U-shape is present."""
+    settings = settings_for()
+    out_dir = inside_root(settings.output_root, out)
+    source = model or str(demo_model_path())
+    with console.status(f"surveying {source}"):
+        survey, verdict = check_model(source, texts, random_init, seed, max_tokens, trust_remote_code)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    table = Table(title=f"rank profile: {survey.model}")
+    for column in ("layer", "depth", "weights srank/dim", "hidden srank/dim"):
+        table.add_column(column, justify="right")
+    for layer in survey.layers:
+        table.add_row(str(layer.layer), f"{layer.depth:.2f}", f"{layer.weight_srank:.4f}", f"{layer.hidden_srank:.4f}")
+    console.print(table)
+    paths = [write_csv(survey, out_dir / "profile.csv"), plot_profile(survey, verdict, out_dir / "profile.png"),
+             write_verdict(survey, verdict, out_dir / "verdict.json")]
+    status = "[green]present[/]" if verdict.present else "[yellow]absent[/]"
+    console.print(f"hidden-state U-shape: {status}; {verdict.reason}")
+    console.print("wrote " + ", ".join(str(path) for path in paths))

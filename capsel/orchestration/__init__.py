@@ -1,0 +1,1 @@
+"""Orchestration building blocks the Prefect flows compose: shards, their workers and the single writer."""

@@ -1,0 +1,49 @@
+"""Bookkeeping the flows need from the store: incoming files, run parentage, the files a run read."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+import duckdb
+
+from capsel.db import run_sql
+from capsel.db.records import fetch_records
+from capsel.errors import CapselError
+from capsel.ingest.readers import FORMATS
+from capsel.ingest.summary import IngestReport
+
+
+def incoming_files(paths: Sequence[str | Path]) -> list[Path]:
+    """Supported files of the given folders (in name order) and files; an empty folder gives none.
+
+    Unlike `resolve_inputs`, an empty incoming folder is not an error: a nightly run may find nothing new.
+    """
+    files: list[Path] = []
+    for given in paths:
+        path = Path(given).expanduser()
+        if path.is_dir():
+            files.extend(sorted(p for p in path.iterdir() if p.is_file() and p.suffix.lower() in FORMATS))
+        elif path.is_file():
+            files.append(path)
+        else:
+            raise CapselError(f"{path}: no such file or folder")
+    return files
+
+
+def adopt_run(
+    con: duckdb.DuckDBPyConnection, run_id: str, parent_run_id: str, prefect_flow_run_id: str | None
+) -> None:
+    """Record that `run_id` ran inside the flow run `parent_run_id` (and its Prefect flow run)."""
+    run_sql(con, "runs_adopt", {
+        "run_id": run_id, "parent_run_id": parent_run_id, "prefect_flow_run_id": prefect_flow_run_id,
+    })
+
+
+def ingested_files(con: duckdb.DuckDBPyConnection, report: IngestReport) -> list[tuple[str, str]]:
+    """(path as given to this run, sha256) of every file the ingest read or found already ingested."""
+    known = {
+        row["source_id"]: row["sha256"]
+        for row in fetch_records(con, "flow_source_files", {"source_ids": [f.source_id for f in report.files]})
+    }
+    return [(str(outcome.path), known[outcome.source_id]) for outcome in report.files if outcome.source_id in known]

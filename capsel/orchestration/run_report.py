@@ -1,0 +1,165 @@
+"""What a flow run did, as Markdown and table rows (the flows publish them as Prefect artifacts)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import duckdb
+import pandas as pd
+
+from capsel.db.records import fetch_records
+from capsel.ingest.summary import IngestReport
+from capsel.publish.publish import PublishedSelection
+from capsel.scoring.runner import RunSummary
+from capsel.selection.residualize import DomainFit
+from capsel.selection.scoring_key import ScoringKey
+
+PREVIEW_CHARS = 80
+
+
+@dataclass
+class FlowReport:
+    """The stages of one flow run as far as they got; a stage that did not run stays None."""
+
+    flow: str
+    run_id: str
+    prefect_flow_run_id: str | None = None
+    ingest: IngestReport | None = None
+    scoring: RunSummary | None = None
+    key: ScoringKey | None = None
+    fits: list[DomainFit] = field(default_factory=list)
+    published: PublishedSelection | None = None
+    members: list[dict] = field(default_factory=list)  # selection_rows of the published selection
+    examples: list[dict] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def counters(self) -> dict:
+        """JSON-ready counters of every stage, stored with the flow's run."""
+        counters: dict = {}
+        if self.ingest is not None:
+            counters["ingest"] = {"run_id": self.ingest.run_id, **self.ingest.counters()}
+        if self.scoring is not None:
+            counters["score"] = {"run_id": self.scoring.run_id, **self.scoring.counters()}
+        if self.published is not None:
+            counters["selection"] = {
+                "selection_id": self.published.selection_id, "path": str(self.published.path),
+                "n_members": self.published.manifest["n_members"],
+            }
+        if self.notes:
+            counters["notes"] = list(self.notes)
+        return counters
+
+
+def extreme_examples(con: duckdb.DuckDBPyConnection, key: ScoringKey, n_examples: int = 3) -> list[dict]:
+    """The top and bottom `n_examples` candidates by z in every domain, with a short instruction preview."""
+    rows = fetch_records(con, "flow_examples", {
+        "model_fingerprint": key.model_fingerprint, "config_hash": key.config_hash, "n_examples": n_examples,
+    })
+    return [{**row, "instruction": preview(row["instruction"])} for row in rows]
+
+
+def preview(text: str | None, limit: int = PREVIEW_CHARS) -> str:
+    """Text on one line, cut to `limit` characters with an ellipsis."""
+    flat = " ".join((text or "").split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def selection_rows(members: pd.DataFrame) -> list[dict]:
+    """The selection as table rows: id, domain, rank, z and an instruction preview."""
+    return [
+        {
+            "candidate_id": row.candidate_id, "domain": row.domain, "rank": int(row.rank),
+            "z": None if pd.isna(row.z) else round(float(row.z), 4), "instruction": preview(row.instruction),
+        }
+        for row in members.itertuples(index=False)
+    ]
+
+
+def summary_markdown(report: FlowReport) -> str:
+    """The run summary: counts per stage, exclusions, the per-domain fits, the selection and examples."""
+    lines = [f"# capsel {report.flow}: run `{report.run_id}`", ""]
+    if report.prefect_flow_run_id:
+        lines += [f"Prefect flow run `{report.prefect_flow_run_id}`.", ""]
+    lines += [f"- {note}" for note in report.notes] + ([""] if report.notes else [])
+    if report.ingest is not None:
+        lines += _ingest_section(report.ingest)
+    if report.scoring is not None:
+        lines += _scoring_section(report.scoring, report.key)
+    if report.fits:
+        lines += _fits_section(report.fits, report.published)
+    if report.published is not None:
+        manifest = report.published.manifest
+        lines += [
+            "## Selection", "",
+            f"`{report.published.selection_id}`: {manifest['n_members']} members ({manifest['method']}, "
+            f"budget {manifest['budget']} {manifest['budget_mode']}), published at `{report.published.path}`; "
+            f"gate passed {manifest['gate']['n_expectations']} expectations.", "",
+        ]
+    if report.examples:
+        lines += _table(
+            "Top and bottom examples by z", ["domain", "side", "candidate", "z", "instruction"],
+            [[e["domain"], e["side"], f"`{e['candidate_id']}`", _num(e["z"]), _cell(e["instruction"])]
+             for e in report.examples],
+        )
+    return "\n".join(lines)
+
+
+def gate_failure_markdown(run_id: str, failures: Sequence[str], report_path: str) -> str:
+    """Why the data-quality gate refused the selection, one failing expectation per line."""
+    listing = [f"- {_cell(failure)}" for failure in failures]
+    return "\n".join([
+        f"# Data-quality gate failed: run `{run_id}`", "",
+        f"{len(failures)} expectation(s) failed; nothing was published. GX report: `{report_path}`", "",
+        *listing,
+    ])
+
+
+def _ingest_section(ingest: IngestReport) -> list[str]:
+    counters = ingest.counters()
+    head = [
+        "## Ingest", "",
+        f"{counters['files_ingested']} file(s) ingested, {counters['files_skipped']} already ingested (skipped).", "",
+    ]
+    rows = [
+        [d.domain, d.n_read, d.n_inserted, d.n_duplicates, d.n_quarantined, d.n_sampled_out]
+        for d in [*ingest.domains, ingest.totals()]
+    ]
+    return head + _table(None, ["domain", "read", "inserted", "duplicates", "quarantined", "sampled out"], rows)
+
+
+def _scoring_section(scoring: RunSummary, key: ScoringKey | None) -> list[str]:
+    which = f"model `{key.model_fingerprint}`, config `{key.config_hash}`" if key else "no scores"
+    rows = [
+        ["in scope", scoring.n_in_scope], ["already scored", scoring.n_already_done],
+        ["scored this run", scoring.n_processed], ["eligible (measured)", scoring.n_done],
+        ["y-hat generated", scoring.n_generated],
+        *[[f"excluded: {reason}", count] for reason, count in sorted(scoring.excluded.items())],
+        ["candidates/s", f"{scoring.rate:.2f}"],
+    ]
+    return ["## Scoring", "", f"{which}; score run `{scoring.run_id}`.", ""] + _table(None, ["", "count"], rows)
+
+
+def _fits_section(fits: Sequence[DomainFit], published: PublishedSelection | None) -> list[str]:
+    entries = {e["domain"]: e for e in published.manifest["domains"]} if published else {}
+    rows = [
+        [fit.domain, fit.n_eligible, _num(fit.alpha), _num(fit.beta), _num(fit.r2),
+         entries.get(fit.domain, {}).get("k", ""), _num(entries.get(fit.domain, {}).get("z_cut"))]
+        for fit in fits
+    ]
+    return _table("Per-domain fit: D_late = α + β·D_early", ["domain", "eligible", "α", "β", "r²", "k", "cut z"], rows)
+
+
+def _table(title: str | None, header: list[str], rows: list[list]) -> list[str]:
+    out = [f"## {title}", ""] if title else []
+    out += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    out += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
+    return out + [""]
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def _num(value: float | None) -> str:
+    return "" if value is None or value == "" else f"{value:.4g}"

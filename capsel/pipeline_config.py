@@ -1,0 +1,121 @@
+"""Typed parameters of the orchestrated pipeline (the Prefect UI renders them as a form); no Prefect here."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from capsel.config import Settings, load_settings
+from capsel.ingest.pipeline import IngestOptions
+from capsel.ingest.records import parse_field_map
+from capsel.scoring.config import ScoringConfig
+from capsel.selection.budget import parse_budget
+from capsel.selection.plan import SelectionRequest
+
+_STRICT = ConfigDict(extra="forbid", frozen=True)
+
+
+class SourceParams(BaseModel):
+    """Which files to ingest and how to read them (the `capsel ingest` options)."""
+
+    model_config = _STRICT
+
+    paths: list[str] = Field(default_factory=list, description="files or folders (a folder gives its files)")
+    domain: str | None = Field(None, description="domain of every row (else each row's `domain` field)")
+    field_map: str | None = Field(None, description="renamed fields, e.g. instruction=problem,response=solution")
+
+    def ingest_options(self, settings: Settings) -> IngestOptions:
+        """The ingest options these parameters stand for; worker processes are not used inside a flow."""
+        fields = parse_field_map([self.field_map] if self.field_map else [])
+        return IngestOptions(
+            domain=self.domain, fields=fields, max_field_chars=settings.max_field_chars,
+            chunk_rows=settings.ingest_chunk_rows, workers=0,
+        )
+
+
+class ModelSpec(BaseModel):
+    """The scoring model as a worker loads it: a local folder (or hub id), dtype and device."""
+
+    model_config = _STRICT
+
+    path: str = Field(..., description="local model folder or hub id")
+    dtype: Literal["auto", "float32", "bfloat16"] = Field("auto", description="auto: bfloat16 on CUDA, else float32")
+    device: Literal["auto", "cpu", "cuda"] = Field("auto", description="auto: cuda when a GPU is visible")
+    trust_remote_code: bool = Field(False, description="run model code shipped with the checkpoint")
+
+
+class ScoringParams(ScoringConfig):
+    """The scoring configuration (P, R, depth split, thresholds), the model and how the work is cut into shards."""
+
+    model_config = _STRICT
+
+    model: ModelSpec
+    batch_size: int = Field(16, gt=0, description="candidates per model batch inside a shard")
+    shard_size: int = Field(512, gt=0, description="candidates per shard: the unit scored by one task and committed")
+
+    def scoring_config(self) -> ScoringConfig:
+        """The engine's configuration: these parameters less the model and the work split."""
+        return ScoringConfig(**self.model_dump(include=set(ScoringConfig.model_fields)))
+
+
+class SelectionParams(BaseModel):
+    """The `capsel select` options: budget, method, domains and where the selection is published."""
+
+    model_config = _STRICT
+
+    budget: str = Field("10%", description="members per domain (or in total): a count like 800 or a share like 10%")
+    total: bool = Field(False, description="split the budget across domains instead of applying it in each")
+    method: Literal["cap", "random"] = Field("cap", description="cap: highest z per domain; random: seeded control")
+    seed: int = Field(0, description="seed of the random control")
+    domains: list[str] | None = Field(None, description="only these domains (default: every domain)")
+    out: str = Field("selections", description="folder inside the output root that receives <selection_id>/")
+
+    def request(self, model_fingerprint: str, config_hash: str) -> SelectionRequest:
+        """The selection request over the scores of one (model, config) pair."""
+        return SelectionRequest(
+            budget=parse_budget(self.budget, "total" if self.total else "per_domain"),
+            method=self.method,
+            domains=tuple(self.domains) if self.domains else None,
+            seed=self.seed,
+            model=model_fingerprint,
+            config_hash=config_hash,
+        )
+
+
+class RunnerParams(BaseModel):
+    """Where scoring shards run: threads of the flow process, or Ray tasks (one GPU each on a GPU cluster)."""
+
+    model_config = _STRICT
+
+    kind: Literal["local", "ray"] = Field("local", description="local: threads in the flow process; ray: Ray tasks")
+    max_workers: int = Field(1, ge=1, description="local runner: shards scored at once")
+    ray_address: str | None = Field(None, description="ray: address of a running cluster (default: start one here)")
+    ray_num_cpus: int | None = Field(None, ge=1, description="ray: CPUs of a cluster started here")
+    num_gpus: float = Field(0, ge=0, description="ray: GPUs each shard task requests (0 on CPU)")
+    max_in_flight: int = Field(4, ge=1, description="shards submitted and not yet merged, at most")
+
+
+class PipelineConfig(BaseModel):
+    """Everything one flow run needs; unset paths fall back to CAPSEL_DB_PATH and CAPSEL_OUTPUT_ROOT."""
+
+    model_config = _STRICT
+
+    db_path: str | None = Field(None, description="DuckDB file (default: $CAPSEL_DB_PATH)")
+    output_root: str | None = Field(None, description="root of every output (default: $CAPSEL_OUTPUT_ROOT)")
+    sources: SourceParams = Field(default_factory=SourceParams)
+    scoring: ScoringParams
+    selection: SelectionParams = Field(default_factory=SelectionParams)
+    runner: RunnerParams = Field(default_factory=RunnerParams)
+
+    def settings(self) -> Settings:
+        """Settings from the environment with this config's paths applied."""
+        return load_settings(
+            db_path=Path(self.db_path) if self.db_path else None,
+            output_root=Path(self.output_root) if self.output_root else None,
+        )
+
+    def record(self) -> dict:
+        """JSON-ready copy stored with the flow's run."""
+        return self.model_dump(mode="json")

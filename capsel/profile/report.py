@@ -1,0 +1,29 @@
+"""The survey written to disk: a CSV row per block and the verdict as JSON."""
+
+from __future__ import annotations
+
+import csv
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+from capsel.profile.survey import RankProfile
+from capsel.profile.verdict import Verdict
+
+CSV_FIELDS = ["layer", "depth", "weight_srank", "hidden_srank", "n_weight_matrices", "n_tokens"]
+
+
+def write_csv(profile: RankProfile, path: Path) -> Path:
+    """One row per decoder block, columns as in `CSV_FIELDS`."""
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=CSV_FIELDS)
+        writer.writeheader()
+        for layer in profile.layers:
+            writer.writerow(asdict(layer))
+    return path
+
+
+def write_verdict(profile: RankProfile, verdict: Verdict, path: Path) -> Path:
+    """The verdict and the model it is about, as JSON."""
+    path.write_text(json.dumps({"model": profile.model, **asdict(verdict)}, indent=1), encoding="utf-8")
+    return path

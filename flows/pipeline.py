@@ -1,0 +1,142 @@
+"""The stages both flows share: ingest, score (sharded), residualize, select, gate and publish.
+
+Composition only: every step is a capsel library call (through a task where it is one step
+of the DAG). The flow process is DuckDB's single writer; workers only compute.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Iterator
+
+import torch
+from prefect.logging import get_run_logger
+from prefect.runtime import flow_run
+
+from capsel.config import Settings
+from capsel.db import open_db
+from capsel.lineage.openlineage_events import FlowDatasets, event_emitter, run_event
+from capsel.orchestration.flow_runs import adopt_run, incoming_files, ingested_files
+from capsel.orchestration.run_report import FlowReport, extreme_examples, selection_rows
+from capsel.orchestration.shard_worker import resolved_spec
+from capsel.paths import inside_root
+from capsel.pipeline_config import PipelineConfig
+from capsel.publish.publish import GateFailedError
+from capsel.runs import new_run_id, recorded_run
+from capsel.selection.scoring_key import resolve_scoring_key
+from flows.artifacts import publish_gate_failure, publish_run_artifacts
+from flows.score_shards import score_pending
+from tasks.ingest import ingest_files
+from tasks.publish import validate_and_publish
+from tasks.residualize import residualize
+from tasks.select import select_members_task
+
+
+def run_pipeline(config: PipelineConfig, flow_key: str, publish_unchanged: bool) -> dict:
+    """Run every stage as one recorded 'flow' run; returns its counters.
+
+    With `publish_unchanged` False (rescoring), a run that ingested and scored nothing new
+    publishes no new version.
+    """
+    settings = config.settings()
+    report = FlowReport(flow_key, run_id=new_run_id(), prefect_flow_run_id=_prefect_id())
+    datasets = FlowDatasets(settings.db_path)
+    counters: dict = {}
+    con = open_db(settings.db_path)
+    try:
+        with _lineage(settings, report, datasets, config, flow_key), recorded_run(
+            con, "flow", counters, config=config.record(), run_id=report.run_id,
+            prefect_flow_run_id=report.prefect_flow_run_id,
+        ):
+            try:
+                _stages(con, config, settings, report, datasets, publish_unchanged)
+            finally:
+                counters.update(report.counters())
+                datasets.counters = counters
+    finally:
+        con.close()
+        publish_run_artifacts(report, flow_key)
+    return counters
+
+
+def _stages(con, config: PipelineConfig, settings: Settings, report: FlowReport, datasets: FlowDatasets,
+            publish_unchanged: bool) -> None:
+    logger = get_run_logger()
+    files = incoming_files(config.sources.paths)
+    if files:
+        report.ingest = ingest_files(con, files, config.sources.ingest_options(settings))
+        adopt_run(con, report.ingest.run_id, report.run_id, report.prefect_flow_run_id)
+        datasets.source_files = ingested_files(con, report.ingest)
+        logger.info("ingest: %s", report.ingest.counters())
+    else:
+        report.notes.append(f"no input files in {config.sources.paths}")
+
+    uses_gpus = config.runner.kind == "ray" and config.runner.num_gpus > 0
+    spec = resolved_spec(config.scoring.model, uses_gpus, torch.cuda.is_available())
+    report.scoring, fingerprint = score_pending(config, spec, report.run_id)
+    key = resolve_scoring_key(con, fingerprint, config.scoring.scoring_config().scoring_hash)
+    report.key = key
+    datasets.model = {"fingerprint": key.model_fingerprint, "name_or_path": key.model_name,
+                      "dtype": key.model.get("dtype")}
+    datasets.scoring_config_hash, datasets.scoring_config = key.config_hash, key.scoring_config
+
+    n_new = (report.ingest.totals().n_inserted if report.ingest else 0) + report.scoring.n_processed
+    if not publish_unchanged and n_new == 0:
+        report.notes.append("nothing new was ingested or scored: no new selection version")
+        return
+    report.fits = residualize(con, key, config.selection.domains)
+    report.examples = extreme_examples(con, key)
+    _select_and_publish(con, config, settings, report, datasets, key)
+
+
+def _select_and_publish(con, config: PipelineConfig, settings: Settings, report: FlowReport,
+                        datasets: FlowDatasets, key) -> None:
+    request = config.selection.request(key.model_fingerprint, key.config_hash)
+    out_dir = inside_root(settings.output_root, config.selection.out)
+    select_counters: dict = {}
+    with recorded_run(
+        con, "select", select_counters, config=request.as_dict(), model_fingerprint=key.model_fingerprint,
+        parent_run_id=report.run_id, prefect_flow_run_id=report.prefect_flow_run_id,
+    ) as select_run:
+        selection = select_members_task(con, request, key)
+        report.notes.extend(selection.notes)
+        select_counters.update(n_members=len(selection.members), n_domains=len(selection.quotas))
+        try:
+            report.published = validate_and_publish(con, selection, out_dir, select_run, settings.report_max_points)
+        except GateFailedError as error:
+            publish_gate_failure(report.run_id, error, report.flow)
+            raise
+        select_counters["selection_id"] = report.published.selection_id
+    report.members = selection_rows(selection.members)
+    datasets.selection_dir = report.published.path
+    datasets.selection_id = report.published.selection_id
+
+
+@contextmanager
+def _lineage(settings: Settings, report: FlowReport, datasets: FlowDatasets, config: PipelineConfig,
+             flow_key: str) -> Iterator[None]:
+    """OpenLineage START on entry, COMPLETE on success, FAIL with the error otherwise."""
+    emit = event_emitter(
+        settings.openlineage_transport, settings.output_root, settings.openlineage_file, settings.openlineage_url
+    )
+
+    def send(state: str, error: str | None = None) -> None:
+        if emit is None:
+            return
+        try:
+            emit(run_event(state, report.run_id, f"capsel.{flow_key}", settings.openlineage_namespace, datasets,
+                           report.prefect_flow_run_id, config.record(), error))
+        except Exception as exc:  # lineage is an audit side channel: its outage must not fail the run
+            get_run_logger().warning("OpenLineage %s event not sent: %s", state, exc)
+
+    send("START")
+    try:
+        yield
+    except BaseException as exc:
+        send("FAIL", f"{type(exc).__name__}: {exc}")
+        raise
+    send("COMPLETE")
+
+
+def _prefect_id() -> str | None:
+    return flow_run.id

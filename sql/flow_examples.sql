@@ -1,0 +1,32 @@
+-- The highest- and lowest-z candidates of each domain for one (model, config), for run summaries.
+with scored as (
+    select
+        candidate_id,
+        domain,
+        z,
+        row_number() over (partition by domain order by z desc, candidate_id asc) as top_rank,
+        row_number() over (partition by domain order by z asc, candidate_id asc) as bottom_rank
+    from cap_scores
+    where model_fingerprint = $model_fingerprint
+        and config_hash = $config_hash
+        and z is not null
+),
+picked as (
+    select
+        *,
+        case when top_rank <= $n_examples then 'top' else 'bottom' end as side
+    from scored
+    where top_rank <= $n_examples or bottom_rank <= $n_examples
+),
+final as (
+    select
+        picked.domain,
+        picked.side,
+        picked.candidate_id,
+        picked.z,
+        candidates.instruction
+    from picked
+    join candidates on candidates.candidate_id = picked.candidate_id
+)
+select * from final
+order by domain, side desc, z desc, candidate_id;

@@ -1,0 +1,60 @@
+"""A real Prefect server on 127.0.0.1 (free port, temporary PREFECT_HOME) shared by the flow tests."""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.support.processes import free_port, kill_group, start_group, wait_healthy
+
+PREFECT = str(Path(sys.executable).with_name("prefect"))
+
+
+@dataclass(frozen=True)
+class PrefectServer:
+    """Where the test server listens and the environment that points a process at it."""
+
+    api_url: str
+    home: Path
+
+    def env(self, **extra: str) -> dict:
+        """os.environ (minus CAPSEL_*) pointed at this server, one thread per process, plus `extra`."""
+        base = {key: value for key, value in os.environ.items() if not key.startswith("CAPSEL_")}
+        return {
+            **base, "PREFECT_API_URL": self.api_url, "PREFECT_HOME": str(self.home), "OMP_NUM_THREADS": "1",
+            "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "PYTHONUNBUFFERED": "1", "COLUMNS": "200", **extra,
+        }
+
+
+@pytest.fixture(scope="session")
+def prefect_server(tmp_path_factory):
+    """Start `prefect server start` once per session; its whole process group is killed at the end."""
+    home = tmp_path_factory.mktemp("prefect_home")
+    port = free_port()
+    server = PrefectServer(f"http://127.0.0.1:{port}/api", home)
+    log = home / "server.log"
+    process = start_group([PREFECT, "server", "start", "--host", "127.0.0.1", "--port", str(port)], server.env(), log)
+    try:
+        wait_healthy(f"{server.api_url}/health", process, log)
+        yield server
+    finally:
+        kill_group(process)
+
+
+@pytest.fixture()
+def prefect_api(prefect_server, monkeypatch):
+    """Point this test process (and Ray workers it starts) at the session's Prefect server."""
+    from prefect.settings import PREFECT_API_URL, PREFECT_LOGGING_TO_API_ENABLED, temporary_settings
+
+    monkeypatch.setenv("PREFECT_API_URL", prefect_server.api_url)
+    # this process outlives the server (a session fixture): its log shipper would complain at exit
+    monkeypatch.setenv("PREFECT_LOGGING_TO_API_ENABLED", "false")
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    for key in [key for key in os.environ if key.startswith("CAPSEL_")]:
+        monkeypatch.delenv(key)
+    with temporary_settings(updates={PREFECT_API_URL: prefect_server.api_url, PREFECT_LOGGING_TO_API_ENABLED: False}):
+        yield prefect_server

@@ -1,0 +1,160 @@
+"""Flows against a real Prefect server: incremental rescoring, lineage back to source lines, OpenLineage events."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import orjson
+import pandas as pd
+import pytest
+from rich.console import Console
+
+from capsel.db import open_db
+from capsel.lineage import trace
+from capsel.lineage.render import lineage_tree
+from tests.support.flow_pool import flow_config, tiny_flow_model, write_pool_file
+
+pytestmark = pytest.mark.e2e
+
+
+def _members(selection_dir) -> pd.DataFrame:
+    return pd.read_parquet(selection_dir / "data.parquet")
+
+
+def _rendered(lineage) -> str:
+    console = Console(record=True, width=400)
+    console.print(lineage_tree(lineage))
+    return console.export_text()
+
+
+def _rows(con, query: str) -> list[tuple]:
+    return con.execute(query).fetchall()
+
+
+@pytest.fixture(scope="module")
+def incremental(tmp_path_factory, prefect_server):
+    """First file selected; a second file arrives and is rescored; a rescore with nothing new; a from-scratch run."""
+    from prefect.settings import PREFECT_API_URL, PREFECT_LOGGING_TO_API_ENABLED, temporary_settings
+
+    from flows.rescore_flow import rescore_flow
+    from flows.select_flow import select_flow
+
+    root = tmp_path_factory.mktemp("incremental")
+    model = tiny_flow_model(root / "model")
+    incoming = root / "incoming"
+    first = write_pool_file(incoming / "a.jsonl", 12, seed=1)
+    settings = {PREFECT_API_URL: prefect_server.api_url, PREFECT_LOGGING_TO_API_ENABLED: False}
+    with temporary_settings(updates=settings):
+        v1 = select_flow(flow_config(root / "live", model, [str(incoming)]))
+        second = write_pool_file(incoming / "b.jsonl", 8, seed=2)
+        # two rows of the second file repeat the first file's instructions: dedup against the pool
+        lines = second.read_text().splitlines()
+        repeated = [json.loads(line) for line in first.read_text().splitlines()[:2]]
+        second.write_text("\n".join(lines + [json.dumps(dict(row, response="late copy")) for row in repeated]) + "\n")
+        v2 = rescore_flow(flow_config(root / "live", model, [str(incoming)]))
+        v3 = rescore_flow(flow_config(root / "live", model, [str(incoming)]))
+        scratch = select_flow(flow_config(root / "scratch", model, [str(first), str(second)]))
+    return {"root": root, "files": (first, second), "v1": v1, "v2": v2, "v3": v3, "scratch": scratch}
+
+
+def test_rescore_scores_only_the_new_candidates(incremental):
+    v1, v2 = incremental["v1"], incremental["v2"]
+    new = sum(d["n_inserted"] for d in v2["ingest"]["domains"].values())
+    assert new == 16 and v2["ingest"]["files_skipped"] == 1 and v2["ingest"]["files_ingested"] == 1
+    # the file repeats its own first row once and two rows of the first file
+    assert sum(d["n_duplicates"] for d in v2["ingest"]["domains"].values()) == 3
+    assert v2["score"]["n_already_done"] == v1["score"]["n_processed"] == 24
+    assert v2["score"]["n_processed"] == v2["score"]["n_generated"] == new
+    con = open_db(incremental["root"] / "live" / "capsel.duckdb", read_only=True)
+    try:
+        # each candidate generated and scored exactly once, by the run that found it pending
+        assert _rows(con, "select count(*), count(distinct candidate_id) from generations") == [(40, 40)]
+        per_run = dict(_rows(con, "select parent.run_id, count(*) from divergences join runs as shard "
+                                  "on shard.run_id = divergences.run_id join runs as parent "
+                                  "on parent.run_id = shard.parent_run_id group by all"))
+        assert per_run == {v1["score"]["run_id"]: 24, v2["score"]["run_id"]: 16}
+    finally:
+        con.close()
+
+
+def test_new_version_equals_a_from_scratch_selection_and_old_one_is_kept(incremental):
+    v1, v2, scratch = (incremental[k]["selection"] for k in ("v1", "v2", "scratch"))
+    assert v1["selection_id"] != v2["selection_id"]
+    old, new, fresh = (_members(Path(s["path"])) for s in (v1, v2, scratch))
+    assert len(old) == 10 and (incremental["root"] / "live" / "out" / "selections" / v1["selection_id"]).is_dir()
+    columns = ["domain", "rank", "candidate_id"]
+    assert new[columns].values.tolist() == fresh[columns].values.tolist()
+    # float32 scores of the same candidate differ in the last bits when its shard and batch differ
+    assert new["z"].to_numpy() == pytest.approx(fresh["z"].to_numpy(), abs=1e-5)
+    # the refit over the larger pool moves z for members kept from the first version
+    kept = old.merge(new, on="candidate_id", suffixes=("_old", "_new"))
+    assert len(kept) and not (kept["z_old"] == kept["z_new"]).all()
+
+
+def test_rescore_with_nothing_new_publishes_nothing(incremental):
+    v3 = incremental["v3"]
+    assert v3["score"]["n_processed"] == 0 and v3["ingest"]["files_skipped"] == 2 and "selection" not in v3
+    assert any("no new selection version" in note for note in v3["notes"])
+    published = list((incremental["root"] / "live" / "out" / "selections").glob("sel-*"))
+    assert len(published) == 2
+
+
+def test_lineage_from_a_published_line_back_to_its_source_line(incremental):
+    selection = incremental["v2"]["selection"]
+    directory = Path(selection["path"])
+    lines = (directory / "data.jsonl").read_bytes().splitlines()
+    parquet = _members(directory)
+    con = open_db(incremental["root"] / "live" / "capsel.duckdb", read_only=True)
+    try:
+        for index in (0, len(lines) - 1):
+            published = orjson.loads(lines[index])
+            found = trace(con, parquet["candidate_id"][index])
+            source = found.candidate
+            raw = source["source_path"] and open(source["source_path"], "rb").read().splitlines()
+            original = json.loads(raw[source["source_row"] - 1])
+            assert (original["instruction"], original["response"]) == (published["instruction"], published["output"])
+            assert source["source_sha256"] == hashlib.sha256(open(source["source_path"], "rb").read()).hexdigest()
+            assert [s["selection_id"] for s in found.selections][-1] == selection["selection_id"]
+            assert found.scores[0]["score_run_kind"] == "score_shard" and found.scores[0]["score_prefect_flow_run_id"]
+            text = _rendered(found)
+            assert f"row {source['source_row']}" in text and "shard run" in text and "prefect flow run" in text
+
+        lineage = trace(con, selection["selection_id"])
+        by_kind: dict = {}
+        for run in lineage.runs:
+            by_kind.setdefault(run["kind"], []).append(run)
+        assert {r["run_id"] for r in by_kind["ingest"]} == {incremental["v1"]["ingest"]["run_id"],
+                                                           incremental["v2"]["ingest"]["run_id"]}
+        assert {r["run_id"] for r in by_kind["score"]} == {incremental["v1"]["score"]["run_id"],
+                                                          incremental["v2"]["score"]["run_id"]}
+        assert sum(r["n_members"] for r in by_kind["score"]) == 10
+        assert all(r["n_shards"] >= 1 for r in by_kind["score"])
+        assert len(by_kind["flow"]) == 2 and all(r["prefect_flow_run_id"] for r in by_kind["flow"])
+        assert lineage.selection["select_parent_run_id"] in {r["run_id"] for r in by_kind["flow"]}
+        assert {s["source_path"] for s in lineage.sources} <= {str(p) for p in incremental["files"]}
+        assert " shards" in _rendered(lineage)
+    finally:
+        con.close()
+
+
+def test_openlineage_events_for_every_flow_run(incremental):
+    events = [orjson.loads(line) for line in
+              (incremental["root"] / "live" / "out" / "openlineage" / "events.jsonl").read_bytes().splitlines()]
+    runs: dict = {}
+    for event in events:
+        runs.setdefault(event["run"]["runId"], []).append(event)
+    assert len(runs) == 3 and all([e["eventType"] for e in evs] == ["START", "COMPLETE"] for evs in runs.values())
+    last = runs[max(runs, key=lambda r: runs[r][0]["eventTime"])][-1]
+    inputs = {i["name"]: i for i in last["inputs"] if i["namespace"] == "file"}
+    for path in incremental["files"]:
+        sha = hashlib.sha256(path.read_bytes()).hexdigest()
+        assert inputs[str(path.resolve())]["facets"]["version"]["datasetVersion"] == sha
+    assert last["run"]["facets"]["capsel_model"]["fingerprint"]
+    assert last["run"]["facets"]["capsel_run"]["scoring_config_hash"]
+    v2 = [evs[-1] for evs in runs.values() if evs[-1]["run"]["facets"]["capsel_run"]["counters"].get("selection", {})
+          .get("selection_id") == incremental["v2"]["selection"]["selection_id"]][0]
+    outputs = {o["name"] for o in v2["outputs"]}
+    assert str(Path(incremental["v2"]["selection"]["path"]).resolve()) in outputs
+    assert {"divergences", "selection_members"} <= outputs
