@@ -63,16 +63,26 @@ def progress(con: duckdb.DuckDBPyConnection, key: BaselineKey, scope: Scope) -> 
 def write_results(
     con: duckdb.DuckDBPyConnection, key: BaselineKey, table: str, run_id: str, results: Sequence[BaselineResult]
 ) -> None:
-    """Append a batch of results to `method_scores` or `embeddings` (call inside a transaction)."""
+    """Append a batch of results to `method_scores`, `embeddings` or `gradient_features` (inside a transaction)."""
     if not results:
         return
     ids = [result.candidate_id for result in results]
+    vectors = pa.array([result.embedding for result in results], type=pa.list_(pa.float32()))
     if table == "embeddings":
         rows = pa.table({
             "candidate_id": ids,
             "encoder_fingerprint": [key.model_fingerprint] * len(ids),
             "config_hash": [key.config_hash] * len(ids),
-            "embedding": pa.array([result.embedding for result in results], type=pa.list_(pa.float32())),
+            "embedding": vectors,
+            "run_id": [run_id] * len(ids),
+        })
+    elif table == "gradient_features":
+        rows = pa.table({
+            "candidate_id": ids,
+            "model_fingerprint": [key.model_fingerprint] * len(ids),
+            "config_hash": [key.config_hash] * len(ids),
+            "feature": vectors,
+            "excluded_reason": pa.array([result.excluded_reason for result in results], type=pa.string()),
             "run_id": [run_id] * len(ids),
         })
     else:
