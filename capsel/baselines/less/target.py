@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
 import numpy as np
 import orjson
 import pandas as pd
 
-from capsel.baselines.less.scorer import LessFeatureScorer
 from capsel.db import run_sql
 from capsel.db.records import fetch_records
 from capsel.errors import CapselError
@@ -20,6 +20,10 @@ from capsel.ingest.reasons import Rejection
 from capsel.ingest.records import FieldMap, extract_fields
 from capsel.scoring.inputs import CandidateText
 from capsel.versioning import config_hash, file_sha256
+
+if TYPE_CHECKING:
+    # the scorer imports torch; selection reads stored targets without it
+    from capsel.baselines.less.scorer import LessFeatureScorer
 
 TARGET_MAX = 2000
 MAX_FIELD_CHARS = 1_000_000
@@ -94,7 +98,7 @@ def stored_target(con: duckdb.DuckDBPyConnection, fingerprint: str) -> dict | No
 
 
 def compute_target(
-    con: duckdb.DuckDBPyConnection, scorer: LessFeatureScorer, target: TargetFile, run_id: str
+    con: duckdb.DuckDBPyConnection, scorer: "LessFeatureScorer", target: TargetFile, run_id: str
 ) -> dict:
     """Feature every target example, store the normalised mean under the target's fingerprint; return its row."""
     key = scorer.identity.fingerprint
@@ -124,3 +128,20 @@ def targets_of_file(con: duckdb.DuckDBPyConnection, path: Path, target_max: int 
     if not path.is_file():
         raise CapselError(f"--target {path}: no such file")
     return fetch_records(con, "less_targets_of_file", {"target_sha256": file_sha256(path), "target_max": target_max})
+
+
+def target_scores_hash(con: duckdb.DuckDBPyConnection, path: Path, target_max: int | None) -> str:
+    """The config hash of the 'less' scores against this file's target, or a CapselError saying what to run."""
+    rows = targets_of_file(con, path, target_max)
+    if not rows:
+        raise CapselError(
+            f"no LESS target stored for {path} (this content{'' if target_max is None else f', --target-max {target_max}'}"
+            f"): run `capsel score-baseline --method less --model PATH --target {path}` first"
+        )
+    if len(rows) > 1:
+        listing = "\n  ".join(
+            f"{row['target_fingerprint']}: model {row['model_fingerprint']}, --target-max {row['target_max']}, "
+            f"{row['n_used']} examples used" for row in rows
+        )
+        raise CapselError(f"several LESS targets come from {path}; pass --target-max or --config-hash:\n  {listing}")
+    return rows[0]["target_fingerprint"]
