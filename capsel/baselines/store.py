@@ -42,6 +42,7 @@ def register(con: duckdb.DuckDBPyConnection, scorer: BaselineScorer) -> Baseline
     })
     run_sql(con, "scoring_config_register", {
         "config_hash": scorer.config.hash, "config": orjson.dumps(scorer.config.as_dict()).decode(),
+        "generation_hash": None,
     })
     return BaselineKey(scorer.method, identity.fingerprint, scorer.config.hash)
 

@@ -119,6 +119,7 @@ def compute_target(
     con.append("less_targets", frame, by_name=True)
     run_sql(con, "scoring_config_register", {
         "config_hash": fingerprint, "config": orjson.dumps(target.config(key, scorer.config.hash)).decode(),
+        "generation_hash": None,
     })
     return stored_target(con, fingerprint)
 
