@@ -6,10 +6,11 @@ from enum import Enum
 from pathlib import Path
 from typing import Annotated, Optional
 
+import orjson
 import typer
 
 from capsel.baselines.less.scoring import score_less, score_target
-from capsel.baselines.less.target import TARGET_MAX, TargetFile
+from capsel.baselines.less.target import TARGET_MAX, TargetFile, read_target
 from capsel.baselines.registry import BASELINES, scorer_module
 from capsel.baselines.runner import run_baseline
 from capsel.baselines.scorer import ScorerOptions
@@ -88,6 +89,9 @@ def score_baseline(
     if target is not None and name != "less":
         raise CapselError("--target applies to --method less only")
     target_file = TargetFile.of(target, target_max) if target is not None else None
+    if target_file is not None:
+        read_target(target_file)  # a bad target row fails now, not after the pool's gradients
+
     settings = scoring_settings(db, dtype, device, batch_size)
     options = ScorerOptions(
         model=model or settings.model, encoder=str(encoder) if encoder else None,
@@ -122,8 +126,9 @@ def _score_less(scorer, target: TargetFile | None, settings, scope: Scope) -> No
             scored = score_target(con, scorer, target)
     stored = scored.target
     how = "computed" if scored.target_computed else "reused (stored)"
+    excluded = orjson.loads(stored["excluded"] or "{}")
     console.print(
         f"target {stored['target_fingerprint']} {how}: {stored['n_used']} of {stored['n_examples']} examples "
-        f"featured; {scored.n_scores_written} candidate scores written (select with --method less --target "
+        f"featured{f' (excluded: {excluded})' if excluded else ''}; {scored.n_scores_written} candidate scores written (select with --method less --target "
         f"{target.path})"
     )
