@@ -19,11 +19,10 @@ from pydantic import ConfigDict, Field
 from capsel.baselines.ifd import ifd_inputs
 from capsel.baselines.less.countsketch import CountSketch
 from capsel.baselines.less.lora_gradients import GradientSketcher, LoraSpec, attach_lora
-from capsel.baselines.lm_scorer import LmScorer
+from capsel.baselines.lm_scorer import LmScorer, lm_info
 from capsel.baselines.scorer import BaselineConfig, BaselineResult, ScorerOptions
-from capsel.errors import CapselError
 from capsel.scoring.inputs import SHORT_PROMPT, CandidateText
-from capsel.scoring.model_loading import ModelInfo, describe_model
+from capsel.scoring.model_loading import ModelInfo
 
 FEATURES_METHOD = "less_features"
 NON_FINITE = "non_finite"
@@ -99,10 +98,7 @@ def _feature(candidate_id: str, loss: float, sketched: torch.Tensor) -> Baseline
 
 def from_options(options: ScorerOptions) -> LessFeatureScorer:
     """The LESS feature scorer for the LM named in `options`."""
-    if not options.model:
-        raise CapselError("less needs the model whose LoRA gradients to take: pass --model PATH (or set CAPSEL_MODEL)")
-    info = describe_model(options.model, dtype=options.dtype, device=options.device,
-                          trust_remote_code=options.trust_remote_code)
+    info = lm_info(options, "less", "the model whose LoRA gradients to take")
     config = LessConfig(max_length=options.max_length or 1024)
     return LessFeatureScorer(config, info, options.batch_size)
 
