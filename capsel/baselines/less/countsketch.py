@@ -40,7 +40,9 @@ class CountSketch:
     def add(self, accumulator: torch.Tensor, name: str, block: torch.Tensor) -> None:
         """accumulator += S_name · block (flattened, in float32): one block, never the whole vector."""
         buckets, signs = self.hashes(name, block.numel(), accumulator.device)
-        accumulator.index_add_(0, buckets, block.detach().reshape(-1).to(torch.float32) * signs)
+        # a model spread over several GPUs produces blocks on each of them; the sum lives on one
+        values = block.detach().reshape(-1).to(device=accumulator.device, dtype=torch.float32)
+        accumulator.index_add_(0, buckets, values * signs)
 
     def matrix(self, name: str, numel: int) -> torch.Tensor:
         """The dense [dim, numel] matrix S_name this sketch applies (for tests and small checks)."""
