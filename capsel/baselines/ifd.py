@@ -19,11 +19,10 @@ import torch
 from pydantic import ConfigDict, Field
 
 from capsel.baselines.response_loss import response_token_nll
-from capsel.baselines.lm_scorer import LmScorer
+from capsel.baselines.lm_scorer import LmScorer, lm_info
 from capsel.baselines.scorer import BaselineConfig, BaselineResult, ScorerOptions
-from capsel.errors import CapselError
 from capsel.scoring.inputs import SHORT_RESPONSE, CandidateText, prompt_text
-from capsel.scoring.model_loading import ModelInfo, describe_model
+from capsel.scoring.model_loading import ModelInfo
 
 IFD_GE_1 = "ifd_ge_1"
 PROMPT_FILLS_WINDOW = "prompt_fills_window"
@@ -111,9 +110,6 @@ def _result(item: IfdInput, ratio: float | None) -> BaselineResult:
 
 def from_options(options: ScorerOptions) -> IfdScorer:
     """The IFD scorer for the LM named in `options`."""
-    if not options.model:
-        raise CapselError("ifd needs the model to measure difficulty with: pass --model PATH (or set CAPSEL_MODEL)")
-    info = describe_model(options.model, dtype=options.dtype, device=options.device,
-                          trust_remote_code=options.trust_remote_code)
+    info = lm_info(options, "ifd", "the model to measure difficulty with")
     config = IfdConfig(max_length=options.max_length or 1024)
     return IfdScorer(config, info, options.batch_size)

@@ -1,10 +1,19 @@
-"""Base of scorers that read a causal LM (PPL, IFD; LESS next): its identity now, its weights on first use."""
+"""Base of scorers that read a causal LM (PPL, IFD, LESS): its identity now, its weights on first use."""
 
 from __future__ import annotations
 
-from capsel.baselines.scorer import BaselineConfig, BaselineScorer
+from capsel.baselines.scorer import BaselineConfig, BaselineScorer, ScorerOptions
 from capsel.baselines.scorer_models import lm_identity
-from capsel.scoring.model_loading import LoadedModel, ModelInfo, load_model
+from capsel.errors import CapselError
+from capsel.scoring.model_loading import LoadedModel, ModelInfo, describe_model, load_model
+
+
+def lm_info(options: ScorerOptions, method: str, needs: str) -> ModelInfo:
+    """The LM named by --model, described without loading weights; a CapselError saying what `method` needs it for."""
+    if not options.model:
+        raise CapselError(f"{method} needs {needs}: pass --model PATH (or set CAPSEL_MODEL)")
+    return describe_model(options.model, dtype=options.dtype, device=options.device,
+                          trust_remote_code=options.trust_remote_code)
 
 
 class LmScorer(BaselineScorer):

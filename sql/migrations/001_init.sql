@@ -248,6 +248,37 @@ create table embeddings (
     primary key (candidate_id, encoder_fingerprint, config_hash)
 );
 
+-- less: unit-normalised CountSketch of each candidate's LoRA gradient (null with a reason when excluded);
+-- model_fingerprint is the LM, config_hash the feature config. Targets reuse them (less_targets).
+create table gradient_features (
+    candidate_id varchar not null,
+    model_fingerprint varchar not null,
+    config_hash varchar not null,
+    feature float[],
+    excluded_reason varchar,
+    run_id varchar not null,
+    created_at timestamp not null default current_timestamp,
+    primary key (candidate_id, model_fingerprint, config_hash)
+);
+
+-- less: a target set's aggregate (mean of its unit features, normalised). target_fingerprint hashes the
+-- file's sha256, --target-max, the feature config and the model; it is the config_hash of the 'less'
+-- rows in method_scores, whose score is the cosine of a candidate's feature with this aggregate.
+create table less_targets (
+    target_fingerprint varchar primary key,
+    model_fingerprint varchar not null,
+    feature_config_hash varchar not null,
+    target_sha256 varchar not null,
+    target_path varchar not null,
+    target_max integer not null,
+    n_examples integer not null,
+    n_used integer not null,
+    excluded json,                         -- {reason: count} of target examples with no feature
+    aggregate float[] not null,
+    run_id varchar not null,
+    created_at timestamp not null default current_timestamp
+);
+
 -- baselines: every method's per-candidate results in one shape, so pools, lineage and pending work
 -- read one relation. CAP rows carry no score here (it is per-domain, see cap_scores).
 create view method_results as
@@ -279,12 +310,26 @@ embedded as (
         created_at
     from embeddings
 ),
+featured as (
+    select
+        candidate_id,
+        'less_features' as method,
+        model_fingerprint,
+        config_hash,
+        null::double as score,
+        excluded_reason,
+        run_id,
+        created_at
+    from gradient_features
+),
 final as (
     select * from cap
     union all
     select * from scored
     union all
     select * from embedded
+    union all
+    select * from featured
 )
 select * from final;
 

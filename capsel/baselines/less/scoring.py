@@ -1,0 +1,73 @@
+"""`score-baseline --method less`: stored gradient features for the pool, then the scores against one target.
+
+Features are scored by the shared resumable runner (`run_baseline`) under (model, feature config);
+the target aggregate is computed once per target fingerprint; the scores are one SQL insert of
+cosines, so a new target costs its own examples' gradients and no candidate's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import duckdb
+
+from capsel.baselines.less.scorer import LessFeatureScorer
+from capsel.baselines.less.target import TargetFile, compute_target, stored_target
+from capsel.baselines.runner import BaselineSummary, run_baseline
+from capsel.db import run_sql
+from capsel.runs import recorded_run
+from capsel.scoring.runner import ProgressSink
+from capsel.scoring.store import Scope, transaction
+
+METHOD = "less"
+
+
+@dataclass
+class LessSummary:
+    """What one LESS scoring run did: the feature run, the target it scored against, the scores written."""
+
+    features: BaselineSummary
+    target: dict | None = None
+    target_computed: bool = False
+    n_scores_written: int = 0
+
+
+def score_target(con: duckdb.DuckDBPyConnection, scorer: LessFeatureScorer, target: TargetFile) -> LessSummary:
+    """Compute (or reuse) the target aggregate and write the cosine of every stored feature not yet scored."""
+    model = scorer.identity.fingerprint
+    fingerprint = target.fingerprint(model, scorer.config.hash)
+    counters: dict = {}
+    config = {"method": METHOD, **target.config(model, scorer.config.hash), "target_path": str(target.path),
+              "target_fingerprint": fingerprint}
+    summary = LessSummary(features=BaselineSummary())
+    with recorded_run(con, "less-target", counters, config=config, model_fingerprint=model) as run_id:
+        summary.target = stored_target(con, fingerprint)
+        if summary.target is None:
+            summary.target = compute_target(con, scorer, target, run_id)
+            summary.target_computed = True
+        with transaction(con):
+            (written,) = run_sql(con, "less_scores_insert", {
+                "target_fingerprint": fingerprint, "model_fingerprint": model,
+                "feature_config_hash": scorer.config.hash, "run_id": run_id,
+            }).fetchone()
+        summary.n_scores_written = int(written)
+        counters.update(
+            target_fingerprint=fingerprint, target_computed=summary.target_computed,
+            n_target_examples=summary.target["n_examples"], n_target_used=summary.target["n_used"],
+            n_scores_written=summary.n_scores_written,
+        )
+    return summary
+
+
+def score_less(
+    con: duckdb.DuckDBPyConnection, scorer: LessFeatureScorer, target: TargetFile | None,
+    scope: Scope = Scope(), sink: ProgressSink | None = None,
+) -> LessSummary:
+    """Feature every pending candidate in scope (resumable), then score them all against `target` if given."""
+    run_config = {"target_sha256": target.sha256, "target_max": target.target_max} if target else {}
+    features = run_baseline(con, scorer, scope, sink, run_config=run_config)
+    if target is None:
+        return LessSummary(features=features)
+    summary = score_target(con, scorer, target)
+    summary.features = features
+    return summary
