@@ -13,12 +13,14 @@ from capsel.cli import lab_noise
 from capsel.cli.common import console, settings_for
 from capsel.cli.progress import progress_bar
 from capsel.errors import CapselError
+from capsel.lab.demo_pool import write_demo_pool
 from capsel.lab.evaluate import recall_report
 from capsel.lab.model_card import write_model_card
-from capsel.lab.pretrain import PretrainConfig, pretrain
+from capsel.lab.pretrain import PretrainConfig, pretrain, world_spec_of
 from capsel.lab.world.export import write_world
 from capsel.lab.world.facts import WorldSpec, build_world
 from capsel.lab.world.pools import PoolSpec
+from capsel.models import demo_model_path
 from capsel.models.loading import load_causal_lm
 from capsel.paths import inside_root
 
@@ -78,3 +80,13 @@ def pretrain_command(
     card = write_model_card(out_dir, evaluation)
     console.print(f"{result.n_params:,} parameters, {steps} steps in {result.wall_s / 60:.1f} min, "
                   f"final loss {result.losses[-1]:.4f} -> {out_dir} (card: {card.name})")
+
+
+@app.command("demo-pool")
+def demo_pool(
+    out: Annotated[Path, typer.Option("--out", help="Folder for pool.jsonl, malformed.jsonl, manifest.json (inside the output root).")],
+) -> None:
+    """Regenerate the bundled demo pool (capsel/data/lab_pool) from the demo model's world seed."""
+    out_dir = inside_root(settings_for().output_root, out)
+    manifest = write_demo_pool(out_dir, world_spec_of(demo_model_path()))
+    console.print(f"{manifest['n_candidates']} lab candidates + {manifest['n_malformed']} malformed rows -> {out_dir}")
