@@ -44,6 +44,7 @@ def noise(
     summary = result.summary
     console.print(_ranks_table(summary))
     console.print(_domains_table(summary))
+    console.print(_kinds_table(summary))
     console.print(_labels_table(summary))
     for name, count in summary["excluded"].items():
         console.print(f"excluded by the engine: {name}: {count}")
@@ -74,6 +75,17 @@ def _domains_table(summary: dict) -> Table:
         cap = methods["cap"]
         table.add_row(domain, str(cap["n_junk"]), str(cap["n_clean"]), _fmt(methods["ppl"]["median"], ".1f"),
                       _fmt(cap["median"], ".1f"), _fmt(cap["below_p5"], ".0%"))
+    return table
+
+
+def _kinds_table(summary: dict) -> Table:
+    table = Table(title="per junk kind (percentile among all clean candidates)")
+    for column in ("junk kind", "junk", "PPL median", "CAP median", "CAP min", "CAP max", "CAP: junk < clean p10"):
+        table.add_column(column, justify="left" if column == "junk kind" else "right")
+    for kind, methods in summary["per_junk_kind"].items():
+        cap = methods["cap"]
+        table.add_row(kind, str(cap["n_junk"]), _fmt(methods["ppl"]["median"], ".1f"), _fmt(cap["median"], ".1f"),
+                      _fmt(cap["min"], ".1f"), _fmt(cap["max"], ".1f"), _fmt(cap["below_p10"], ".0%"))
     return table
 
 

@@ -98,11 +98,15 @@ def noise_summary(scores: pd.DataFrame) -> dict:
     for domain in sorted(scores["domain"].unique()):
         in_clean, in_junk = clean[clean["domain"] == domain], junk[junk["domain"] == domain]
         per_domain[domain] = {m: junk_ranks(m, in_clean[c], in_junk[c]).as_dict() for m, c in METHOD_COLUMNS.items()}
+    kinds = junk["lab_detail"].str.split(":").str[0]  # "salad" or "shuffled:<source lab_id>"
+    per_kind = {kind: {m: junk_ranks(m, clean[c], junk.loc[kinds == kind, c]).as_dict() for m, c in METHOD_COLUMNS.items()}
+                for kind in sorted(kinds.unique())}
     z = {label: clean.loc[clean["lab_label"] == label, "z"].to_numpy() for label in CLEAN_LABELS}
     excluded = scores[scores["excluded_reason"].notna()]
     return {
         "pooled": pooled,
         "per_domain": per_domain,
+        "per_junk_kind": per_kind,
         "labels": label_summary(scores),
         "excluded": {f"{label}/{reason}": int(count) for (label, reason), count in
                      excluded.groupby(["lab_label", "excluded_reason"]).size().items()},
