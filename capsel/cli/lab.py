@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from rich.progress import TextColumn
 
-from capsel.cli import lab_noise
+from capsel.cli import lab_noise, lab_sft
 from capsel.cli.common import console, settings_for
 from capsel.cli.progress import progress_bar
 from capsel.errors import CapselError
@@ -27,6 +27,7 @@ from capsel.paths import inside_root
 app = typer.Typer(help="The validation lab: synthetic world, demo model pretraining, noise and SFT experiments.",
                   no_args_is_help=True)
 app.command("noise")(lab_noise.noise)
+app.command("sft")(lab_sft.sft)
 
 _DEFAULT = PretrainConfig()
 

@@ -9,10 +9,13 @@ import duckdb
 import pandas as pd
 
 from capsel.db import open_db, run_sql
+from capsel.errors import CapselError
 from capsel.ingest.pipeline import IngestOptions, ingest
 from capsel.ingest.summary import IngestReport
 from capsel.lab.labels import candidate_labels
 from capsel.lab.world.export import write_jsonl
+from capsel.lab.world.facts import DOMAINS
+from capsel.lab.world.pools import PoolSpec
 from capsel.scoring.config import ScoringConfig
 from capsel.scoring.engine import ScoringEngine
 from capsel.scoring.model_loading import describe_model, load_model
@@ -30,6 +33,17 @@ class ScoredLabPool:
     key: ScoringKey
     ingest: IngestReport
     scoring: RunSummary
+
+
+def clean_pool_spec(n_clean: int, junk_share: float, seed: int) -> PoolSpec:
+    """A lab pool of `n_clean` candidates over the domains, half known and half learnable facts, plus junk; no duplicates."""
+    per_group = n_clean // (2 * len(DOMAINS))
+    if per_group < 1:
+        raise CapselError(f"--n-clean {n_clean} is too small: it needs at least {2 * len(DOMAINS)}")
+    if junk_share <= 0:
+        raise CapselError("--junk-share must be above 0: the lab pool needs junk")
+    return PoolSpec(seed=seed, n_known=per_group, n_learnable=per_group, junk_fraction=junk_share,
+                    duplicate_fraction=0.0)
 
 
 def open_fresh_db(path: Path) -> duckdb.DuckDBPyConnection:

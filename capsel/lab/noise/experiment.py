@@ -8,12 +8,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from capsel.errors import CapselError
 from capsel.lab.noise.plot import plot_noise
 from capsel.lab.noise.stats import junk_table, noise_summary
 from capsel.lab.pretrain import world_spec_of
-from capsel.lab.scored_pool import ScoredLabPool, build_scored_pool
-from capsel.lab.world.facts import DOMAINS, build_world
+from capsel.lab.scored_pool import ScoredLabPool, build_scored_pool, clean_pool_spec
+from capsel.lab.world.facts import build_world
 from capsel.lab.world.pools import PoolSpec, build_pool
 from capsel.scoring.runner import ProgressSink
 
@@ -31,13 +30,7 @@ class NoiseSpec:
 
     def pool_spec(self) -> PoolSpec:
         """The lab pool: known and learnable facts per domain, junk, no duplicates."""
-        per_group = self.n_clean // (2 * len(DOMAINS))
-        if per_group < 1:
-            raise CapselError(f"--n-clean {self.n_clean} is too small: it needs at least {2 * len(DOMAINS)}")
-        if self.junk_share <= 0:
-            raise CapselError("--junk-share must be above 0: the experiment needs junk to rank")
-        return PoolSpec(seed=self.seed, n_known=per_group, n_learnable=per_group, junk_fraction=self.junk_share,
-                        duplicate_fraction=0.0)
+        return clean_pool_spec(self.n_clean, self.junk_share, self.seed)
 
 
 @dataclass

@@ -4,14 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
 
-matplotlib.use("Agg")  # headless: written by the CLI, never shown
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from capsel.lab.noise.stats import eligible_split  # noqa: E402
+from capsel.lab.figure import save_figure
+from capsel.lab.noise.stats import eligible_split
 
 N_BINS = 40
 
@@ -36,9 +34,4 @@ def plot_noise(scores: pd.DataFrame, path: Path, title: str = "") -> Path:
     left.set_xscale("log")
     left.set_title("PPL", fontsize=10)
     right.set_title("CAP", fontsize=10)
-    if title:
-        fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path, title)
