@@ -10,6 +10,7 @@ import torch
 from typer.testing import CliRunner
 
 from capsel.cli.main import app
+from capsel.lab.evaluate import greedy_answer, greedy_answers
 from capsel.lab.sft.examples import IGNORE, collate, sft_example
 from capsel.lab.sft.stats import summarise_runs
 from capsel.models import demo_model_path
@@ -79,3 +80,9 @@ def test_quick_setting_runs_and_reports_every_run(tmp_path):
     assert cap[0]["n_junk"] == cap[1]["n_junk"]  # CAP's members do not depend on the seed
     assert [r["method"] for r in summary["table"]] == ["base model", "cap", "random", "cap", "random", "all"]
     assert "held-out accuracy after SFT" in result.output
+
+
+def test_batched_greedy_answers_equal_one_at_a_time(demo):
+    model, tokenizer = demo
+    prompts = ["What is 12 plus 30?", "Solve this arithmetic problem.\n45 plus 90", "What does the creature eat?"]
+    assert greedy_answers(model, tokenizer, prompts, batch_size=3) == [greedy_answer(model, tokenizer, p) for p in prompts]
