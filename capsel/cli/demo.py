@@ -1,58 +1,103 @@
-"""`capsel demo`: the pipeline as far as it goes today, on the bundled sample pool.
+"""`capsel demo`: the whole selection flow on the bundled lab pool with the bundled demo model, on CPU.
 
-Ingests capsel/data/sample_pool (duplicates and bad rows of every kind included) into a
-fresh database under the output root, then prints `capsel status`. Later stages extend it.
+Checks the model's rank profile (warns without the U-shape), stages `capsel/data/lab_pool` (a lab pool
+with known and learnable facts, 5% junk, 5% near-duplicates and malformed rows) into a fresh folder,
+runs the Prefect `select_flow` in-process (ingest → generate + score → residualize → GX gate →
+publish), and prints where the outputs are and what happened to the junk.
 """
 
 from __future__ import annotations
 
-import json
-from importlib.resources import files
+import time
 from pathlib import Path
 from typing import Annotated, Optional
 
+import orjson
+import torch
 import typer
+from rich.table import Table
 
 from capsel.cli.common import console, settings_for
-from capsel.cli.ingest import print_report
-from capsel.cli.status import status
-from capsel.db import open_db
-from capsel.ingest.pipeline import IngestOptions, ingest
-from capsel.ingest.records import parse_field_map
+from capsel.cli.progress import THREADS_HELP
+from capsel.demo import PROFILE_DIR, DemoOptions, DemoResult, demo_result, prepare_demo
+from capsel.errors import CapselError
 from capsel.paths import inside_root
+from capsel.profile.check import check_model
+from capsel.profile.report import write_profile
 
-DEMO_DB = "demo/capsel.duckdb"
-
-
-def sample_pool() -> tuple[Path, dict]:
-    """Folder of the bundled sample pool and its manifest (which options each file needs)."""
-    folder = Path(str(files("capsel.data").joinpath("sample_pool")))
-    return folder, json.loads((folder / "manifest.json").read_text())
+DEMO_DIR = "demo"
 
 
 def demo(
     out: Annotated[Optional[Path], typer.Option(
-        "--out", help="Output root for the demo database (default: $CAPSEL_OUTPUT_ROOT).", show_default=False,
-    )] = None,
+        "--out", help="Output root; the demo writes (and first empties) <root>/demo (default: $CAPSEL_OUTPUT_ROOT).",
+        show_default=False)] = None,
+    limit: Annotated[Optional[int], typer.Option(
+        "--limit", min=1, help="Take only the first N rows of each domain of the bundled pool (a quick run).",
+        show_default=False)] = None,
+    budget: Annotated[str, typer.Option("--budget", help="Members per domain: a count or a share like 10%.")] = "10%",
+    threads: Annotated[int, typer.Option("--threads", min=1, help=THREADS_HELP)] = 1,
+    skip_profile: Annotated[bool, typer.Option(
+        "--skip-profile", help="Do not run the rank-profile check of the model first.")] = False,
 ) -> None:
-    """Run the demo on the bundled sample pool, starting from a fresh database each time."""
+    """Run the selection flow end to end on the bundled lab pool and say where its outputs are."""
+    started = time.perf_counter()
     settings = settings_for(None, output_root=out)
-    db_path = inside_root(settings.output_root, DEMO_DB)
-    for stale in (db_path, db_path.with_name(db_path.name + ".wal")):
-        stale.unlink(missing_ok=True)
-    folder, manifest = sample_pool()
-    con = open_db(db_path)
-    try:
-        for entry in manifest["files"]:
-            options = IngestOptions(
-                domain=entry.get("domain"),
-                fields=parse_field_map([entry["map"]] if "map" in entry else []),
-                max_field_chars=manifest["max_field_chars"],
-                workers=0,
-            )
-            console.rule(f"capsel ingest {entry['file']}")
-            print_report(ingest(con, [folder / entry["file"]], options))
-    finally:
-        con.close()
-    console.rule("capsel status")
-    status(db_path)
+    torch.set_num_threads(threads)
+    options = DemoOptions(root=inside_root(settings.output_root, DEMO_DIR), per_domain=limit, budget=budget)
+    config, records = prepare_demo(options)
+    profile_files = [] if skip_profile else _check_profile(options)
+    console.rule("select_flow: ingest → generate + score → residualize → gate → publish")
+    from flows.select_flow import select_flow  # Prefect only here: the library and `capsel --help` stay light
+
+    state = select_flow(config, return_state=True)
+    if not state.is_completed():
+        raise CapselError(f"the demo's select_flow ended {state.type.value}: {state.message}")
+    result = demo_result(config, state.result(), records)
+    _print_result(result, profile_files, time.perf_counter() - started)
+
+
+def _check_profile(options: DemoOptions) -> list[Path]:
+    with console.status(f"rank profile of {options.model.name}"):
+        survey, verdict = check_model(options.model)
+    files = write_profile(survey, verdict, options.root / PROFILE_DIR)
+    if verdict.present:
+        console.print(f"rank profile: hidden-state U-shape present ({verdict.reason})")
+    else:
+        console.print(f"[yellow]warning:[/] the model's hidden states show no U-shape over depth ({verdict.reason}); "
+                      "the paper ties CAP's signal to that pattern, so treat its ranks with care "
+                      "(capsel/lab/README.md has what the demo model does show)")
+    return files
+
+
+def _print_result(result: DemoResult, profile_files: list[Path], wall_s: float) -> None:
+    counts, junk = result.counts, result.junk
+    table = Table(title=f"capsel demo: selection {result.selection_id}")
+    table.add_column("stage")
+    table.add_column("count", justify="right")
+    table.add_column("note")
+    excluded = ", ".join(f"{reason} {n}" for reason, n in counts["excluded_by_reason"].items()) or "none"
+    rows = [
+        ("rows read", counts["rows_read"], "bundled lab pool + malformed rows"),
+        ("duplicates", counts["duplicates"], "dropped at ingest, each pointing at the row it repeats"),
+        ("quarantined", counts["quarantined"], "kept with a reason (`capsel status`)"),
+        ("candidates", counts["inserted"], ""),
+        ("scored", counts["scored"], "CAP measured"),
+        ("excluded", counts["excluded"], excluded),
+        ("selected", counts["selected"], f"gate {'passed' if result.gate_success else 'FAILED'}"),
+    ]
+    for stage, count, note in rows:
+        table.add_row(stage, str(count), note)
+    console.print(table)
+    median = "-" if junk["median_pct"] is None else f"{junk['median_pct']:.1f}"
+    below = "-" if junk["below_p10"] is None else f"{junk['below_p10']:.0%}"
+    chance = junk["n"] / max(counts["inserted"], 1) * counts["selected"]
+    console.print(f"junk: {junk['n']} junk candidates in the pool, {junk['excluded']} excluded by the engine, "
+                  f"{junk['selected']} selected (a random draw of the same size takes {chance:.1f} on average); "
+                  f"median CAP z percentile among clean candidates {median}, {below} below the clean 10th percentile")
+    for name, path in result.paths.items():
+        console.print(f"{name:>10}: {path}")
+    if profile_files:
+        console.print(f"{'profile':>10}: {', '.join(str(path) for path in profile_files)}")
+    console.print(f"done in {wall_s / 60:.1f} min")
+    console.print_json(orjson.dumps({"counts": counts, "junk": junk}).decode())

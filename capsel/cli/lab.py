@@ -9,18 +9,25 @@ from typing import Annotated
 import typer
 from rich.progress import TextColumn
 
+from capsel.cli import lab_noise, lab_sft
 from capsel.cli.common import console, settings_for
 from capsel.cli.progress import progress_bar
+from capsel.errors import CapselError
+from capsel.lab.demo_pool import write_demo_pool
 from capsel.lab.evaluate import recall_report
 from capsel.lab.model_card import write_model_card
-from capsel.lab.pretrain import PretrainConfig, pretrain
+from capsel.lab.pretrain import PretrainConfig, pretrain, world_spec_of
 from capsel.lab.world.export import write_world
 from capsel.lab.world.facts import WorldSpec, build_world
 from capsel.lab.world.pools import PoolSpec
+from capsel.models import demo_model_path
 from capsel.models.loading import load_causal_lm
 from capsel.paths import inside_root
 
-app = typer.Typer(help="The validation lab: synthetic world, demo model pretraining.", no_args_is_help=True)
+app = typer.Typer(help="The validation lab: synthetic world, demo model pretraining, noise and SFT experiments.",
+                  no_args_is_help=True)
+app.command("noise")(lab_noise.noise)
+app.command("sft")(lab_sft.sft)
 
 _DEFAULT = PretrainConfig()
 
@@ -53,10 +60,18 @@ def pretrain_command(
     steps: Annotated[int, typer.Option("--steps", min=1, help="Optimizer steps.")] = _DEFAULT.steps,
     seed: Annotated[int, typer.Option("--seed", help="Seed for world, data order and initialisation.")] = _DEFAULT.seed,
     threads: Annotated[int, typer.Option("--threads", min=1, help="CPU threads for torch.")] = _DEFAULT.threads,
+    n_layers: Annotated[int, typer.Option("--n-layers", min=3, help="Decoder blocks.")] = _DEFAULT.n_layers,
+    hidden_size: Annotated[int, typer.Option("--hidden-size", min=8, help="Model width.")] = _DEFAULT.hidden_size,
+    intermediate_size: Annotated[int, typer.Option(
+        "--intermediate-size", min=8, help="MLP width.")] = _DEFAULT.intermediate_size,
+    n_heads: Annotated[int, typer.Option("--n-heads", min=1, help="Attention heads (must divide the width).")] = _DEFAULT.n_heads,
 ) -> None:
     """Pretrain the demo model on the synthetic world (CPU) and write it with its model card."""
     out_dir = inside_root(settings_for().output_root, out)
-    config = replace(_DEFAULT, steps=steps, seed=seed, threads=threads, world=replace(_DEFAULT.world, seed=seed))
+    if hidden_size % n_heads:
+        raise CapselError(f"--n-heads {n_heads} does not divide --hidden-size {hidden_size}")
+    config = replace(_DEFAULT, steps=steps, seed=seed, threads=threads, world=replace(_DEFAULT.world, seed=seed),
+                     n_layers=n_layers, hidden_size=hidden_size, intermediate_size=intermediate_size, n_heads=n_heads)
     with progress_bar(console, "step", TextColumn("loss {task.fields[loss]:.3f}")) as progress:
         task = progress.add_task("pretraining", total=steps, loss=float("nan"))
         result = pretrain(config, out_dir, lambda step, loss: progress.update(task, advance=1, loss=loss))
@@ -66,3 +81,13 @@ def pretrain_command(
     card = write_model_card(out_dir, evaluation)
     console.print(f"{result.n_params:,} parameters, {steps} steps in {result.wall_s / 60:.1f} min, "
                   f"final loss {result.losses[-1]:.4f} -> {out_dir} (card: {card.name})")
+
+
+@app.command("demo-pool")
+def demo_pool(
+    out: Annotated[Path, typer.Option("--out", help="Folder for pool.jsonl, malformed.jsonl, manifest.json (inside the output root).")],
+) -> None:
+    """Regenerate the bundled demo pool (capsel/data/lab_pool) from the demo model's world seed."""
+    out_dir = inside_root(settings_for().output_root, out)
+    manifest = write_demo_pool(out_dir, world_spec_of(demo_model_path()))
+    console.print(f"{manifest['n_candidates']} lab candidates + {manifest['n_malformed']} malformed rows -> {out_dir}")

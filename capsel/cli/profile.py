@@ -12,8 +12,7 @@ from capsel.cli.common import console, settings_for
 from capsel.models import demo_model_path
 from capsel.paths import inside_root
 from capsel.profile.check import check_model
-from capsel.profile.plot import plot_profile
-from capsel.profile.report import write_csv, write_verdict
+from capsel.profile.report import write_profile
 
 
 def profile(
@@ -36,15 +35,13 @@ def profile(
     source = model or str(demo_model_path())
     with console.status(f"surveying {source}"):
         survey, verdict = check_model(source, texts, random_init, seed, max_tokens, trust_remote_code)
-    out_dir.mkdir(parents=True, exist_ok=True)
     table = Table(title=f"rank profile: {survey.model}")
     for column in ("layer", "depth", "weights srank/dim", "hidden srank/dim"):
         table.add_column(column, justify="right")
     for layer in survey.layers:
         table.add_row(str(layer.layer), f"{layer.depth:.2f}", f"{layer.weight_srank:.4f}", f"{layer.hidden_srank:.4f}")
     console.print(table)
-    paths = [write_csv(survey, out_dir / "profile.csv"), plot_profile(survey, verdict, out_dir / "profile.png"),
-             write_verdict(survey, verdict, out_dir / "verdict.json")]
+    paths = write_profile(survey, verdict, out_dir)
     status = "[green]present[/]" if verdict.present else "[yellow]absent[/]"
     console.print(f"hidden-state U-shape: {status}; {verdict.reason}")
     console.print("wrote " + ", ".join(str(path) for path in paths))

@@ -12,6 +12,10 @@ from rich.text import Text
 from capsel.cli.common import console
 from capsel.scoring.runner import BatchReport, RunSummary
 
+# Small models on a shared CPU: one torch thread is fast, more threads contending with other
+# processes can be several times slower (measured here: 13 vs 1.6 candidates/s).
+THREADS_HELP = "CPU threads for torch (1 is fastest for the small lab models on a shared machine)."
+
 
 class RateColumn(ProgressColumn):
     """Items per second (or seconds per item when slower than one a second)."""

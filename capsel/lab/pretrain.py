@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 import random
 import time
 from collections.abc import Callable
@@ -14,6 +13,8 @@ import numpy as np
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
+from capsel.errors import CapselError
+from capsel.lab.optim import scheduled_adamw
 from capsel.lab.packing import document_ids, packed_batches
 from capsel.lab.tokenizer import train_tokenizer
 from capsel.lab.world.corpus import build_corpus
@@ -76,15 +77,6 @@ def build_model(config: PretrainConfig, tokenizer: PreTrainedTokenizerFast) -> L
     return LlamaForCausalLM(llama)
 
 
-def _lr_factor(config: PretrainConfig) -> Callable[[int], float]:
-    def factor(step: int) -> float:
-        if step < config.warmup_steps:
-            return (step + 1) / config.warmup_steps
-        progress = (step - config.warmup_steps) / max(1, config.steps - config.warmup_steps)
-        return config.min_lr_ratio + (1 - config.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress))
-    return factor
-
-
 def _seed_everything(seed: int, threads: int) -> None:
     random.seed(seed)
     np.random.seed(seed)
@@ -101,13 +93,8 @@ def pretrain(config: PretrainConfig, out_dir: Path, on_step: Callable[[int, floa
     )
     ids = [document_ids(doc, tokenizer) for doc in docs]
     model = build_model(config, tokenizer)
-    decay = [p for name, p in model.named_parameters() if p.ndim >= 2]
-    no_decay = [p for name, p in model.named_parameters() if p.ndim < 2]
-    optimizer = torch.optim.AdamW(
-        [{"params": decay, "weight_decay": config.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
-        lr=config.lr, betas=(0.9, 0.95),
-    )
-    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, _lr_factor(config))
+    optimizer, schedule = scheduled_adamw(model, config.lr, config.weight_decay, config.steps, config.warmup_steps,
+                                          config.min_lr_ratio)
     batches = packed_batches(ids, config.seq_len, config.batch_size, config.seed)
     losses: list[float] = []
     started = time.perf_counter()
@@ -139,5 +126,8 @@ def pretrain(config: PretrainConfig, out_dir: Path, on_step: Callable[[int, floa
 
 def world_spec_of(model_dir: Path) -> WorldSpec:
     """The WorldSpec a lab-pretrained model was trained on (from its training.json)."""
-    log = json.loads((Path(model_dir) / TRAINING_LOG).read_text(encoding="utf-8"))
+    path = Path(model_dir) / TRAINING_LOG
+    if not path.is_file():
+        raise CapselError(f"{model_dir} has no {TRAINING_LOG}: the lab needs a model pretrained by `capsel lab pretrain`")
+    log = json.loads(path.read_text(encoding="utf-8"))
     return WorldSpec(**log["config"]["world"])

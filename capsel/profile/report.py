@@ -1,4 +1,4 @@
-"""The survey written to disk: a CSV row per block and the verdict as JSON."""
+"""The survey written to disk: a CSV row per block, the plot, and the verdict as JSON."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import json
 from dataclasses import asdict
 from pathlib import Path
 
+from capsel.profile.plot import plot_profile
 from capsel.profile.survey import RankProfile
 from capsel.profile.verdict import Verdict
 
@@ -27,3 +28,10 @@ def write_verdict(profile: RankProfile, verdict: Verdict, path: Path) -> Path:
     """The verdict and the model it is about, as JSON."""
     path.write_text(json.dumps({"model": profile.model, **asdict(verdict)}, indent=1), encoding="utf-8")
     return path
+
+
+def write_profile(profile: RankProfile, verdict: Verdict, out_dir: Path) -> list[Path]:
+    """profile.csv, profile.png and verdict.json in `out_dir` (created)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    return [write_csv(profile, out_dir / "profile.csv"), plot_profile(profile, verdict, out_dir / "profile.png"),
+            write_verdict(profile, verdict, out_dir / "verdict.json")]

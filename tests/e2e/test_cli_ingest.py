@@ -50,18 +50,6 @@ def test_bad_path_is_one_clear_line_and_creates_nothing(tmp_path):
     assert bad_map.returncode == 2 and "unknown capsel field 'prompt'" in bad_map.stderr
 
 
-def test_demo_ingests_the_sample_pool_and_prints_status(tmp_path):
-    result = capsel("demo", "--out", "out", cwd=tmp_path)
-    assert result.returncode == 0, result.stderr
-    assert (tmp_path / "out" / "demo" / "capsel.duckdb").exists()
-    lines = result.stdout.splitlines()
-    status_rows = {line.split()[0]: line.split()[1:] for line in lines[lines.index(next(
-        line for line in lines if line.startswith("domain") and "selections" in line)) + 2:] if line.strip()}
-    assert status_rows["math"][:3] == ["100", "17", "9"]
-    assert set(status_rows) == {"(none)", "code", "math", "science"}
-    assert capsel("demo", "--out", "out", cwd=tmp_path).returncode == 0  # a rerun starts fresh
-
-
 @pytest.mark.parametrize("command", ["ingest", "status", "demo"])
 def test_every_command_has_help(command):
     result = CliRunner().invoke(app, [command, "--help"])

@@ -6,7 +6,7 @@ from collections import Counter
 
 import pyarrow.parquet as pq
 
-from capsel.cli.demo import sample_pool
+from capsel.data import sample_pool
 from capsel.ingest.pipeline import IngestOptions, ingest
 from capsel.ingest.reasons import Reason
 from capsel.ingest.records import parse_field_map
