@@ -63,8 +63,11 @@ class ProcessGenerator:
         try:
             status, payload = self._conn.recv()
         except (EOFError, OSError):
-            self._process.join(JOIN_TIMEOUT_S)
-            self._finalizer()
+            # When close() runs in another thread it owns the reaping: two threads waiting on one
+            # child race in waitpid, and the loser can leave the exit code unread.
+            if self._finalizer.alive:
+                self._process.join(JOIN_TIMEOUT_S)
+                self._finalizer()
             raise CapselError(
                 f"the {self.name} generator process died while {doing} (exit code {self._process.exitcode}); "
                 "its log is above"
