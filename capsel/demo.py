@@ -61,6 +61,7 @@ def prepare_demo(options: DemoOptions) -> tuple[PipelineConfig, list[dict]]:
         "scoring": {"model": {"path": str(options.model), "dtype": "float32", "device": "cpu"},
                     "batch_size": options.batch_size, "shard_size": options.shard_size},
         "selection": {"budget": options.budget, "method": "cap", "out": SELECTIONS_DIR},
+        "check_profile": False,  # the demo surveys the model itself and keeps the plot
     })
     return config, records
 

@@ -108,6 +108,9 @@ class PipelineConfig(BaseModel):
     scoring: ScoringParams
     selection: SelectionParams = Field(default_factory=SelectionParams)
     runner: RunnerParams = Field(default_factory=RunnerParams)
+    check_profile: bool = Field(
+        True, description="survey the model's rank profile first and warn when its hidden states lack the U-shape"
+    )
 
     def settings(self) -> Settings:
         """Settings from the environment with this config's paths applied."""

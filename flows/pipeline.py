@@ -15,6 +15,7 @@ from prefect.runtime import flow_run
 
 from capsel.config import Settings
 from capsel.db import open_db
+from capsel.errors import CapselError
 from capsel.lineage.openlineage_events import FlowDatasets, event_emitter, run_event
 from capsel.orchestration.flow_runs import adopt_run, incoming_files, ingested_files
 from capsel.orchestration.run_report import FlowReport, extreme_examples, selection_rows
@@ -27,6 +28,7 @@ from capsel.selection.scoring_key import resolve_scoring_key
 from flows.artifacts import publish_gate_failure, publish_run_artifacts
 from flows.score_shards import score_pending
 from tasks.ingest import ingest_files
+from tasks.profile import check_rank_profile
 from tasks.publish import validate_and_publish
 from tasks.residualize import residualize
 from tasks.select import select_members_task
@@ -71,6 +73,9 @@ def _stages(con, config: PipelineConfig, settings: Settings, report: FlowReport,
     else:
         report.notes.append(f"no input files in {config.sources.paths}")
 
+    if config.check_profile:
+        _warn_without_u_shape(config, report)
+
     uses_gpus = config.runner.kind == "ray" and config.runner.num_gpus > 0
     spec = resolved_spec(config.scoring.model, uses_gpus, torch.cuda.is_available())
     report.scoring, fingerprint = score_pending(config, spec, report.run_id)
@@ -87,6 +92,22 @@ def _stages(con, config: PipelineConfig, settings: Settings, report: FlowReport,
     report.fits = residualize(con, key, config.selection.domains)
     report.examples = extreme_examples(con, key)
     _select_and_publish(con, config, settings, report, datasets, key)
+
+
+def _warn_without_u_shape(config: PipelineConfig, report: FlowReport) -> None:
+    # The paper ties CAP's signal to the hidden-state U-shape; without it the ranks deserve doubt,
+    # but the user asked for a selection, so this warns and goes on.
+    model = config.scoring.model
+    try:
+        verdict = check_rank_profile(model.path, model.trust_remote_code)
+    except CapselError as error:  # e.g. too few blocks to judge: say so, scoring can still run
+        report.notes.append(f"rank profile not checked: {error}")
+        return
+    if not verdict.present:
+        message = (f"rank profile: the model's hidden states show no U-shape over depth ({verdict.reason}); "
+                   "CAP's ranks rest on that pattern, so check them (capsel profile --model ...)")
+        get_run_logger().warning(message)
+        report.notes.append(message)
 
 
 def _select_and_publish(con, config: PipelineConfig, settings: Settings, report: FlowReport,

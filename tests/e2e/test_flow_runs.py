@@ -14,6 +14,7 @@ from rich.console import Console
 from capsel.db import open_db
 from capsel.lineage import trace
 from capsel.lineage.render import lineage_tree
+from capsel.profile.check import check_model
 from tests.support.flow_pool import flow_config, tiny_flow_model, write_pool_file
 
 pytestmark = pytest.mark.e2e
@@ -56,7 +57,16 @@ def incremental(tmp_path_factory, prefect_server):
         v2 = rescore_flow(flow_config(root / "live", model, [str(incoming)]))
         v3 = rescore_flow(flow_config(root / "live", model, [str(incoming)]))
         scratch = select_flow(flow_config(root / "scratch", model, [str(first), str(second)]))
-    return {"root": root, "files": (first, second), "v1": v1, "v2": v2, "v3": v3, "scratch": scratch}
+    return {"root": root, "model": model, "files": (first, second), "v1": v1, "v2": v2, "v3": v3,
+            "scratch": scratch}
+
+
+def test_the_flow_warns_exactly_when_the_model_lacks_the_u_shape(incremental):
+    _, verdict = check_model(incremental["model"])
+    warnings = [note for note in incremental["v1"].get("notes", []) if "no U-shape" in note]
+    assert len(warnings) == (0 if verdict.present else 1)
+    if warnings:
+        assert verdict.reason in warnings[0]
 
 
 def test_rescore_scores_only_the_new_candidates(incremental):

@@ -1,0 +1,16 @@
+"""Task: the model's rank survey and the paper's hidden-state U-shape verdict."""
+
+from __future__ import annotations
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from capsel.profile.check import check_model
+from capsel.profile.verdict import Verdict
+
+
+@task(name="check-rank-profile", cache_policy=NO_CACHE)
+def check_rank_profile(model_path: str, trust_remote_code: bool) -> Verdict:
+    """Survey the scoring model's per-layer stable ranks and judge the U-shape."""
+    _, verdict = check_model(model_path, trust_remote_code=trust_remote_code)
+    return verdict
