@@ -1,4 +1,4 @@
-"""`capsel flow select|rescore`: run a Prefect flow directly (local threads or a Ray cluster for the shards).
+"""`capsel flow select|rescore|score-baseline`: run a Prefect flow directly (local threads or a Ray cluster for the shards).
 
 Prefect is imported inside the commands only, so `capsel --help` and `import capsel` stay light.
 """
@@ -57,7 +57,7 @@ def select(config: ConfigOption = None, input: InputOption = None, domain: Domai
     config = _config(**locals())
     from flows.select_flow import select_flow
 
-    _run(select_flow, config)
+    run_flow(select_flow, config)
 
 
 def rescore(config: ConfigOption = None, input: InputOption = None, domain: DomainOption = None,
@@ -69,7 +69,7 @@ def rescore(config: ConfigOption = None, input: InputOption = None, domain: Doma
     config = _config(**locals())
     from flows.rescore_flow import rescore_flow
 
-    _run(rescore_flow, config)
+    run_flow(rescore_flow, config)
 
 
 app.command("select")(select)
@@ -104,7 +104,8 @@ def _put(target: dict, **values: object) -> None:
     target.update({key: value for key, value in values.items() if value is not None})
 
 
-def _run(flow, config: PipelineConfig) -> None:
+def run_flow(flow, config) -> None:
+    """Run `flow(config)` here; print its counters, or raise its failure as one clean line."""
     state = flow(config, return_state=True)
     if state.is_completed():
         counters = state.result()
