@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from capsel.baselines.scorer import ScorerOptions
 from capsel.config import Settings, load_settings
@@ -146,6 +146,12 @@ class BaselineFlowConfig(BaseModel):
     target: str | None = Field(None, description="less: file of target examples to score the features against")
     target_max: int = Field(2000, gt=0, description="less: use the first N examples of target")
     runner: RunnerParams = Field(default_factory=RunnerParams)
+
+    @model_validator(mode="after")
+    def _target_is_for_less(self) -> "BaselineFlowConfig":
+        if self.target is not None and self.method != "less":
+            raise ValueError("target applies to method less only")
+        return self
 
     def scorer_options(self) -> ScorerOptions:
         """The options every copy of the scorer (the writer's, each worker's) is built from."""

@@ -7,15 +7,17 @@ from __future__ import annotations
 
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Optional, TypeVar
 
 import orjson
 import typer
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from capsel.cli.common import DbOption, console
 from capsel.errors import CapselError
 from capsel.pipeline_config import PipelineConfig
+
+M = TypeVar("M", bound=BaseModel)
 
 app = typer.Typer(help="Run the Prefect flows directly (a Prefect server, or a temporary one, records them).",
                   no_args_is_help=True)
@@ -93,10 +95,17 @@ def _config(config: Path | None, input, domain, map, model, budget, out, shard_s
     _put(body, db_path=str(db) if db else None)
     if not sections["scoring"]["model"].get("path"):
         raise CapselError("no model given: pass --model or set scoring.model.path in --config")
+    return validated(PipelineConfig, {**body, **sections})
+
+
+def validated(model: type[M], body: dict) -> M:
+    """The flow parameters `body` as `model`, or one CapselError listing every problem."""
     try:
-        return PipelineConfig.model_validate({**body, **sections})
+        return model.model_validate(body)
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(str(part) for part in e['loc'])}: {e['msg']}" for e in exc.errors())
+        problems = "; ".join(
+            f"{'.'.join(str(part) for part in e['loc']) or 'parameters'}: {e['msg']}" for e in exc.errors()
+        )
         raise CapselError(f"invalid flow parameters: {problems}") from exc
 
 

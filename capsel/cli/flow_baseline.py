@@ -10,11 +10,12 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from pydantic import ValidationError
 
 from capsel.baselines.less.target import TARGET_MAX
 from capsel.cli.common import DbOption
-from capsel.cli.flow import BatchOption, GpusOption, RayAddressOption, RunnerChoice, RunnerOption, ShardOption, run_flow
+from capsel.cli.flow import (
+    BatchOption, GpusOption, RayAddressOption, RunnerChoice, RunnerOption, ShardOption, run_flow, validated,
+)
 from capsel.cli.score_baseline import DEFAULT_BATCH_SIZES, BaselineChoice
 from capsel.cli.scoring_options import (
     DeviceOption, DomainOption, DtypeOption, LimitOption, ModelOption, TrustRemoteCodeOption, scoring_settings,
@@ -52,6 +53,8 @@ def score_baseline(
     db: DbOption = None,
 ) -> None:
     """Score the pool for one baseline, sharded and resumable, on local threads or a Ray cluster."""
+    if target is not None and method != BaselineChoice.less:
+        raise CapselError("--target applies to --method less only")
     settings = scoring_settings(db, dtype, device, None)
     default_batch = settings.score_batch_size if isinstance(settings.score_batch_size, int) else 16
     runner_params = {key: value for key, value in {
@@ -68,11 +71,7 @@ def score_baseline(
     }
     if shard_size is not None:
         body["shard_size"] = shard_size
-    try:
-        config = BaselineFlowConfig.model_validate(body)
-    except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(str(part) for part in e['loc'])}: {e['msg']}" for e in exc.errors())
-        raise CapselError(f"invalid flow parameters: {problems}") from exc
+    config = validated(BaselineFlowConfig, body)
     from flows.score_baseline_flow import score_baseline_flow_for
 
     run_flow(score_baseline_flow_for(config), config)

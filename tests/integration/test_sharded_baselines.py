@@ -17,7 +17,6 @@ from capsel.errors import CapselError
 from capsel.orchestration.baseline_worker import score_baseline_shard
 from capsel.orchestration.sharded_baselines import run_sharded_baseline
 from capsel.scoring.store import Scope
-from tests.fixtures.candidates import mixed_candidates
 from tests.fixtures.pool import append_candidates, tiny_model_dir
 
 SHARD = 5
@@ -30,26 +29,14 @@ def options(tmp_path_factory):
     return ScorerOptions(model=str(model), max_length=100, dtype="float32", device="cpu", batch_size=4)
 
 
-@pytest.fixture()
-def pool():
-    return mixed_candidates() + mixed_candidates(seed=4, prefix="b")
-
-
-@pytest.fixture()
-def con(tmp_path, pool):
-    connection = open_db(tmp_path / "capsel.duckdb")
-    append_candidates(connection, pool)
-    yield connection
-    connection.close()
-
-
 def _done(result) -> Future:
     future = Future()
     future.set_result(result)
     return future
 
 
-def test_less_shards_equal_run_baseline_and_runs_add_up(tmp_path, con, options, pool):
+def test_less_shards_equal_run_baseline_and_runs_add_up(tmp_path, mixed_pool_db, options, mixed_pool):
+    con, pool = mixed_pool_db, mixed_pool
     with ThreadPoolExecutor(2) as executor:
         summary = run_sharded_baseline(
             con, less.from_options(options), SHARD,
@@ -89,7 +76,9 @@ def test_less_shards_equal_run_baseline_and_runs_add_up(tmp_path, con, options, 
     assert last["n_shards_planned"] == 0
 
 
-def test_a_shard_from_another_model_is_refused_and_not_written(con, options):
+def test_a_shard_from_another_model_is_refused_and_not_written(mixed_pool_db, options):
+    con = mixed_pool_db
+
     def other_model(work):
         return _done(replace(score_baseline_shard("less", options, work), model_fingerprint="other"))
 
