@@ -1,4 +1,4 @@
-"""Flow: score one baseline method over the pending pool, shard by shard on the chosen runner; LESS then scores a target."""
+"""Flow: one baseline over the pending pool, shard by shard on the chosen runner; LESS then scores its target."""
 
 from __future__ import annotations
 

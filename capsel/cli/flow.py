@@ -1,4 +1,4 @@
-"""`capsel flow select|rescore|score-baseline`: run a Prefect flow directly (local threads or a Ray cluster for the shards).
+"""`capsel flow select|rescore|score-baseline`: run a Prefect flow here (shards on local threads or Ray).
 
 Prefect is imported inside the commands only, so `capsel --help` and `import capsel` stay light.
 """

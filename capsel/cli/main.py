@@ -8,8 +8,8 @@ import typer
 
 from capsel import __version__
 from capsel.cli import (
-    compare, demo, export_scores, flow, flow_baseline, generate, ingest, lab, lineage, migrate, profile, score, score_baseline,
-    select, selections, status,
+    compare, demo, export_scores, flow, flow_baseline, generate, ingest, lab, lineage, migrate, profile, score,
+    score_baseline, select, selections, status,
 )
 from capsel.cli.common import err_console
 from capsel.errors import CapselError

@@ -1,4 +1,4 @@
-"""Baseline shards: LESS features through the shard runner equal `run_baseline`'s; runs rows add up; reruns plan nothing."""
+"""Baseline shards: LESS features through the shard runner equal `run_baseline`'s; runs add up; reruns plan nothing."""
 
 from __future__ import annotations
 
