@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from capsel.baselines.scorer import ScorerOptions
 from capsel.config import Settings, load_settings
 from capsel.ingest.pipeline import IngestOptions
 from capsel.ingest.records import parse_field_map
@@ -122,3 +123,44 @@ class PipelineConfig(BaseModel):
     def record(self) -> dict:
         """JSON-ready copy stored with the flow's run."""
         return self.model_dump(mode="json")
+
+
+class BaselineFlowConfig(BaseModel):
+    """Parameters of the `capsel-score-baseline` flow: the method, its scorer, the target (LESS) and the shards."""
+
+    model_config = _STRICT
+
+    db_path: str | None = Field(None, description="DuckDB file (default: $CAPSEL_DB_PATH)")
+    method: Literal["ppl", "ifd", "qurating", "kcenter", "less"] = Field(..., description="baseline to score")
+    model: str | None = Field(None, description="ppl, ifd, less: the causal LM folder or hub id")
+    encoder: str | None = Field(None, description="kcenter: local encoder folder (default: packaged MiniLM)")
+    rater: str | None = Field(None, description="qurating: local sequence-classifier folder")
+    rater_label: str = Field("educational_value", description="qurating: label whose logit is the score")
+    max_length: int | None = Field(None, gt=1, description="token window (default: the paper's per method)")
+    prompt_tokens: int = Field(256, gt=0, description="ppl: P, keep the last P prompt tokens")
+    horizon: int = Field(48, gt=0, description="ppl: R, keep the first R response tokens")
+    dtype: Literal["auto", "float32", "bfloat16"] = Field("auto", description="auto: bfloat16 on CUDA, else float32")
+    device: Literal["auto", "cpu", "cuda"] = Field("auto", description="auto: cuda when shards get GPUs")
+    trust_remote_code: bool = Field(False, description="run model code shipped with the checkpoint")
+    batch_size: int = Field(16, gt=0, description="candidates per model batch inside a shard")
+    shard_size: int = Field(512, gt=0, description="candidates per shard: the unit scored by one task and committed")
+    domain: str | None = Field(None, description="only candidates of this domain")
+    limit: int | None = Field(None, gt=0, description="at most this many pending candidates")
+    target: str | None = Field(None, description="less: file of target examples to score the features against")
+    target_max: int = Field(2000, gt=0, description="less: use the first N examples of target")
+    runner: RunnerParams = Field(default_factory=RunnerParams)
+
+    @model_validator(mode="after")
+    def _target_is_for_less(self) -> "BaselineFlowConfig":
+        if self.target is not None and self.method != "less":
+            raise ValueError("target applies to method less only")
+        return self
+
+    def scorer_options(self) -> ScorerOptions:
+        """The options every copy of the scorer (the writer's, each worker's) is built from."""
+        fields = set(ScorerOptions.__dataclass_fields__)
+        return ScorerOptions(**self.model_dump(include=fields))
+
+    def settings(self) -> Settings:
+        """Settings from the environment with this config's database applied."""
+        return load_settings(db_path=Path(self.db_path) if self.db_path else None)

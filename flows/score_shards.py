@@ -35,7 +35,7 @@ def score_shards_flow(config: PipelineConfig, spec: ModelSpec, parent_run_id: st
     """
     scoring = config.scoring.scoring_config()
     info = describe_model_task(spec)
-    submit = _submitter(config.runner, spec, scoring, config.scoring.batch_size)
+    submit = submitter(config.runner, score_shard_task, spec, scoring, config.scoring.batch_size)
     con = open_db(config.settings().db_path)
     try:
         summary = run_sharded_scoring(
@@ -49,15 +49,16 @@ def score_shards_flow(config: PipelineConfig, spec: ModelSpec, parent_run_id: st
     return summary, info.fingerprint
 
 
-def _submitter(runner: RunnerParams, spec: ModelSpec, scoring, batch_size: int):
+def submitter(runner: RunnerParams, shard_task, *args):
+    """work -> a future of `shard_task(*args, work)` on the runner's workers (Ray: with the shard's resources)."""
     if runner.kind == "local":
-        return lambda work: score_shard_task.submit(spec, scoring, batch_size, work)
+        return lambda work: shard_task.submit(*args, work)
     from prefect_ray.context import remote_options
 
     def submit(work):
         # each shard is one Ray task holding its GPUs (none on a CPU cluster) and one CPU
         with remote_options(num_gpus=runner.num_gpus, num_cpus=1):
-            return score_shard_task.submit(spec, scoring, batch_size, work)
+            return shard_task.submit(*args, work)
 
     return submit
 

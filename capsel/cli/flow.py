@@ -1,4 +1,4 @@
-"""`capsel flow select|rescore`: run a Prefect flow directly (local threads or a Ray cluster for the shards).
+"""`capsel flow select|rescore|score-baseline`: run a Prefect flow here (shards on local threads or Ray).
 
 Prefect is imported inside the commands only, so `capsel --help` and `import capsel` stay light.
 """
@@ -7,15 +7,17 @@ from __future__ import annotations
 
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Optional, TypeVar
 
 import orjson
 import typer
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from capsel.cli.common import DbOption, console
 from capsel.errors import CapselError
 from capsel.pipeline_config import PipelineConfig
+
+M = TypeVar("M", bound=BaseModel)
 
 app = typer.Typer(help="Run the Prefect flows directly (a Prefect server, or a temporary one, records them).",
                   no_args_is_help=True)
@@ -57,7 +59,7 @@ def select(config: ConfigOption = None, input: InputOption = None, domain: Domai
     config = _config(**locals())
     from flows.select_flow import select_flow
 
-    _run(select_flow, config)
+    run_flow(select_flow, config)
 
 
 def rescore(config: ConfigOption = None, input: InputOption = None, domain: DomainOption = None,
@@ -69,7 +71,7 @@ def rescore(config: ConfigOption = None, input: InputOption = None, domain: Doma
     config = _config(**locals())
     from flows.rescore_flow import rescore_flow
 
-    _run(rescore_flow, config)
+    run_flow(rescore_flow, config)
 
 
 app.command("select")(select)
@@ -93,10 +95,17 @@ def _config(config: Path | None, input, domain, map, model, budget, out, shard_s
     _put(body, db_path=str(db) if db else None)
     if not sections["scoring"]["model"].get("path"):
         raise CapselError("no model given: pass --model or set scoring.model.path in --config")
+    return validated(PipelineConfig, {**body, **sections})
+
+
+def validated(model: type[M], body: dict) -> M:
+    """The flow parameters `body` as `model`, or one CapselError listing every problem."""
     try:
-        return PipelineConfig.model_validate({**body, **sections})
+        return model.model_validate(body)
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(str(part) for part in e['loc'])}: {e['msg']}" for e in exc.errors())
+        problems = "; ".join(
+            f"{'.'.join(str(part) for part in e['loc']) or 'parameters'}: {e['msg']}" for e in exc.errors()
+        )
         raise CapselError(f"invalid flow parameters: {problems}") from exc
 
 
@@ -104,7 +113,8 @@ def _put(target: dict, **values: object) -> None:
     target.update({key: value for key, value in values.items() if value is not None})
 
 
-def _run(flow, config: PipelineConfig) -> None:
+def run_flow(flow, config) -> None:
+    """Run `flow(config)` here; print its counters, or raise its failure as one clean line."""
     state = flow(config, return_state=True)
     if state.is_completed():
         counters = state.result()

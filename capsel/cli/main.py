@@ -8,8 +8,8 @@ import typer
 
 from capsel import __version__
 from capsel.cli import (
-    compare, demo, export_scores, flow, generate, ingest, lab, lineage, migrate, profile, score, score_baseline,
-    select, selections, status,
+    compare, demo, export_scores, flow, flow_baseline, generate, ingest, lab, lineage, migrate, profile, score,
+    score_baseline, select, selections, status,
 )
 from capsel.cli.common import err_console
 from capsel.errors import CapselError
@@ -49,6 +49,7 @@ app.command("compare")(compare.compare)
 app.command("lineage")(lineage.lineage)
 app.command("migrate")(migrate.migrate)
 app.command("profile")(profile.profile)
+flow.app.command("score-baseline")(flow_baseline.score_baseline)
 app.add_typer(flow.app, name="flow")
 app.add_typer(lab.app, name="lab")
 

@@ -2,36 +2,30 @@
 
 from __future__ import annotations
 
-import os
-import socket
 import threading
 import time
 from collections import Counter
+from typing import Callable, Hashable, TypeVar
 
-from capsel.orchestration.shards import ShardResult, ShardWork
+from capsel.orchestration.shards import ShardResult, ShardWork, worker_name
 from capsel.pipeline_config import ModelSpec
 from capsel.scoring.config import ScoringConfig
 from capsel.scoring.engine import ScoringEngine
-from capsel.scoring.model_loading import ModelInfo, describe_model, load_model, resolve_dtype
+from capsel.scoring.model_loading import ModelInfo, describe_model, host_device, load_model, worker_device
+
+T = TypeVar("T")
 
 
 def resolved_spec(spec: ModelSpec, uses_gpus: bool, local_cuda: bool) -> ModelSpec:
-    """The spec with device and dtype fixed, so every worker computes under one model fingerprint.
-
-    `auto` is decided once, by the flow: cuda when shards request GPUs (or this host has one).
-    """
-    device = spec.device
-    if device == "auto":
-        device = "cuda" if uses_gpus or local_cuda else "cpu"
-    return spec.model_copy(update={"device": device, "dtype": resolve_dtype(spec.dtype, device)})
+    """The spec with device and dtype fixed, so every worker computes under one model fingerprint."""
+    device, dtype = worker_device(spec.device, spec.dtype, uses_gpus, local_cuda)
+    return spec.model_copy(update={"device": device, "dtype": dtype})
 
 
 def describe_spec(spec: ModelSpec) -> ModelInfo:
     """Model identity (fingerprint, layers, tokenizer) on the flow's host, which may have no GPU."""
-    import torch
-
-    device = spec.device if spec.device != "cuda" or torch.cuda.is_available() else "cpu"
-    return describe_model(spec.path, dtype=spec.dtype, device=device, trust_remote_code=spec.trust_remote_code)
+    return describe_model(spec.path, dtype=spec.dtype, device=host_device(spec.device),
+                          trust_remote_code=spec.trust_remote_code)
 
 
 # One engine per thread: the engine observes blocks through forward hooks on its model, so two
@@ -39,17 +33,25 @@ def describe_spec(spec: ModelSpec) -> ModelInfo:
 _ENGINES = threading.local()
 
 
+def thread_cached(store: threading.local, key: Hashable, build: Callable[[], T]) -> T:
+    """`build()`, made once per thread and kept while the key stays the same; the old one is dropped first."""
+    cached = getattr(store, "entry", None)
+    if cached is None or cached[0] != key:
+        store.entry = None  # free the old model before loading another
+        store.entry = (key, build())
+    return store.entry[1]
+
+
 def engine_for(spec: ModelSpec, config: ScoringConfig, batch_size: int) -> ScoringEngine:
     """A scoring engine, built once per worker thread and kept for the next shard with the same model."""
-    key = (spec, config, batch_size)
-    cached = getattr(_ENGINES, "entry", None)
-    if cached is None or cached[0] != key:
-        _ENGINES.entry = None  # drop the old model before loading another
+
+    def build() -> ScoringEngine:
         info = describe_model(
             spec.path, dtype=spec.dtype, device=spec.device, trust_remote_code=spec.trust_remote_code
         )
-        _ENGINES.entry = (key, ScoringEngine(load_model(info), config, batch_size))
-    return _ENGINES.entry[1]
+        return ScoringEngine(load_model(info), config, batch_size)
+
+    return thread_cached(_ENGINES, (spec, config, batch_size), build)
 
 
 def score_shard(spec: ModelSpec, config: ScoringConfig, batch_size: int, work: ShardWork) -> ShardResult:
@@ -64,7 +66,7 @@ def score_shard(spec: ModelSpec, config: ScoringConfig, batch_size: int, work: S
         model_fingerprint=engine.loaded.info.fingerprint,
         generations=[item.generation for item in scored],
         divergences=divergences,
-        worker=f"{socket.gethostname()}:{os.getpid()}",
+        worker=worker_name(),
         wall_s=time.perf_counter() - started,
         excluded=dict(Counter(d.excluded_reason for d in divergences if d.excluded_reason)),
     )

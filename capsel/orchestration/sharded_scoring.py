@@ -1,33 +1,24 @@
-"""The single writer of sharded scoring: dispatch shards to workers, merge each result in one transaction.
+"""The single writer of sharded CAP scoring: shards of pending candidates out, each result merged atomically.
 
-Workers (threads, processes, Ray tasks) only compute; this process alone writes to DuckDB.
-A shard commits with its own `runs` row (kind 'score_shard'), so a crash loses at most the
-shards in flight, and a rerun plans only the candidates still pending.
+The window and the per-shard transaction are shared with baseline shards (`shard_window`).
 """
 
 from __future__ import annotations
 
-from collections import deque
-from typing import Callable, Protocol
+from typing import Callable
 
 import duckdb
 
-from capsel.errors import CapselError
+from capsel.orchestration.shard_window import (
+    ResultHandle, check_fingerprint, check_window, run_window, shard_run,
+)
 from capsel.orchestration.shards import ShardResult, ShardWork, load_shard, plan_shards
-from capsel.runs import finish_run, start_run
 from capsel.scoring.config import ScoringConfig
 from capsel.scoring.model_loading import ModelInfo
 from capsel.scoring.runner import ProgressSink, RunSummary, Tally, tracked_run
-from capsel.scoring.store import Scope, ScoreKeys, transaction, write_divergences, write_generations
+from capsel.scoring.store import Scope, ScoreKeys, write_divergences, write_generations
 
-
-class ResultHandle(Protocol):
-    """A submitted shard: a concurrent.futures or Prefect future, or anything with `result()`."""
-
-    def result(self) -> ShardResult: ...
-
-
-Dispatch = Callable[[ShardWork], ResultHandle]
+Dispatch = Callable[[ShardWork], ResultHandle[ShardResult]]
 
 
 def keys_for(info: ModelInfo, config: ScoringConfig) -> ScoreKeys:
@@ -37,30 +28,21 @@ def keys_for(info: ModelInfo, config: ScoringConfig) -> ScoreKeys:
 
 def merge_shard(
     con: duckdb.DuckDBPyConnection, tally: Tally, result: ShardResult, prefect_flow_run_id: str | None = None
-) -> str:
-    """Write one shard's rows and its 'score_shard' run row in one transaction; return the shard's run id."""
+) -> None:
+    """Write one shard's rows and its 'score_shard' run row in one transaction."""
     keys = tally.keys
-    if result.model_fingerprint != keys.model_fingerprint:
-        raise CapselError(
-            f"shard {result.index} was scored by model {result.model_fingerprint}, but this run scores "
-            f"{keys.model_fingerprint}: the worker sees other model files or another dtype"
-        )
+    check_fingerprint(result.index, result.model_fingerprint, keys.model_fingerprint)
     reasons = [d.excluded_reason for d in result.divergences if d.excluded_reason]
     n_generated = sum(1 for g in result.generations if g.generated_ids)
     counters = {
         "n_candidates": len(result.divergences), "n_generated": n_generated, "n_excluded": result.excluded,
         "worker": result.worker, "wall_s": round(result.wall_s, 3),
     }
-    with transaction(con):
-        shard_run = start_run(
-            con, "score_shard", config={"shard_index": result.index}, model_fingerprint=keys.model_fingerprint,
-            parent_run_id=tally.summary.run_id, prefect_flow_run_id=prefect_flow_run_id,
-        )
-        write_generations(con, keys, shard_run, result.generations)
-        write_divergences(con, keys, shard_run, result.divergences)
-        finish_run(con, shard_run, "completed", counters)
+    with shard_run(con, tally.summary.run_id, keys.model_fingerprint, {"shard_index": result.index}, counters,
+                   prefect_flow_run_id) as shard_run_id:
+        write_generations(con, keys, shard_run_id, result.generations)
+        write_divergences(con, keys, shard_run_id, result.divergences)
     tally.committed(len(result.divergences), reasons, n_generated=n_generated)
-    return shard_run
 
 
 def run_sharded_scoring(
@@ -78,22 +60,18 @@ def run_sharded_scoring(
 ) -> RunSummary:
     """Score every pending candidate shard by shard, as one recorded 'score' run.
 
-    At most `max_in_flight` shards are loaded and submitted at once (memory stays bounded on
-    a large pool); results are merged in submission order as they arrive.
+    At most `max_in_flight` shards are loaded and submitted at once; results are merged in
+    submission order as they arrive.
     """
-    if max_in_flight < 1:
-        raise CapselError(f"max_in_flight must be at least 1, got {max_in_flight}")
+    check_window(max_in_flight)
     shards = plan_shards(con, keys_for(info, config), shard_size, scope)
     run_config = {**(run_config or {}), "shard_size": shard_size, "n_shards_planned": len(shards)}
     with tracked_run(
         con, "score", info, config, scope, sink, run_config,
         parent_run_id=parent_run_id, prefect_flow_run_id=prefect_flow_run_id,
     ) as tally:
-        in_flight: deque[ResultHandle] = deque()
-        for shard in shards:
-            in_flight.append(dispatch(load_shard(con, tally.keys, shard, scope)))
-            if len(in_flight) >= max_in_flight:
-                merge_shard(con, tally, in_flight.popleft().result(), prefect_flow_run_id)
-        while in_flight:
-            merge_shard(con, tally, in_flight.popleft().result(), prefect_flow_run_id)
+        run_window(
+            (load_shard(con, tally.keys, shard, scope) for shard in shards), dispatch,
+            lambda result: merge_shard(con, tally, result, prefect_flow_run_id), max_in_flight,
+        )
     return tally.summary

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import socket
 from dataclasses import dataclass, field
 
 import duckdb
@@ -49,6 +51,11 @@ class ShardResult:
     worker: str
     wall_s: float
     excluded: dict[str, int] = field(default_factory=dict)
+
+
+def worker_name() -> str:
+    """host:pid of the process computing a shard, kept in the shard's runs row."""
+    return f"{socket.gethostname()}:{os.getpid()}"
 
 
 def plan_shards(

@@ -67,6 +67,21 @@ def resolve_dtype(dtype: str, device: str) -> str:
     return dtype
 
 
+def worker_device(device: str, dtype: str, uses_gpus: bool, local_cuda: bool) -> tuple[str, str]:
+    """(device, dtype) fixed once by a flow, so every worker computes under one model fingerprint.
+
+    `auto` is cuda when shards request GPUs (or this host has one).
+    """
+    if device == "auto":
+        device = "cuda" if uses_gpus or local_cuda else "cpu"
+    return device, resolve_dtype(dtype, device)
+
+
+def host_device(device: str) -> str:
+    """The device the flow's host describes a model on: the workers' own, or cpu where this host has no GPU."""
+    return device if device != "cuda" or torch.cuda.is_available() else "cpu"
+
+
 def describe_model(
     name_or_path: str,
     *,

@@ -7,6 +7,7 @@ signal; the A blocks are still sketched, as the paper takes "all trainable LoRA 
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -17,6 +18,11 @@ from capsel.baselines.less.countsketch import CountSketch
 from capsel.baselines.response_loss import response_token_nll
 from capsel.errors import CapselError
 from capsel.scoring.model_loading import LoadedModel
+
+
+# peft draws the adapters' init from torch's global generator: two threads attaching at once (the
+# local shard runner) would interleave their draws and get different adapters, so attaching is serial.
+_INIT_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -49,7 +55,7 @@ def attach_lora(model: nn.Module, spec: LoraSpec) -> list[tuple[str, nn.Paramete
         bias="none",
     )
     # peft initialises the adapters on the CPU and then moves them next to their base layer
-    with torch.random.fork_rng(devices=[]):
+    with _INIT_LOCK, torch.random.fork_rng(devices=[]):
         torch.default_generator.manual_seed(spec.init_seed)
         inject_adapter_in_model(config, model)
     for name, parameter in model.named_parameters():

@@ -1,0 +1,75 @@
+"""What every sharded run shares: a bounded window of shards in flight, and one transaction per merged shard.
+
+Workers (threads, processes, Ray tasks) only compute; the process running the window alone
+writes to DuckDB. A shard commits with its own `runs` row (kind 'score_shard') under the parent
+run, so a crash loses at most the shards in flight and a rerun plans only what is still pending.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from contextlib import contextmanager
+from typing import Callable, Iterable, Iterator, Protocol, TypeVar
+
+import duckdb
+
+from capsel.errors import CapselError
+from capsel.runs import finish_run, start_run
+from capsel.scoring.store import transaction
+
+W = TypeVar("W")
+R = TypeVar("R", covariant=True)
+
+
+class ResultHandle(Protocol[R]):
+    """A submitted shard: a concurrent.futures or Prefect future, or anything with `result()`."""
+
+    def result(self) -> R: ...
+
+
+def run_window(
+    works: Iterable[W], dispatch: Callable[[W], ResultHandle], merge: Callable[[object], object], max_in_flight: int
+) -> None:
+    """Dispatch each work as it is drawn from `works`, merging results in submission order.
+
+    At most `max_in_flight` shards are drawn (loaded) and submitted at once, so memory stays
+    bounded on a large pool; pass a generator so a shard is read only when a slot frees.
+    """
+    check_window(max_in_flight)
+    in_flight: deque[ResultHandle] = deque()
+    for work in works:
+        in_flight.append(dispatch(work))
+        if len(in_flight) >= max_in_flight:
+            merge(in_flight.popleft().result())
+    while in_flight:
+        merge(in_flight.popleft().result())
+
+
+def check_window(max_in_flight: int) -> None:
+    """Refuse a window that could never hold a shard (checked before a run row is written)."""
+    if max_in_flight < 1:
+        raise CapselError(f"max_in_flight must be at least 1, got {max_in_flight}")
+
+
+def check_fingerprint(index: int, computed_by: str, expected: str) -> None:
+    """A shard computed by another model than the run's is refused (and nothing of it is written)."""
+    if computed_by != expected:
+        raise CapselError(
+            f"shard {index} was scored by model {computed_by}, but this run scores "
+            f"{expected}: the worker sees other model files or another dtype"
+        )
+
+
+@contextmanager
+def shard_run(
+    con: duckdb.DuckDBPyConnection, parent_run_id: str, model_fingerprint: str, config: dict, counters: dict,
+    prefect_flow_run_id: str | None = None,
+) -> Iterator[str]:
+    """One transaction holding a shard's 'score_shard' runs row and the rows written inside; yields its run id."""
+    with transaction(con):
+        run_id = start_run(
+            con, "score_shard", config=config, model_fingerprint=model_fingerprint,
+            parent_run_id=parent_run_id, prefect_flow_run_id=prefect_flow_run_id,
+        )
+        yield run_id
+        finish_run(con, run_id, "completed", counters)
