@@ -7,6 +7,22 @@ import pytest
 from capsel.db import open_db
 
 
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    """A saved tiny llama with the word-level tokenizer, one per test module."""
+    from tests.fixtures.pool import tiny_model_dir
+
+    return tiny_model_dir(tmp_path_factory.mktemp("model") / "llama")
+
+
+@pytest.fixture(scope="module")
+def info(model_dir):
+    """`model_dir` described for float32 CPU scoring."""
+    from capsel.scoring.model_loading import describe_model
+
+    return describe_model(str(model_dir), dtype="float32", device="cpu")
+
+
 @pytest.fixture
 def db(tmp_path):
     """A fresh capsel database file, closed after the test."""

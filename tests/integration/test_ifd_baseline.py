@@ -12,18 +12,11 @@ from capsel.baselines.response_loss import response_token_nll
 from capsel.baselines.runner import run_baseline
 from capsel.db import open_db
 from capsel.scoring.inputs import CandidateText, prompt_text
-from capsel.scoring.model_loading import describe_model
 from capsel.selection.budget import parse_budget
 from capsel.selection.plan import SelectionRequest, build_selection
 from capsel.selection.scoring_key import resolve_scoring_key
 from tests.fixtures.candidates import mixed_candidates
-from tests.fixtures.pool import append_candidates, tiny_model_dir
-
-
-@pytest.fixture(scope="module")
-def info(tmp_path_factory):
-    path = tiny_model_dir(tmp_path_factory.mktemp("model") / "llama")
-    return describe_model(str(path), dtype="float32", device="cpu")
+from tests.fixtures.pool import append_candidates
 
 
 def hf_loss(model, ids: list[int], n_masked: int) -> float:

@@ -16,25 +16,14 @@ from capsel.baselines.less.target import TargetFile, stored_target
 from capsel.baselines.less.lora_gradients import response_loss
 from capsel.baselines.ifd import PROMPT_FILLS_WINDOW
 from capsel.scoring.inputs import CandidateText, prompt_text
-from capsel.scoring.model_loading import describe_model
 from capsel.selection.budget import parse_budget
 from capsel.selection.plan import SelectionRequest, build_selection
 from capsel.selection.scoring_key import resolve_scoring_key
 from tests.fixtures.candidates import mixed_candidates
-from tests.fixtures.pool import append_candidates, tiny_model_dir
+from tests.fixtures.pool import append_candidates
 
 MAX_LENGTH = 100
 PEFT_PREFIX = "base_model.model."
-
-
-@pytest.fixture(scope="module")
-def model_dir(tmp_path_factory):
-    return tiny_model_dir(tmp_path_factory.mktemp("model") / "llama")
-
-
-@pytest.fixture(scope="module")
-def info(model_dir):
-    return describe_model(str(model_dir), dtype="float32", device="cpu")
 
 
 @pytest.fixture(scope="module")

@@ -13,22 +13,12 @@ from capsel.db import open_db
 from capsel.scoring.config import ScoringConfig
 from capsel.scoring.engine import ScoringEngine
 from capsel.scoring.inputs import CandidateText
-from capsel.scoring.model_loading import describe_model, load_model
+from capsel.scoring.model_loading import load_model
 from capsel.scoring.runner import run_scoring
 from capsel.scoring.store import Scope
 from tests.fixtures.candidates import mixed_candidates
-from tests.fixtures.pool import append_candidates, tiny_model_dir
+from tests.fixtures.pool import append_candidates
 from tests.reference.naive_cap import naive_prompt_and_response
-
-
-@pytest.fixture(scope="module")
-def model_dir(tmp_path_factory):
-    return tiny_model_dir(tmp_path_factory.mktemp("model") / "llama")
-
-
-@pytest.fixture(scope="module")
-def info(model_dir):
-    return describe_model(str(model_dir), dtype="float32", device="cpu")
 
 
 @pytest.fixture()
