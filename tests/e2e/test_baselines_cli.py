@@ -1,4 +1,4 @@
-"""Baselines as a user types them, on the bundled demo pool: score each method, select, compare."""
+"""Baselines as a user types them, on the bundled sample pool: score each method, select, compare."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import orjson
 import pandas as pd
 import pytest
 
+from capsel.data import sample_pool
 from tests.fixtures.tiny_aux_models import save_byte_lm_dir, save_encoder_dir, save_rater_dir
 
 pytestmark = pytest.mark.e2e
@@ -36,11 +37,20 @@ def top(frame: pd.DataFrame, column: str) -> set:
     return set(ordered.groupby("domain").head(BUDGET)["candidate_id"])
 
 
-def test_score_every_baseline_select_and_compare_on_the_demo_pool(tmp_path):
+def ingest_sample_pool(tmp_path):
+    """Every file of the bundled sample pool, with the options its manifest names."""
+    folder, manifest = sample_pool()
+    for entry in manifest["files"]:
+        options = [*(("--domain", entry["domain"]) if "domain" in entry else ()),
+                   *(("--map", entry["map"]) if "map" in entry else ())]
+        ok(capsel(tmp_path, "ingest", str(folder / entry["file"]), *options))
+
+
+def test_score_every_baseline_select_and_compare_on_the_sample_pool(tmp_path):
     lm = save_byte_lm_dir(tmp_path / "lm")
     encoder = save_encoder_dir(tmp_path / "encoder")
     rater = save_rater_dir(tmp_path / "rater")
-    ok(capsel(tmp_path, "demo"))
+    ingest_sample_pool(tmp_path)
     # short limits keep CAP fast on CPU; ppl uses the same ones, so it reuses CAP's PPL
     ok(capsel(tmp_path, "score", "--model", str(lm), "--horizon", "8", "--prompt-tokens", "64"))
     ppl = ok(capsel(tmp_path, "score-baseline", "--method", "ppl", "--model", str(lm), "--horizon", "8",
