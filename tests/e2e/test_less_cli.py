@@ -1,4 +1,4 @@
-"""LESS as a user types it on the bundled demo pool: features, a target, select toward it, compare."""
+"""LESS as a user types it on the bundled sample pool: features, a target, select toward it, compare."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import duckdb
 import orjson
 import pytest
 
-from tests.e2e.test_baselines_cli import capsel, ok
+from tests.e2e.test_baselines_cli import capsel, ingest_sample_pool, ok
 from tests.fixtures.tiny_aux_models import save_byte_lm_dir
 
 pytestmark = pytest.mark.e2e
@@ -25,7 +25,7 @@ def test_score_select_and_compare_less_toward_a_target(tmp_path):
         {"instruction": f"Compute {a} + {b}.", "response": f"{a} + {b} = {a + b}."} for a, b in [(3, 4), (12, 30), (7, 8)]
     ])
     bad = write_target(tmp_path / "bad.jsonl", [{"instruction": "fine", "response": "ok"}, {"instruction": "no answer"}])
-    ok(capsel(tmp_path, "demo"))
+    ingest_sample_pool(tmp_path)
 
     refused = capsel(tmp_path, "score-baseline", "--method", "less", "--model", str(lm), "--target", str(bad))
     assert refused.returncode != 0 and "row 2" in refused.stderr and "Traceback" not in refused.stderr
