@@ -1,26 +1,36 @@
-"""Entry point: registers every subcommand and turns CapselError into a clean message."""
+"""Entry point: registers the subcommands and turns CapselError into a clean message."""
 
 from __future__ import annotations
 
+import functools
 import sys
+from importlib import import_module
 
 import typer
 
 from capsel import __version__
-from capsel.cli import (
-    compare, demo, export_scores, flow, flow_baseline, generate, ingest, lab, lineage, migrate, profile, score,
-    score_baseline, select, selections, status,
-)
 from capsel.cli.common import err_console
 from capsel.errors import CapselError
 
-app = typer.Typer(
-    name="capsel",
-    help="Select SFT data with CAP (Counterfactual Assimilation Profile): ingest, score, select, publish.",
-    no_args_is_help=True,
-    pretty_exceptions_show_locals=False,
-    rich_markup_mode="rich",
-)
+# Command name -> (module in capsel.cli, function). Modules load only for the command being run:
+# the scoring, lab and report commands import torch, transformers and matplotlib (seconds and
+# ~450 MB per process), which `capsel ingest` or `capsel status` never use.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "demo": ("demo", "demo"),
+    "ingest": ("ingest", "ingest"),
+    "status": ("status", "status"),
+    "generate": ("generate", "generate"),
+    "score": ("score", "score"),
+    "score-baseline": ("score_baseline", "score_baseline"),
+    "export-scores": ("export_scores", "export_scores"),
+    "select": ("select", "select"),
+    "selections": ("selections", "selections"),
+    "compare": ("compare", "compare"),
+    "lineage": ("lineage", "lineage"),
+    "migrate": ("migrate", "migrate"),
+    "profile": ("profile", "profile"),
+}
+GROUPS = ("flow", "lab")
 
 
 def _version(value: bool) -> None:
@@ -29,35 +39,57 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
-@app.callback()
 def _root(
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
 ) -> None:
     """capsel: model-aware SFT data selection."""
 
 
-app.command("demo")(demo.demo)
-app.command("ingest")(ingest.ingest)
-app.command("status")(status.status)
-app.command("generate")(generate.generate)
-app.command("score")(score.score)
-app.command("score-baseline")(score_baseline.score_baseline)
-app.command("export-scores")(export_scores.export_scores)
-app.command("select")(select.select)
-app.command("selections")(selections.selections)
-app.command("compare")(compare.compare)
-app.command("lineage")(lineage.lineage)
-app.command("migrate")(migrate.migrate)
-app.command("profile")(profile.profile)
-flow.app.command("score-baseline")(flow_baseline.score_baseline)
-app.add_typer(flow.app, name="flow")
-app.add_typer(lab.app, name="lab")
+@functools.cache
+def _group(name: str) -> typer.Typer:
+    if name == "flow":
+        flow = import_module("capsel.cli.flow")
+        flow.app.command("score-baseline")(import_module("capsel.cli.flow_baseline").score_baseline)
+        return flow.app
+    return import_module(f"capsel.cli.{name}").app
+
+
+@functools.cache
+def build_app(only: str | None = None) -> typer.Typer:
+    """The CLI with every command, or with `only` that command (same function, options and help)."""
+    app = typer.Typer(
+        name="capsel",
+        help="Select SFT data with CAP (Counterfactual Assimilation Profile): ingest, score, select, publish.",
+        no_args_is_help=True,
+        pretty_exceptions_show_locals=False,
+        rich_markup_mode="rich",
+    )
+    app.callback()(_root)
+    for name, (module, function) in COMMANDS.items():
+        if only in (None, name):
+            app.command(name)(getattr(import_module(f"capsel.cli.{module}"), function))
+    for name in GROUPS:
+        if only in (None, name):
+            app.add_typer(_group(name), name=name)
+    return app
+
+
+def __getattr__(name: str) -> typer.Typer:
+    # `from capsel.cli.main import app` (tests, typer's CliRunner) gets the full CLI.
+    if name == "app":
+        return build_app()
+    raise AttributeError(name)
+
+
+def _requested_command(args: list[str]) -> str | None:
+    first = next((arg for arg in args if not arg.startswith("-")), None)
+    return first if first in COMMANDS or first in GROUPS else None
 
 
 def main() -> None:
     """Run the CLI; user errors print one clear line and exit with status 2."""
     try:
-        app()
+        build_app(_requested_command(sys.argv[1:]))()
     except CapselError as exc:
         err_console.print(f"[bold red]error:[/] {exc}")
         sys.exit(2)
