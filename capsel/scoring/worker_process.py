@@ -55,6 +55,11 @@ class ProcessGenerator:
         self._finalizer()
 
     @property
+    def pid(self) -> int | None:
+        """The child's process id."""
+        return self._process.pid
+
+    @property
     def exitcode(self) -> int | None:
         """The child's exit code (None while it runs)."""
         return self._process.exitcode
