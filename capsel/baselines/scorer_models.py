@@ -9,6 +9,7 @@ from torch import nn
 
 from capsel.baselines.scorer import ScorerIdentity
 from capsel.errors import CapselError
+from capsel.models.load_lock import MODEL_LOAD_LOCK
 from capsel.scoring.model_loading import DTYPES, ModelInfo, resolve_device, resolve_dtype
 from capsel.scoring.model_source import ModelSource, resolve_model
 
@@ -68,8 +69,9 @@ def describe_local_model(
 
 def load_local_model(local: LocalModel, auto_class) -> nn.Module:
     """Load the weights with a transformers Auto class (safetensors when present), in eval mode."""
-    model = auto_class.from_pretrained(
-        local.source.local_dir, dtype=DTYPES[local.dtype], trust_remote_code=local.trust_remote_code,
-        use_safetensors=local.source.uses_safetensors, local_files_only=True,
-    )
+    with MODEL_LOAD_LOCK:
+        model = auto_class.from_pretrained(
+            local.source.local_dir, dtype=DTYPES[local.dtype], trust_remote_code=local.trust_remote_code,
+            use_safetensors=local.source.uses_safetensors, local_files_only=True,
+        )
     return model.eval().to(local.device)

@@ -8,6 +8,7 @@ import torch
 from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
 from capsel.errors import CapselError
+from capsel.models.load_lock import MODEL_LOAD_LOCK
 
 
 def load_causal_lm(
@@ -20,10 +21,11 @@ def load_causal_lm(
     try:
         tokenizer = AutoTokenizer.from_pretrained(str(name_or_path), local_files_only=True,
                                                   trust_remote_code=trust_remote_code)
-        model = AutoModelForCausalLM.from_pretrained(
-            str(name_or_path), local_files_only=True, trust_remote_code=trust_remote_code,
-            dtype=dtype, use_safetensors=use_safetensors,
-        )
+        with MODEL_LOAD_LOCK:
+            model = AutoModelForCausalLM.from_pretrained(
+                str(name_or_path), local_files_only=True, trust_remote_code=trust_remote_code,
+                dtype=dtype, use_safetensors=use_safetensors,
+            )
     except (OSError, ValueError) as exc:
         raise CapselError(f"cannot load model {str(name_or_path)!r} locally: {exc}") from exc
     return model.eval(), tokenizer

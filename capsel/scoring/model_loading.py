@@ -10,6 +10,7 @@ import torch
 from torch import nn
 
 from capsel.errors import CapselError
+from capsel.models.load_lock import MODEL_LOAD_LOCK
 from capsel.scoring.blocks import find_decoder_blocks
 from capsel.scoring.model_source import ModelSource, resolve_model
 
@@ -147,9 +148,10 @@ def load_model(info: ModelInfo, attn_implementation: str = "auto") -> LoadedMode
         kwargs["device_map"] = "auto"
     while True:
         try:
-            model = AutoModelForCausalLM.from_pretrained(
-                info.source.local_dir, attn_implementation=attn_implementation, **kwargs
-            )
+            with MODEL_LOAD_LOCK:
+                model = AutoModelForCausalLM.from_pretrained(
+                    info.source.local_dir, attn_implementation=attn_implementation, **kwargs
+                )
             break
         except (ValueError, ImportError) as exc:
             # An architecture without this attention kernel falls back to the next one; other errors surface.

@@ -110,3 +110,30 @@ def test_bfloat16_scores_track_float32(model_dir):
     for f, h in scored:
         assert h.layer_divergence == pytest.approx(f.layer_divergence, abs=0.02)
         assert h.ppl == pytest.approx(f.ppl, rel=0.05)
+
+
+def test_loads_from_many_threads_leave_the_next_load_intact():
+    # transformers switches process-wide state while it builds a model: concurrent loads used to leave
+    # it switched, and every later load in the process had its tied lm_head stuck on the meta device.
+    import threading
+
+    from capsel.models import demo_model_path
+
+    demo = describe_model(str(demo_model_path()), dtype="float32", device="cpu")
+    errors: list[BaseException] = []
+
+    def load() -> None:
+        try:
+            load_model(demo)
+        except BaseException as exc:  # collected and asserted below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=load) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors and str(torch.get_default_device()) == "cpu"
+    model = load_model(demo).model
+    assert all(p.device.type == "cpu" for p in model.parameters())
+    assert model.lm_head.weight.data_ptr() == model.model.embed_tokens.weight.data_ptr()  # still tied
