@@ -32,17 +32,18 @@ def db(tmp_path):
 
 
 @pytest.fixture
-def mixed_pool():
-    """The two mixed candidate pools (every length regime twice), as the fixture model's EOS ids expect."""
+def pool():
+    """The two mixed candidate pools (every length regime twice): the fixture model's EOS ids make every
+    exclusion reason occur in them."""
     from tests.fixtures.candidates import mixed_candidates
 
     return mixed_candidates() + mixed_candidates(seed=4, prefix="b")
 
 
 @pytest.fixture
-def mixed_pool_db(db, mixed_pool):
-    """A fresh database holding `mixed_pool`."""
+def con(db, pool):
+    """A fresh database holding `pool`."""
     from tests.fixtures.pool import append_candidates
 
-    append_candidates(db, mixed_pool)
+    append_candidates(db, pool)
     return db

@@ -10,33 +10,18 @@ from capsel.scoring.config import ScoringConfig
 from capsel.scoring.engine import ScoringEngine
 from capsel.scoring.generation import HFGenerator
 from capsel.scoring.inputs import CandidateText
-from capsel.scoring.model_loading import describe_model, load_model
+from capsel.scoring.model_loading import load_model
 from capsel.scoring.runner import run_generation, run_scoring
 from capsel.scoring.store import Scope
 from tests.fixtures.candidates import mixed_candidates
-from tests.fixtures.pool import append_candidates, tiny_model_dir
+from tests.fixtures.pool import append_candidates
 
 BATCH = 4
 
 
 @pytest.fixture(scope="module")
-def loaded(tmp_path_factory):
-    path = tiny_model_dir(tmp_path_factory.mktemp("model") / "llama")
-    return load_model(describe_model(str(path), dtype="float32", device="cpu"))
-
-
-@pytest.fixture()
-def pool():
-    # The default pool is the one the fixture model's EOS ids were chosen for (all exclusions occur).
-    return mixed_candidates() + mixed_candidates(seed=4, prefix="b")
-
-
-@pytest.fixture()
-def con(tmp_path, pool):
-    connection = open_db(tmp_path / "capsel.duckdb")
-    append_candidates(connection, pool)
-    yield connection
-    connection.close()
+def loaded(info):
+    return load_model(info)
 
 
 def _rows(con, table: str) -> list[tuple]:

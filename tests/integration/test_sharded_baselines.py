@@ -35,8 +35,7 @@ def _done(result) -> Future:
     return future
 
 
-def test_less_shards_equal_run_baseline_and_runs_add_up(tmp_path, mixed_pool_db, options, mixed_pool):
-    con, pool = mixed_pool_db, mixed_pool
+def test_less_shards_equal_run_baseline_and_runs_add_up(tmp_path, con, options, pool):
     with ThreadPoolExecutor(2) as executor:
         summary = run_sharded_baseline(
             con, less.from_options(options), SHARD,
@@ -76,8 +75,7 @@ def test_less_shards_equal_run_baseline_and_runs_add_up(tmp_path, mixed_pool_db,
     assert last["n_shards_planned"] == 0
 
 
-def test_a_shard_from_another_model_is_refused_and_not_written(mixed_pool_db, options):
-    con = mixed_pool_db
+def test_a_shard_from_another_model_is_refused_and_not_written(con, options):
 
     def other_model(work):
         return _done(replace(score_baseline_shard("less", options, work), model_fingerprint="other"))

@@ -14,11 +14,11 @@ from capsel.orchestration.shards import plan_shards
 from capsel.pipeline_config import ModelSpec
 from capsel.scoring.config import ScoringConfig
 from capsel.scoring.engine import ScoringEngine
-from capsel.scoring.model_loading import describe_model, load_model
+from capsel.scoring.model_loading import load_model
 from capsel.scoring.runner import run_scoring
 from capsel.scoring.store import Scope
 from tests.fixtures.candidates import mixed_candidates
-from tests.fixtures.pool import append_candidates, tiny_model_dir
+from tests.fixtures.pool import append_candidates
 
 BATCH = 4
 CONFIG = ScoringConfig()
@@ -26,31 +26,8 @@ SCORES = "select candidate_id, excluded_reason, n_aligned, d_early, d_late, ppl 
 
 
 @pytest.fixture(scope="module")
-def model_path(tmp_path_factory):
-    return tiny_model_dir(tmp_path_factory.mktemp("model") / "llama")
-
-
-@pytest.fixture(scope="module")
-def spec(model_path):
-    return ModelSpec(path=str(model_path), dtype="float32", device="cpu")
-
-
-@pytest.fixture(scope="module")
-def info(model_path):
-    return describe_model(str(model_path), dtype="float32", device="cpu")
-
-
-@pytest.fixture()
-def pool():
-    return mixed_candidates() + mixed_candidates(seed=4, prefix="b")
-
-
-@pytest.fixture()
-def con(tmp_path, pool):
-    connection = open_db(tmp_path / "capsel.duckdb")
-    append_candidates(connection, pool)
-    yield connection
-    connection.close()
+def spec(model_dir):
+    return ModelSpec(path=str(model_dir), dtype="float32", device="cpu")
 
 
 def _in_thread(executor, spec):
@@ -66,7 +43,7 @@ def test_plan_covers_every_pending_candidate_once(con, info, pool):
     assert [s.after_candidate_id for s in shards] == [""] + [s.last_candidate_id for s in shards[:-1]]
 
 
-def test_sharded_run_equals_the_unsharded_runner(tmp_path, con, spec, info, model_path, pool):
+def test_sharded_run_equals_the_unsharded_runner(tmp_path, con, spec, info, model_dir, pool):
     with ThreadPoolExecutor(2) as executor:
         summary = run_sharded_scoring(con, info, CONFIG, 5, _in_thread(executor, spec), max_in_flight=3)
     assert summary.n_processed == len(pool) and summary.n_already_done == 0
