@@ -12,9 +12,16 @@ KEY_SEPARATOR = "\x1f"
 
 def normalize_text(text: str) -> str:
     """NFKC-normalise, Unicode-casefold, collapse every whitespace run to one space, trim."""
+    # Two exact shortcuts, tested against the plain definition: NFKC leaves ASCII as it is and
+    # casefold maps ASCII as lower() does (lower has a fast ASCII path, casefold has none).
+    folded = text.lower() if text.isascii() else unicodedata.normalize("NFKC", text).casefold()
+    # Every whitespace character but the space is unprintable, so a printable text without
+    # double, leading or trailing spaces has nothing to collapse or trim.
+    if folded.isprintable() and "  " not in folded and folded[:1] != " " and folded[-1:] != " ":
+        return folded
     # str.split() with no argument splits on runs of any Unicode whitespace (str.isspace),
     # the same set as the regex \s+, and drops leading/trailing runs: collapse and trim in one.
-    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+    return " ".join(folded.split())
 
 
 def dedup_key(instruction: str, input_text: str = "") -> str:

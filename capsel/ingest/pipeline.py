@@ -8,10 +8,10 @@ rerun ingests it cleanly because its sources rows were never committed.
 from __future__ import annotations
 
 import os
-from concurrent.futures import ProcessPoolExecutor
+from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import BinaryIO, Callable, Iterator, Sequence
 
 import duckdb
 import orjson
@@ -20,10 +20,10 @@ import pyarrow as pa
 from capsel.db import run_sql, sql_text
 from capsel.errors import CapselError
 from capsel.ingest.chunks import Chunk, ClassifyConfig
-from capsel.ingest.readers import FORMATS, format_for
+from capsel.ingest.readers import FORMATS, Batch, bytes_through, format_for
 from capsel.ingest.records import FieldMap
 from capsel.ingest.summary import FileOutcome, IngestReport, run_summary
-from capsel.ingest.workers import classified_chunks, worker_pool
+from capsel.ingest.workers import ParseWorkers, classified_chunks, worker_pool
 from capsel.runs import recorded_run
 from capsel.versioning import file_sha256
 
@@ -114,12 +114,12 @@ def ingest(
     counters: dict = {}
     with (
         recorded_run(con, "ingest", counters, config=options.as_config(files)) as run_id,
-        worker_pool(options.workers if parallel else 0) as pool,
+        worker_pool(options.workers if parallel else 0) as workers,
     ):
         units = [[path] for path in files] if options.sample_size is None else [files]
         outcomes: list[FileOutcome] = []
         for unit in units:
-            outcomes.extend(_ingest_unit(con, unit, options, run_id, pool, progress))
+            outcomes.extend(_ingest_unit(con, unit, options, run_id, workers, progress))
         report = IngestReport(run_id, outcomes, run_summary(con, run_id))
         counters.update(report.counters())
     return report
@@ -130,14 +130,14 @@ def _ingest_unit(
     unit: list[Path],
     options: IngestOptions,
     run_id: str,
-    pool: ProcessPoolExecutor | None,
+    workers: ParseWorkers | None,
     progress: ProgressFn | None,
 ) -> list[FileOutcome]:
     outcomes: list[FileOutcome] = []
     con.begin()
     try:
         for path in unit:
-            outcomes.append(_ingest_file(con, path, options, run_id, pool, progress))
+            outcomes.append(_ingest_file(con, path, options, run_id, workers, progress))
         if options.sample_size is not None:
             _draw_sample(con, run_id, options)
         for outcome in outcomes:
@@ -155,7 +155,7 @@ def _ingest_file(
     path: Path,
     options: IngestOptions,
     run_id: str,
-    pool: ProcessPoolExecutor | None,
+    workers: ParseWorkers | None,
     progress: ProgressFn | None,
 ) -> FileOutcome:
     """Stream one file into candidates, duplicates and quarantine, unless its content is already a source."""
@@ -173,17 +173,25 @@ def _ingest_file(
     ids = {"source_id": source_id, "ingest_run_id": run_id}
     suffix = path.suffix.lower()
     n_rows = 0
+    # Framing runs ahead of writing, so each chunk's progress is where its batch ended.
+    batch_ends: deque[int] = deque()
     with open(path, "rb") as handle:
-        batches = FORMATS[suffix].frame(handle, options.chunk_rows)
+        batches = _noting_ends(FORMATS[suffix].frame(handle, options.chunk_rows), handle, batch_ends)
         max_in_flight = options.workers + 1  # one batch queued while each worker parses one
-        for chunk in classified_chunks(batches, suffix, options.classify_config(), pool, max_in_flight):
+        for chunk in classified_chunks(batches, suffix, options.classify_config(), workers, max_in_flight):
             _write_chunk(con, chunk, ids)
             n_rows += chunk.n_rows
             if progress is not None:
-                progress(path, handle.tell(), n_bytes)
+                progress(path, batch_ends.popleft(), n_bytes)
     if progress is not None:
         progress(path, n_bytes, n_bytes)
     return FileOutcome(path, source_id, n_rows)
+
+
+def _noting_ends(batches: Iterator[Batch], handle: BinaryIO, ends: deque[int]) -> Iterator[Batch]:
+    for batch in batches:
+        ends.append(bytes_through(batch, handle))
+        yield batch
 
 
 def _write_chunk(con: duckdb.DuckDBPyConnection, chunk: Chunk, ids: dict) -> None:

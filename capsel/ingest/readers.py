@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import csv
 import io
+import os
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterator, NamedTuple
 
 import ijson
+import numpy as np
 import orjson
 import pyarrow.parquet as pq
 
@@ -25,6 +27,7 @@ from capsel.ingest.reasons import Reason, Rejection
 
 _BOM = b"\xef\xbb\xbf"
 _JSON_WHITESPACE = b" \t\r\n"
+_NEWLINE = ord("\n")
 
 
 class RawRow(NamedTuple):
@@ -54,15 +57,78 @@ def _batches(items: Iterator[Any], batch_rows: int, header: list[str] | None = N
         first_row += len(chunk)
 
 
+class FileRange(NamedTuple):
+    """Bytes [start, end) of a file on disk: whole lines a worker process reads for itself."""
+
+    path: str
+    start: int
+    end: int
+
+    def read(self) -> bytes:
+        """The range's bytes."""
+        with open(self.path, "rb") as handle:
+            handle.seek(self.start)
+            return handle.read(self.end - self.start)
+
+
 def frame_jsonl(handle: BinaryIO, batch_rows: int) -> Iterator[Batch]:
-    """Batches of raw lines (blank lines included, so numbering matches the file)."""
-    yield from _batches(iter(handle), batch_rows)
+    """Batches of `batch_rows` whole lines (blank lines included, so numbering matches the file).
+
+    A batch is a FileRange when the handle is a file on disk, so parse workers read their lines
+    themselves instead of receiving them through a pipe; otherwise it is the lines' bytes.
+    """
+    path = _disk_path(handle)
+    first_row, start = 1, handle.tell() if path else 0
+    for pieces, n_lines in _line_blocks(handle, batch_rows):
+        end = start + sum(map(len, pieces))
+        yield Batch(first_row, FileRange(path, start, end) if path else b"".join(pieces))
+        first_row, start = first_row + n_lines, end
+
+
+def bytes_through(batch: Batch, handle: BinaryIO) -> int:
+    """How far into the file `batch` reaches, taken when the framer yields it."""
+    return batch.items.end if isinstance(batch.items, FileRange) else handle.tell()
+
+
+def _disk_path(handle: BinaryIO) -> str | None:
+    name = getattr(handle, "name", None)
+    return name if isinstance(name, str) and os.path.isfile(name) else None
+
+
+def _line_blocks(
+    handle: BinaryIO, n_lines: int, read_bytes: int = 8 * 2**20
+) -> Iterator[tuple[list[bytes], int]]:
+    """(byte pieces, line count) of consecutive blocks of `n_lines` lines; the last may hold fewer.
+
+    Lines end at a newline byte only, as when iterating a binary file, and a last line without one counts.
+    """
+    pending: list[bytes] = []
+    pending_lines = 0
+    while data := handle.read(read_bytes):
+        # numpy finds the newlines several times faster than bytes.count and a loop of find.
+        ends = np.flatnonzero(np.frombuffer(data, np.uint8) == _NEWLINE) + 1
+        offset, used = 0, 0
+        while pending_lines + len(ends) - used >= n_lines:
+            used += n_lines - pending_lines
+            cut = int(ends[used - 1])
+            pending.append(data[offset:cut])
+            yield pending, n_lines
+            pending, pending_lines, offset = [], 0, cut
+        if offset < len(data):
+            pending.append(data[offset:])
+            pending_lines += len(ends) - used
+    if pending:
+        yield pending, pending_lines + (not pending[-1].endswith(b"\n"))
+
+
+def _jsonl_lines(items: bytes | FileRange) -> io.BytesIO:
+    return io.BytesIO(items.read() if isinstance(items, FileRange) else items)
 
 
 def decode_jsonl(batch: Batch) -> Iterator[RawRow]:
     """Parse lines; blank lines are not records and yield nothing."""
     loads = orjson.loads
-    for number, line in enumerate(batch.items, batch.first_row):
+    for number, line in enumerate(_jsonl_lines(batch.items), batch.first_row):
         if number == 1 and line.startswith(_BOM):
             line = line[len(_BOM):]
         try:
@@ -190,7 +256,7 @@ def raw_text(raw: bytes | list[str] | None, value: object) -> str | None:
 
 def decode_any(batch: Batch) -> Iterator[RawRow]:
     """Decode a .json batch: raw lines when the file was JSON Lines, parsed elements otherwise."""
-    if batch.items and isinstance(batch.items[0], bytes):
+    if isinstance(batch.items, (bytes, FileRange)):
         return decode_jsonl(batch)
     return decode_values(batch)
 

@@ -1,16 +1,41 @@
-"""Classify framed batches in worker processes while the caller writes earlier chunks to DuckDB."""
+"""Classify framed batches in worker processes while the caller writes earlier chunks to DuckDB.
+
+Workers hand their chunks back as Arrow IPC files in a scratch folder, which the caller
+memory-maps: a chunk's texts are never pickled through a pipe (that cost the caller more
+CPU than its DuckDB writes).
+"""
 
 from __future__ import annotations
 
 import multiprocessing
+import os
 import signal
+import tempfile
 from collections import deque
 from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import contextmanager
-from typing import Iterator
+from pathlib import Path
+from typing import Iterator, NamedTuple
+
+import pyarrow as pa
 
 from capsel.ingest.chunks import Chunk, ClassifyConfig, classify_batch
 from capsel.ingest.readers import Batch
+
+
+class SpilledChunk(NamedTuple):
+    """A chunk a worker wrote to disk: its candidate and quarantine tables as Arrow IPC files."""
+
+    staged: str
+    quarantined: str
+    n_rows: int
+
+
+class ParseWorkers(NamedTuple):
+    """Parse processes and the scratch folder their chunks come back through."""
+
+    pool: ProcessPoolExecutor
+    scratch: str
 
 
 def _leave_ctrl_c_to_parent() -> None:
@@ -20,8 +45,8 @@ def _leave_ctrl_c_to_parent() -> None:
 
 
 @contextmanager
-def worker_pool(n_workers: int) -> Iterator[ProcessPoolExecutor | None]:
-    """A pool of `n_workers` parse processes, or None to classify in this process."""
+def worker_pool(n_workers: int) -> Iterator[ParseWorkers | None]:
+    """`n_workers` parse processes with a scratch folder, or None to classify in this process."""
     if n_workers < 1:
         yield None
         return
@@ -29,28 +54,54 @@ def worker_pool(n_workers: int) -> Iterator[ProcessPoolExecutor | None]:
     pool = ProcessPoolExecutor(
         n_workers, mp_context=multiprocessing.get_context("spawn"), initializer=_leave_ctrl_c_to_parent
     )
+    scratch = tempfile.TemporaryDirectory(prefix="capsel-ingest-")
     try:
-        yield pool
+        yield ParseWorkers(pool, scratch.name)
     finally:
+        # Workers stop first: after an error, chunks still in flight would write into a removed folder.
         pool.shutdown(wait=True, cancel_futures=True)
+        scratch.cleanup()
 
 
 def classified_chunks(
     batches: Iterator[Batch],
     suffix: str,
     config: ClassifyConfig,
-    pool: ProcessPoolExecutor | None,
+    workers: ParseWorkers | None,
     max_in_flight: int = 4,
 ) -> Iterator[Chunk]:
-    """Chunks in file order; with a pool, at most `max_in_flight` batches are queued (bounded memory)."""
-    if pool is None:
+    """Chunks in file order; with workers, at most `max_in_flight` batches are queued (bounded memory)."""
+    if workers is None:
         for batch in batches:
             yield classify_batch(suffix, batch, config)
         return
-    in_flight: deque[Future[Chunk]] = deque()
-    for batch in batches:
-        in_flight.append(pool.submit(classify_batch, suffix, batch, config))
+    in_flight: deque[Future[SpilledChunk]] = deque()
+    for number, batch in enumerate(batches):
+        stem = os.path.join(workers.scratch, str(number))
+        in_flight.append(workers.pool.submit(classify_to_files, suffix, batch, config, stem))
         if len(in_flight) >= max_in_flight:
-            yield in_flight.popleft().result()
+            yield load_spilled(in_flight.popleft().result())
     while in_flight:
-        yield in_flight.popleft().result()
+        yield load_spilled(in_flight.popleft().result())
+
+
+def classify_to_files(suffix: str, batch: Batch, config: ClassifyConfig, stem: str) -> SpilledChunk:
+    """Classify a batch (in a worker) and write its tables next to `stem` as Arrow IPC files."""
+    chunk = classify_batch(suffix, batch, config)
+    paths = []
+    for name, table in (("staged", chunk.staged), ("quarantined", chunk.quarantined)):
+        path = f"{stem}.{name}.arrow"
+        with pa.OSFile(path, "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
+            writer.write_table(table)
+        paths.append(path)
+    return SpilledChunk(*paths, chunk.n_rows)
+
+
+def load_spilled(spilled: SpilledChunk) -> Chunk:
+    """Memory-map a spilled chunk's tables and remove its files (the mapping outlives the names)."""
+    tables = []
+    for path in (spilled.staged, spilled.quarantined):
+        # No `with`: the table's buffers keep the mapping alive after this function returns.
+        tables.append(pa.ipc.open_file(pa.memory_map(path)).read_all())
+        Path(path).unlink()
+    return Chunk(*tables, spilled.n_rows)

@@ -61,3 +61,21 @@ def test_candidate_id_is_blake2b_of_domain_and_key():
     assert candidate_id("math", key) == expected
     assert re.fullmatch(r"[0-9a-f]{20}", expected)
     assert candidate_id("code", key) != expected
+
+
+def test_normalize_text_shortcuts_match_the_reference_for_every_code_point():
+    # The printable shortcut relies on this: no whitespace character but the space is printable.
+    assert [c for c in map(chr, range(sys.maxunicode + 1)) if c.isspace() and c.isprintable()] == [" "]
+    for code in range(sys.maxunicode + 1):
+        char = chr(code)
+        for text in (char, f" {char}", f"A{char}b  c", f"{char}{char}"):
+            assert normalize_text(text) == reference_normalize(text), repr(text)
+
+
+def test_normalize_text_matches_reference_on_random_ascii_and_mixed_text():
+    ascii_chars = [chr(c) for c in range(128)]
+    rng = random.Random(1)
+    for alphabet in (ascii_chars, ascii_chars + list("ßﬁＡé\u00a0\u3000ΣЖ")):
+        for _ in range(5000):
+            text = "".join(rng.choices(alphabet, k=rng.randint(0, 30)))
+            assert normalize_text(text) == reference_normalize(text), repr(text)

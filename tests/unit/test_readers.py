@@ -2,10 +2,12 @@
 
 import io
 import itertools
+import random
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from capsel.ingest import readers
 from capsel.ingest.readers import FORMATS, raw_text, read_rows
 from capsel.ingest.reasons import Reason, Rejection
 
@@ -77,9 +79,9 @@ class EndlessStream(io.RawIOBase):
         return True
 
     def readinto(self, buffer):
-        while len(self.pending) < len(buffer):
-            self.pending += self.item
         size = len(buffer)
+        if len(self.pending) < size:
+            self.pending += self.item * (size // len(self.item) + 1)
         buffer[:size], self.pending = self.pending[:size], self.pending[size:]
         return size
 
@@ -93,10 +95,33 @@ def test_framers_stream_without_reading_the_whole_file():
     for suffix, stream in cases.items():
         handle = io.BufferedReader(stream)
         first = next(FORMATS[suffix].frame(handle, 1000))
-        assert len(first.items) == 1000, suffix
         assert first.first_row == 1
-        assert list(FORMATS[suffix].decode(first))[-1].row == 1000
+        assert [row.row for row in FORMATS[suffix].decode(first)] == list(range(1, 1001)), suffix
 
 
 def test_rejection_rows_have_no_raw_text_when_nothing_was_read():
     assert raw_text(None, Rejection(Reason.NOT_JSON, "broken")) is None
+
+
+def test_jsonl_batches_hold_the_same_lines_as_iterating_the_file(tmp_path):
+    rng = random.Random(7)
+    pieces = [b"", b"\n", b"\r\n", b"x", b"\xef\xbb\xbf", b'{"a": 1}', b"\xff"]
+    for case in range(300):
+        data = b"".join(rng.choice(pieces) for _ in range(rng.randint(0, 40)))
+        expected = list(io.BytesIO(data))
+        batch_rows = rng.randint(1, 6)
+        read_bytes = rng.randint(1, 16)
+        path = tmp_path / f"{case}.jsonl"
+        path.write_bytes(data)
+        for handle in (open(path, "rb"), io.BufferedReader(io.BytesIO(data))):
+            with handle:
+                blocks = list(readers._line_blocks(handle, batch_rows, read_bytes))
+            lines = list(itertools.chain.from_iterable(io.BytesIO(b"".join(block)) for block, _ in blocks))
+            assert lines == expected
+            assert [n for _, n in blocks] == [len(list(io.BytesIO(b"".join(block)))) for block, _ in blocks]
+            assert all(n == batch_rows for _, n in blocks[:-1])
+        with open(path, "rb") as handle:
+            batches = list(FORMATS[".jsonl"].frame(handle, batch_rows))
+        assert all(isinstance(batch.items, readers.FileRange) for batch in batches)
+        assert b"".join(batch.items.read() for batch in batches) == data
+        assert [batch.first_row for batch in batches] == [1 + batch_rows * i for i in range(len(batches))]
