@@ -4,7 +4,12 @@ Runs `capsel ingest` as a user would, in a child process, and reports rows/s end
 (interpreter start-up and the sha256 pass included) and peak memory: the largest sum of RSS
 over the command and its parse workers, sampled every 50 ms.
 
-    python benchmarks/ingest.py --rows 1000000 --workdir /tmp/capsel_bench [--workers 2]
+    python benchmarks/ingest.py --rows 1000000 --workdir /tmp/capsel_bench [--workers 2] [--repeats 3]
+
+Each repeat ingests into a fresh DB and prints its own line; the summary gives the median
+and the best. The first run can be slower on a machine that has been idle: its kernel may
+have evicted the pool file and the libraries from the page cache, and reading them back
+is counted in that run's wall time.
 """
 
 from __future__ import annotations
@@ -13,6 +18,8 @@ import argparse
 import os
 import random
 import resource
+import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -96,7 +103,7 @@ def tree_rss(process: psutil.Process) -> int:
     return total
 
 
-def run_measured(command: list[str], env: dict[str, str]) -> dict[str, float]:
+def run_measured(command: list[str], env: dict[str, str], quiet: bool = False) -> dict[str, float]:
     """Run a command to completion: wall time, peak RSS of its process tree, CPU seconds used.
 
     CPU seconds do not depend on what else the machine runs, so they give a contention-free
@@ -104,7 +111,7 @@ def run_measured(command: list[str], env: dict[str, str]) -> dict[str, float]:
     """
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    process = psutil.Popen(command, env=env)
+    process = psutil.Popen(command, env=env, stdout=subprocess.DEVNULL if quiet else None)
     peak, main_cpu = 0, 0.0
     while process.poll() is None:
         try:
@@ -128,6 +135,7 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/capsel_bench"))
     parser.add_argument("--workers", type=int, default=None, help="CAPSEL_INGEST_WORKERS for the run")
+    parser.add_argument("--repeats", type=int, default=3, help="ingest runs, each into a fresh DB")
     args = parser.parse_args()
     args.workdir.mkdir(parents=True, exist_ok=True)
     pool = args.workdir / f"pool_{args.rows}.jsonl"
@@ -135,22 +143,42 @@ def main() -> None:
         started = time.perf_counter()
         counts = generate_pool(pool, args.rows)
         print(f"generated {pool} ({pool.stat().st_size / 2**20:.0f} MiB) in {time.perf_counter() - started:.1f}s: {counts}")
-    load_before = os.getloadavg()[0]
-    db = args.workdir / "bench.duckdb"
-    for stale in (db, db.with_suffix(".duckdb.wal")):
-        stale.unlink(missing_ok=True)
-    command = [sys.executable, "-m", "capsel", "ingest", str(pool), "--domain", "bench", "--db", str(db)]
+    command = [sys.executable, "-m", "capsel", "ingest", str(pool), "--domain", "bench", "--db", str(args.workdir / "bench.duckdb")]
     env = dict(os.environ)
     if args.workers is not None:
         env["CAPSEL_INGEST_WORKERS"] = str(args.workers)
-    m = run_measured(command, env)
+    rates, peaks = [], []
+    for repeat in range(1, args.repeats + 1):
+        m = measure_once(command, env, args, quiet=repeat > 1)
+        rates.append(args.rows / m["wall_s"])
+        peaks.append(m["peak_rss"])
+        print(f"run {repeat}/{args.repeats}: " + describe(m, args.rows, env))
+    print(f"summary over {args.repeats} runs: median {statistics.median(rates):,.0f} rows/s, "
+          f"best {max(rates):,.0f} rows/s, worst {min(rates):,.0f} rows/s; "
+          f"largest peak RSS {max(peaks) / 2**30:.2f} GiB")
+
+
+def measure_once(command: list[str], env: dict[str, str], args: argparse.Namespace, quiet: bool) -> dict:
+    """One ingest of the pool into a fresh DB, with the machine's load before it and the DB size after."""
+    db = args.workdir / "bench.duckdb"
+    for stale in (db, db.with_suffix(".duckdb.wal")):
+        stale.unlink(missing_ok=True)
+    load_before = os.getloadavg()[0]
+    m = run_measured(command, env, quiet)
+    return {**m, "load_before": load_before, "db_bytes": db.stat().st_size}
+
+
+def describe(m: dict, rows: int, env: dict[str, str]) -> str:
+    """A run's rate, memory and CPU use in two lines."""
     cores = len(os.sched_getaffinity(0))
-    idle_estimate = args.rows / max(m["main_cpu_s"], m["total_cpu_s"] / cores)
-    print(f"rows: {args.rows:,}  wall: {m['wall_s']:.1f}s  rate: {args.rows / m['wall_s']:,.0f} rows/s  "
-          f"peak RSS (command + workers): {m['peak_rss'] / 2**30:.2f} GiB  db: {db.stat().st_size / 2**20:.0f} MiB")
-    print(f"cpu: main {m['main_cpu_s']:.1f}s, all processes {m['total_cpu_s']:.1f}s on {cores} cores "
-          f"(workers: {env.get('CAPSEL_INGEST_WORKERS', 'default')}); load average before: {load_before:.1f}; "
-          f"rate if the cores were idle (CPU-bound estimate): {idle_estimate:,.0f} rows/s")
+    idle_estimate = rows / max(m["main_cpu_s"], m["total_cpu_s"] / cores)
+    return (
+        f"rows: {rows:,}  wall: {m['wall_s']:.1f}s  rate: {rows / m['wall_s']:,.0f} rows/s  "
+        f"peak RSS (command + workers): {m['peak_rss'] / 2**30:.2f} GiB  db: {m['db_bytes'] / 2**20:.0f} MiB\n"
+        f"  cpu: main {m['main_cpu_s']:.1f}s, all processes {m['total_cpu_s']:.1f}s on {cores} cores "
+        f"(workers: {env.get('CAPSEL_INGEST_WORKERS', 'default')}); load average before: {m['load_before']:.1f}; "
+        f"rate if the cores were idle (CPU-bound estimate): {idle_estimate:,.0f} rows/s"
+    )
 
 
 if __name__ == "__main__":

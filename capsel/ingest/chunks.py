@@ -72,13 +72,10 @@ def classify_rows(rows: Iterable[RawRow], config: ClassifyConfig) -> Chunk:
 
 
 def _classify(rows: Iterable[RawRow], config: ClassifyConfig) -> Chunk:
-    staged: dict[str, list] = {name: [] for name in STAGED_SCHEMA.names}
-    quarantined: dict[str, list] = {name: [] for name in QUARANTINE_SCHEMA.names}
-    s_row, s_domain, s_instruction = staged["source_row"], staged["domain"], staged["instruction"]
-    s_input, s_response, s_key, s_id, s_first = (
-        staged["input"], staged["response"], staged["dedup_key"], staged["candidate_id"],
-        staged["is_first_in_chunk"],
-    )
+    # A tuple per row, turned into columns once at the end: cheaper than an append per column.
+    staged: list[tuple] = []
+    quarantined: list[tuple] = []
+    add_staged, add_quarantined = staged.append, quarantined.append
     # Within-chunk first occurrences are cheap here and spare SQL a window over every chunk.
     seen: set[str] = set()
     fields, domain_option, max_chars = config.fields, config.domain_option, config.max_field_chars
@@ -89,26 +86,21 @@ def _classify(rows: Iterable[RawRow], config: ClassifyConfig) -> Chunk:
         if not isinstance(value, Rejection):
             value = extract_fields(value, fields, domain_option, max_chars)
         if isinstance(value, Fields):
-            key = dedup_key(value.instruction, value.input)
-            cid = candidate_id(value.domain, key)
-            s_first.append(cid not in seen)
+            domain, instruction, input_text, response = value
+            key = dedup_key(instruction, input_text)
+            cid = candidate_id(domain, key)
+            add_staged((row.row, domain, instruction, input_text, response, key, cid, cid not in seen))
             seen.add(cid)
-            s_row.append(row.row)
-            s_domain.append(value.domain)
-            s_instruction.append(value.instruction)
-            s_input.append(value.input)
-            s_response.append(value.response)
-            s_key.append(key)
-            s_id.append(cid)
         else:
-            quarantined["source_row"].append(row.row)
-            quarantined["domain"].append(value.domain or domain_option)
-            quarantined["raw_text"].append(raw_text(row.raw, row.value))
-            quarantined["reason"].append(str(value.reason))
-            quarantined["detail"].append(value.detail)
-    return Chunk(
-        pa.table(staged, schema=STAGED_SCHEMA), pa.table(quarantined, schema=QUARANTINE_SCHEMA), n_rows
-    )
+            add_quarantined((
+                row.row, value.domain or domain_option, raw_text(row.raw, row.value), str(value.reason), value.detail,
+            ))
+    return Chunk(_columns(staged, STAGED_SCHEMA), _columns(quarantined, QUARANTINE_SCHEMA), n_rows)
+
+
+def _columns(rows: list[tuple], schema: pa.Schema) -> pa.Table:
+    columns = list(zip(*rows)) if rows else [()] * len(schema)
+    return pa.Table.from_arrays([pa.array(column, type=f.type) for column, f in zip(columns, schema)], schema=schema)
 
 
 def classify_batch(suffix: str, batch: Batch, config: ClassifyConfig) -> Chunk:

@@ -44,6 +44,10 @@ def _leave_ctrl_c_to_parent() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
+def _started() -> None:
+    """Nothing: a worker that ran it has imported this module and everything classifying needs."""
+
+
 @contextmanager
 def worker_pool(n_workers: int) -> Iterator[ParseWorkers | None]:
     """`n_workers` parse processes with a scratch folder, or None to classify in this process."""
@@ -54,6 +58,9 @@ def worker_pool(n_workers: int) -> Iterator[ParseWorkers | None]:
     pool = ProcessPoolExecutor(
         n_workers, mp_context=multiprocessing.get_context("spawn"), initializer=_leave_ctrl_c_to_parent
     )
+    # Start every worker now, so their interpreters and imports overlap the file's sha256 pass.
+    for _ in range(n_workers):
+        pool.submit(_started)
     scratch = tempfile.TemporaryDirectory(prefix="capsel-ingest-")
     try:
         yield ParseWorkers(pool, scratch.name)
