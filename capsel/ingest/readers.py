@@ -65,10 +65,13 @@ class FileRange(NamedTuple):
     end: int
 
     def read(self) -> bytes:
-        """The range's bytes."""
+        """The range's bytes; CapselError if the file no longer holds them all."""
         with open(self.path, "rb") as handle:
             handle.seek(self.start)
-            return handle.read(self.end - self.start)
+            data = handle.read(self.end - self.start)
+        if len(data) != self.end - self.start:
+            raise CapselError(f"{self.path}: the file shrank while it was being ingested; nothing was committed")
+        return data
 
 
 def frame_jsonl(handle: BinaryIO, batch_rows: int) -> Iterator[Batch]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import tempfile
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -212,6 +213,27 @@ def test_worker_processes_give_the_same_result_as_one_process(tmp_path):
     for name in frames[0]:
         assert frames[0][name].equals(frames[1][name]), name
     assert len(frames[0]["candidates"]) == 700 * 3 * 2 // 2  # (instruction, input) pairs per domain
+
+
+def test_worker_chunk_files_are_removed_after_success_and_after_an_interrupt(db, tmp_path, monkeypatch):
+    scratch_root = tmp_path / "tmp"
+    scratch_root.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch_root))
+    rows = [{"instruction": f"Q{i}", "output": "a"} for i in range(400)]
+    path = write_jsonl(tmp_path / "pool.jsonl", rows)
+    options = IngestOptions(domain="math", chunk_rows=50, workers=2, parallel_min_bytes=0)
+
+    def interrupt_midway(file, done_bytes, total):
+        if done_bytes > total // 2:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        ingest(db, [path], options, progress=interrupt_midway)
+    assert list(scratch_root.iterdir()) == []
+    assert len(table(db, "candidates")) == 0
+    report = ingest(db, [path], options)
+    assert report.totals().n_inserted == 400
+    assert list(scratch_root.iterdir()) == []
 
 
 def test_chunk_size_does_not_change_the_outcome(tmp_path):

@@ -6,7 +6,9 @@ import random
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
+from capsel.errors import CapselError
 from capsel.ingest import readers
 from capsel.ingest.readers import FORMATS, raw_text, read_rows
 from capsel.ingest.reasons import Reason, Rejection
@@ -125,3 +127,13 @@ def test_jsonl_batches_hold_the_same_lines_as_iterating_the_file(tmp_path):
         assert all(isinstance(batch.items, readers.FileRange) for batch in batches)
         assert b"".join(batch.items.read() for batch in batches) == data
         assert [batch.first_row for batch in batches] == [1 + batch_rows * i for i in range(len(batches))]
+
+
+def test_a_line_range_of_a_file_that_shrank_is_an_error(tmp_path):
+    path = tmp_path / "pool.jsonl"
+    path.write_bytes(b'{"a": 1}\n' * 10)
+    with open(path, "rb") as handle:
+        [batch] = FORMATS[".jsonl"].frame(handle, 100)
+    path.write_bytes(b'{"a": 1}\n')
+    with pytest.raises(CapselError, match="shrank"):
+        list(FORMATS[".jsonl"].decode(batch))
