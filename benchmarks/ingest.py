@@ -15,6 +15,7 @@ is counted in that run's wall time.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import resource
@@ -147,15 +148,20 @@ def main() -> None:
     env = dict(os.environ)
     if args.workers is not None:
         env["CAPSEL_INGEST_WORKERS"] = str(args.workers)
-    rates, peaks = [], []
+    runs = []
     for repeat in range(1, args.repeats + 1):
         m = measure_once(command, env, args, quiet=repeat > 1)
-        rates.append(args.rows / m["wall_s"])
-        peaks.append(m["peak_rss"])
+        runs.append({**m, "rows_per_s": args.rows / m["wall_s"]})
         print(f"run {repeat}/{args.repeats}: " + describe(m, args.rows, env))
+    rates = [run["rows_per_s"] for run in runs]
+    largest_rss = max(run["peak_rss"] for run in runs)
     print(f"summary over {args.repeats} runs: median {statistics.median(rates):,.0f} rows/s, "
           f"best {max(rates):,.0f} rows/s, worst {min(rates):,.0f} rows/s; "
-          f"largest peak RSS {max(peaks) / 2**30:.2f} GiB")
+          f"largest peak RSS {largest_rss / 2**30:.2f} GiB")
+    print(json.dumps({
+        "rows": args.rows, "workers": env.get("CAPSEL_INGEST_WORKERS", "default"),
+        "median_rows_per_s": statistics.median(rates), "largest_peak_rss_bytes": largest_rss, "runs": runs,
+    }))
 
 
 def measure_once(command: list[str], env: dict[str, str], args: argparse.Namespace, quiet: bool) -> dict:
