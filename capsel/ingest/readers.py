@@ -95,7 +95,8 @@ def bytes_through(batch: Batch, handle: BinaryIO) -> int:
 
 def _disk_path(handle: BinaryIO) -> str | None:
     name = getattr(handle, "name", None)
-    return name if isinstance(name, str) and os.path.isfile(name) else None
+    # Absolute, so a worker (or a later chdir) reads the same file.
+    return os.path.abspath(name) if isinstance(name, str) and os.path.isfile(name) else None
 
 
 def _line_blocks(
