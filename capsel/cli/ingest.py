@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Iterator, Optional
@@ -51,6 +52,7 @@ def ingest(
     )
     files = resolve_inputs(paths)  # a bad path fails before the database is even created
     con = open_db(settings.db_path, memory_limit=settings.ingest_memory_limit)
+    started = time.perf_counter()
     try:
         with file_progress() as progress:
             report = run_ingest(con, files, options, progress)
@@ -63,6 +65,9 @@ def ingest(
     finally:
         con.close()
     print_report(report)
+    n_read, seconds = report.totals().n_read, time.perf_counter() - started
+    if n_read:
+        console.print(f"{n_read:,} rows in {seconds:.1f} s ({n_read / seconds:,.0f} rows/s)")
 
 
 @contextmanager

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -33,6 +34,7 @@ def test_ingest_then_status_then_noop_reingest(tmp_path):
     assert "read = inserted + duplicates + quarantined" in first.stdout
     math_row = next(line for line in first.stdout.splitlines() if line.strip().startswith("math"))
     assert math_row.split()[1:] == ["4", "1", "1", "2"]
+    assert re.search(r"^4 rows in [0-9.]+ s \([0-9,]+ rows/s\)$", first.stdout, re.MULTILINE)
     status = capsel("status", "--db", "pool.duckdb", cwd=tmp_path)
     assert status.returncode == 0, status.stderr
     assert next(line for line in status.stdout.splitlines() if line.startswith("math")).split()[1:4] == ["1", "1", "2"]
