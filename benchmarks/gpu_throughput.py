@@ -193,7 +193,7 @@ def main() -> None:
     dtype = "bfloat16" if device == "cuda" else "float32"
     generator = args.generator or ("vllm" if device == "cuda" else "hf")
     n = args.n_candidates or (32 if args.tiny else 8192)
-    config = ScoringConfig()
+    config = ScoringConfig(prompt_format="raw")  # the paper's protocol; the synthetic tokenizer has no template
     device_name = torch.cuda.get_device_name(0) if device == "cuda" else f"cpu-{platform.machine()}"
     report: dict = {"device": {"name": device_name, "torch": torch.__version__, "code_version": code_version()},
                     "command": " ".join(["python", *sys.argv]), "generator": generator, "lengths": args.lengths}

@@ -130,7 +130,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
-    config = ScoringConfig()
+    config = ScoringConfig(prompt_format="raw")  # the paper's protocol; the synthetic tokenizer has no template
     with tempfile.TemporaryDirectory() as root:
         info = describe_model(str(build_model_dir(Path(root))), dtype="float32", device="cpu")
         loaded = load_model(info)

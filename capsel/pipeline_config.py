@@ -139,6 +139,9 @@ class BaselineFlowConfig(BaseModel):
     max_length: int | None = Field(None, gt=1, description="token window (default: the paper's per method)")
     prompt_tokens: int = Field(256, gt=0, description="ppl: P, keep the last P prompt tokens")
     horizon: int = Field(48, gt=0, description="ppl: R, keep the first R response tokens")
+    prompt_format: Literal["auto", "raw", "chat"] = Field(
+        "auto", description="ppl, ifd, less: raw prompt ids, the model's chat template, or auto (chat if it has one)"
+    )
     dtype: Literal["auto", "float32", "bfloat16"] = Field("auto", description="auto: bfloat16 on CUDA, else float32")
     device: Literal["auto", "cpu", "cuda"] = Field("auto", description="auto: cuda when shards get GPUs")
     trust_remote_code: bool = Field(False, description="run model code shipped with the checkpoint")

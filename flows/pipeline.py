@@ -78,8 +78,9 @@ def _stages(con, config: PipelineConfig, settings: Settings, report: FlowReport,
 
     uses_gpus = config.runner.kind == "ray" and config.runner.num_gpus > 0
     spec = resolved_spec(config.scoring.model, uses_gpus, torch.cuda.is_available())
-    report.scoring, fingerprint = score_pending(config, spec, report.run_id)
-    key = resolve_scoring_key(con, fingerprint, config.scoring.scoring_config().scoring_hash)
+    report.scoring, keys = score_pending(config, spec, report.run_id)
+    report.notes.extend(report.scoring.notes)
+    key = resolve_scoring_key(con, keys.model_fingerprint, keys.scoring_hash)
     report.key = key
     datasets.model = {"fingerprint": key.model_fingerprint, "name_or_path": key.model_name,
                       "dtype": key.model.get("dtype")}
@@ -99,7 +100,7 @@ def _warn_without_u_shape(config: PipelineConfig, report: FlowReport) -> None:
     # but the user asked for a selection, so this warns and goes on.
     model = config.scoring.model
     try:
-        verdict = check_rank_profile(model.path, model.trust_remote_code)
+        verdict = check_rank_profile(model.path, model.trust_remote_code, config.scoring.prompt_format)
     except CapselError as error:  # e.g. too few blocks to judge: say so, scoring can still run
         report.notes.append(f"rank profile not checked: {error}")
         return

@@ -7,9 +7,10 @@ from prefect.runtime import flow_run
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from capsel.db import open_db
-from capsel.orchestration.sharded_scoring import run_sharded_scoring
+from capsel.orchestration.sharded_scoring import keys_for, run_sharded_scoring
 from capsel.pipeline_config import ModelSpec, PipelineConfig, RunnerParams
 from capsel.scoring.runner import RunSummary
+from capsel.scoring.store import ScoreKeys
 from flows.artifacts import ProgressArtifact
 from tasks.model import describe_model_task
 from tasks.score import score_shard_task
@@ -28,10 +29,10 @@ def task_runner_for(runner: RunnerParams):
 
 
 @flow(name="capsel-score-shards", log_prints=True)
-def score_shards_flow(config: PipelineConfig, spec: ModelSpec, parent_run_id: str) -> tuple[RunSummary, str]:
+def score_shards_flow(config: PipelineConfig, spec: ModelSpec, parent_run_id: str) -> tuple[RunSummary, ScoreKeys]:
     """Plan the pending shards, dispatch each to a worker task, merge every result as one transaction.
 
-    Returns the run's counters and the model fingerprint it scored under.
+    Returns the run's counters and the keys (model fingerprint, config hashes) it scored under.
     """
     scoring = config.scoring.scoring_config()
     info = describe_model_task(spec)
@@ -46,7 +47,7 @@ def score_shards_flow(config: PipelineConfig, spec: ModelSpec, parent_run_id: st
         )
     finally:
         con.close()
-    return summary, info.fingerprint
+    return summary, keys_for(info, scoring)
 
 
 def submitter(runner: RunnerParams, shard_task, *args):
@@ -63,6 +64,6 @@ def submitter(runner: RunnerParams, shard_task, *args):
     return submit
 
 
-def score_pending(config: PipelineConfig, spec: ModelSpec, parent_run_id: str) -> tuple[RunSummary, str]:
+def score_pending(config: PipelineConfig, spec: ModelSpec, parent_run_id: str) -> tuple[RunSummary, ScoreKeys]:
     """Run the scoring subflow on the task runner the config asks for."""
     return score_shards_flow.with_options(task_runner=task_runner_for(config.runner))(config, spec, parent_run_id)

@@ -1,7 +1,7 @@
 """IFD baseline: instruction-following difficulty, PPL(response | prompt) / PPL(response) (Li et al., Cherry LLM).
 
-Tokens: the prompt as CAP builds it (instruction, newline, input; default special tokens), the
-response without special tokens. Truncation follows Li et al., who cut [prompt; response] to its
+Tokens: the prompt as CAP builds it (instruction, newline, input; default special tokens, or the
+chat template in the chat prompt format), the response without special tokens. Truncation follows Li et al., who cut [prompt; response] to its
 first `max_length` tokens and score the unconditional response over the same span: the response
 keeps its first max_length - |prompt| ids, and both losses cover exactly those ids. The
 unconditional prefix is what the tokenizer puts around an empty text (e.g. BOS); when that is
@@ -19,9 +19,10 @@ import torch
 from pydantic import ConfigDict, Field
 
 from capsel.baselines.response_loss import response_token_nll
-from capsel.baselines.lm_scorer import LmScorer, lm_info
-from capsel.baselines.scorer import BaselineConfig, BaselineResult, ScorerOptions
-from capsel.scoring.inputs import SHORT_RESPONSE, CandidateText, prompt_text
+from capsel.baselines.lm_scorer import LmConfig, LmScorer, lm_info, lm_prompt_format
+from capsel.baselines.scorer import BaselineResult, ScorerOptions
+from capsel.scoring.inputs import SHORT_RESPONSE, CandidateText, prompt_text, response_token_ids
+from capsel.scoring.prompt_format import prompt_token_ids
 from capsel.scoring.model_loading import ModelInfo
 
 IFD_GE_1 = "ifd_ge_1"
@@ -29,7 +30,7 @@ PROMPT_FILLS_WINDOW = "prompt_fills_window"
 NON_FINITE = "non_finite"
 
 
-class IfdConfig(BaselineConfig):
+class IfdConfig(LmConfig):
     """IFD's window and exclusion threshold."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -56,8 +57,9 @@ def ifd_inputs(
     """Tokenise and truncate as the module docstring says; too-long prompts and short responses are excluded."""
     if not candidates:
         return []
-    prompts = tokenizer([prompt_text(c.instruction, c.input) for c in candidates]).input_ids
-    responses = tokenizer([c.response.strip() for c in candidates], add_special_tokens=False).input_ids
+    prompts = prompt_token_ids(tokenizer, [prompt_text(c.instruction, c.input) for c in candidates],
+                               config.prompt_format)
+    responses = response_token_ids(tokenizer, [c.response for c in candidates])
     inputs = []
     for candidate, prompt, response in zip(candidates, prompts, responses):
         kept = list(response[: max(0, config.max_length - len(prompt))])
@@ -111,5 +113,5 @@ def _result(item: IfdInput, ratio: float | None) -> BaselineResult:
 def from_options(options: ScorerOptions) -> IfdScorer:
     """The IFD scorer for the LM named in `options`."""
     info = lm_info(options, "ifd", "the model to measure difficulty with")
-    config = IfdConfig(max_length=options.max_length or 1024)
+    config = IfdConfig(max_length=options.max_length or 1024, prompt_format=lm_prompt_format(options, info))
     return IfdScorer(config, info, options.batch_size)

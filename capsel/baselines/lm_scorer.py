@@ -2,10 +2,31 @@
 
 from __future__ import annotations
 
+from pydantic import Field
+
 from capsel.baselines.scorer import BaselineConfig, BaselineScorer, ScorerOptions
 from capsel.baselines.scorer_models import lm_identity
 from capsel.errors import CapselError
 from capsel.scoring.model_loading import LoadedModel, ModelInfo, describe_model, load_model
+from capsel.scoring.prompt_format import RAW, resolve_prompt_format
+
+
+class LmConfig(BaselineConfig):
+    """Base of the configs of scorers that tokenise a candidate's prompt for a causal LM (PPL, IFD, LESS)."""
+
+    prompt_format: str = Field(RAW, pattern="^(raw|chat)$", description="resolved prompt format (raw or chat)")
+
+    def as_dict(self) -> dict:
+        """The stored config; raw is left out, so scores stored before prompt formats existed keep their keys."""
+        stored = super().as_dict()
+        if stored["prompt_format"] == RAW:
+            del stored["prompt_format"]
+        return stored
+
+
+def lm_prompt_format(options: ScorerOptions, info: ModelInfo) -> str:
+    """The prompt format asked for in `options`, resolved for the model's tokenizer (auto: chat if it has one)."""
+    return resolve_prompt_format(options.prompt_format, info.tokenizer)
 
 
 def lm_info(options: ScorerOptions, method: str, needs: str) -> ModelInfo:

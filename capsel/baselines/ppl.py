@@ -13,8 +13,8 @@ from typing import ClassVar, Sequence
 import torch
 from pydantic import ConfigDict, Field
 
-from capsel.baselines.lm_scorer import LmScorer, lm_info
-from capsel.baselines.scorer import BaselineConfig, BaselineResult, ScorerOptions
+from capsel.baselines.lm_scorer import LmConfig, LmScorer, lm_info, lm_prompt_format
+from capsel.baselines.scorer import BaselineResult, ScorerOptions
 from capsel.scoring.batching import right_padded
 from capsel.scoring.config import ScoringConfig
 from capsel.scoring.divergence import token_nll
@@ -23,7 +23,7 @@ from capsel.scoring.inputs import SHORT_PROMPT, SHORT_RESPONSE, CandidateText, b
 from capsel.scoring.model_loading import LoadedModel
 
 
-class PplConfig(BaselineConfig):
+class PplConfig(LmConfig):
     """The limits PPL shares with CAP (DESIGN.md steps 2-4)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -39,14 +39,17 @@ class PplConfig(BaselineConfig):
         return ScoringConfig(
             prompt_tokens=self.prompt_tokens, horizon=self.horizon,
             min_prompt_tokens=self.min_prompt_tokens, min_response_tokens=self.min_response_tokens,
+            prompt_format=self.prompt_format,
         )
 
     def matches_cap(self, stored: dict) -> bool:
         """True when a stored CAP scoring config used these limits, so its divergences' PPL is this PPL."""
         limits = self.token_limits().generation_config()
-        return stored.get("kind") == "scoring" and all(
-            stored.get(name) == value for name, value in limits.items() if name != "kind"
-        )
+        # compared whole, so a raw PPL never takes the PPL of a chat-format CAP run, nor the other way round
+        stored_limits = {name: value for name, value in stored.items() if name not in ("kind", "early", "late")}
+        return stored.get("kind") == "scoring" and stored_limits == {
+            name: value for name, value in limits.items() if name != "kind"
+        }
 
 
 class PplScorer(LmScorer):
@@ -101,5 +104,6 @@ def response_perplexity(
 def from_options(options: ScorerOptions) -> PplScorer:
     """The PPL scorer for the LM named in `options` (weights load only if something must be computed)."""
     info = lm_info(options, "ppl", "the model whose perplexity to measure")
-    config = PplConfig(prompt_tokens=options.prompt_tokens, horizon=options.horizon)
+    config = PplConfig(prompt_tokens=options.prompt_tokens, horizon=options.horizon,
+                       prompt_format=lm_prompt_format(options, info))
     return PplScorer(config, info, options.batch_size)

@@ -49,6 +49,7 @@ class ScorerOptions:
     max_length: int | None = None
     prompt_tokens: int = 256
     horizon: int = 48
+    prompt_format: str = "auto"
     dtype: str = "auto"
     device: str = "auto"
     batch_size: int = 16

@@ -43,6 +43,8 @@ OutOption = Annotated[Optional[str], typer.Option("--out", help="Folder inside t
 ShardOption = Annotated[Optional[int], typer.Option("--shard-size", min=1, help="Candidates per shard.")]
 BatchOption = Annotated[Optional[int], typer.Option("--batch-size", min=1, help="Candidates per model batch.")]
 DeviceOption = Annotated[Optional[str], typer.Option("--device", help="auto | cpu | cuda.")]
+PromptFormatOption = Annotated[Optional[str], typer.Option(
+    "--prompt-format", help="raw | chat | auto (default auto: chat when the model has a chat template).")]
 RunnerOption = Annotated[Optional[RunnerChoice], typer.Option(
     "--runner", help="local: shards in threads of this process; ray: shards as Ray tasks (default: local).")]
 GpusOption = Annotated[Optional[float], typer.Option("--num-gpus", min=0, help="GPUs each Ray shard task requests.")]
@@ -53,7 +55,7 @@ RayAddressOption = Annotated[Optional[str], typer.Option(
 def select(config: ConfigOption = None, input: InputOption = None, domain: DomainOption = None,
            map: MapOption = None, model: ModelOption = None, budget: BudgetOption = None, out: OutOption = None,
            shard_size: ShardOption = None, batch_size: BatchOption = None, device: DeviceOption = None,
-           runner: RunnerOption = None, num_gpus: GpusOption = None,
+           prompt_format: PromptFormatOption = None, runner: RunnerOption = None, num_gpus: GpusOption = None,
            ray_address: RayAddressOption = None, db: DbOption = None) -> None:
     """Run the selection flow: ingest, score (sharded, resumable), residualize, gate, publish."""
     config = _config(**locals())
@@ -65,7 +67,7 @@ def select(config: ConfigOption = None, input: InputOption = None, domain: Domai
 def rescore(config: ConfigOption = None, input: InputOption = None, domain: DomainOption = None,
             map: MapOption = None, model: ModelOption = None, budget: BudgetOption = None, out: OutOption = None,
             shard_size: ShardOption = None, batch_size: BatchOption = None, device: DeviceOption = None,
-            runner: RunnerOption = None, num_gpus: GpusOption = None,
+            prompt_format: PromptFormatOption = None, runner: RunnerOption = None, num_gpus: GpusOption = None,
             ray_address: RayAddressOption = None, db: DbOption = None) -> None:
     """Run the rescoring flow: new files only, score the new candidates, refit, publish a new version."""
     config = _config(**locals())
@@ -79,7 +81,7 @@ app.command("rescore")(rescore)
 
 
 def _config(config: Path | None, input, domain, map, model, budget, out, shard_size, batch_size, device,
-            runner: RunnerChoice | None, num_gpus, ray_address, db) -> PipelineConfig:
+            prompt_format, runner: RunnerChoice | None, num_gpus, ray_address, db) -> PipelineConfig:
     """The config file's parameters with the command-line options applied on top."""
     try:
         body = orjson.loads(config.read_bytes()) if config else {}
@@ -89,7 +91,7 @@ def _config(config: Path | None, input, domain, map, model, budget, out, shard_s
     sections["scoring"]["model"] = dict(sections["scoring"].get("model") or {})
     _put(sections["sources"], paths=[str(path) for path in input] if input else None, domain=domain, field_map=map)
     _put(sections["scoring"]["model"], path=model, device=device)
-    _put(sections["scoring"], shard_size=shard_size, batch_size=batch_size)
+    _put(sections["scoring"], shard_size=shard_size, batch_size=batch_size, prompt_format=prompt_format)
     _put(sections["selection"], budget=budget, out=out)
     _put(sections["runner"], kind=runner.value if runner else None, num_gpus=num_gpus, ray_address=ray_address)
     _put(body, db_path=str(db) if db else None)

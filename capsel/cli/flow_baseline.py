@@ -18,7 +18,8 @@ from capsel.cli.flow import (
 )
 from capsel.cli.score_baseline import DEFAULT_BATCH_SIZES, BaselineChoice
 from capsel.cli.scoring_options import (
-    DeviceOption, DomainOption, DtypeOption, LimitOption, ModelOption, TrustRemoteCodeOption, scoring_settings,
+    DeviceOption, DomainOption, DtypeOption, LimitOption, ModelOption, PromptFormatOption, TrustRemoteCodeOption,
+    scoring_settings,
 )
 from capsel.errors import CapselError
 from capsel.pipeline_config import BaselineFlowConfig
@@ -38,6 +39,7 @@ def score_baseline(
     = TARGET_MAX,
     max_length: Annotated[Optional[int], typer.Option(
         "--max-length", min=2, help="Token window (default: the paper's value for the method).")] = None,
+    prompt_format: PromptFormatOption = "auto",
     dtype: DtypeOption = None,
     device: DeviceOption = None,
     batch_size: BatchOption = None,
@@ -64,7 +66,8 @@ def score_baseline(
     body = {
         "db_path": str(settings.db_path), "method": method.value, "model": model or settings.model,
         "encoder": str(encoder) if encoder else None, "rater": str(rater) if rater else None,
-        "max_length": max_length, "dtype": settings.dtype, "device": settings.device,
+        "max_length": max_length, "prompt_format": prompt_format, "dtype": settings.dtype,
+        "device": settings.device,
         "trust_remote_code": trust_remote_code, "domain": domain, "limit": limit,
         "batch_size": batch_size or DEFAULT_BATCH_SIZES.get(method.value, default_batch),
         "target": str(target) if target else None, "target_max": target_max, "runner": runner_params,

@@ -6,8 +6,8 @@ from capsel.cli.common import DbOption, console
 from capsel.cli.progress import CandidateProgress, print_summary
 from capsel.cli.scoring_options import (
     BatchSizeOption, DeviceOption, DomainOption, DtypeOption, GeneratorOption, HorizonOption, LimitOption,
-    ModelOption, PromptTokensOption, TrustRemoteCodeOption, check_generator, model_info, scoring_config,
-    scoring_db, scoring_settings,
+    ModelOption, PromptFormatOption, PromptTokensOption, TrustRemoteCodeOption, check_generator, for_model,
+    model_info, scoring_config, scoring_db, scoring_settings,
 )
 from capsel.config import Settings
 from capsel.scoring.config import ScoringConfig
@@ -22,6 +22,7 @@ def generate(
     model: ModelOption = None,
     horizon: HorizonOption = 48,
     prompt_tokens: PromptTokensOption = 256,
+    prompt_format: PromptFormatOption = "auto",
     dtype: DtypeOption = None,
     device: DeviceOption = None,
     batch_size: BatchSizeOption = None,
@@ -34,11 +35,12 @@ def generate(
     """Generate y-hat (greedy, at most R tokens, stopping before EOS) for candidates that lack one."""
     check_generator(generator)
     settings = scoring_settings(db, dtype, device, batch_size)
-    config = scoring_config(horizon=horizon, prompt_tokens=prompt_tokens)
+    config = scoring_config(horizon=horizon, prompt_tokens=prompt_tokens, prompt_format=prompt_format)
     info = model_info(settings, model, trust_remote_code)
+    config = for_model(config, info)
     with scoring_db(settings) as con:
         summary = generate_pending(con, settings, info, config, generator, Scope(domain, limit))
-    print_summary("generate", summary, "generated")
+        print_summary("generate", summary, "generated")
 
 
 def generate_pending(con, settings: Settings, info: ModelInfo, config: ScoringConfig, generator: str,

@@ -9,6 +9,7 @@ import typer
 from rich.table import Table
 
 from capsel.cli.common import console, settings_for
+from capsel.cli.scoring_options import PromptFormatOption
 from capsel.models import demo_model_path
 from capsel.paths import inside_root
 from capsel.profile.check import check_model
@@ -28,13 +29,14 @@ def profile(
     max_tokens: Annotated[int, typer.Option("--max-tokens", min=2, help="Token rows in each hidden-state matrix.")] = 2048,
     trust_remote_code: Annotated[bool, typer.Option(
         "--trust-remote-code", help="Allow model code from the model folder (off by default).")] = False,
+    prompt_format: PromptFormatOption = "auto",
 ) -> None:
     """Stable rank of weights and hidden states per layer; says whether the hidden-state U-shape is present."""
     settings = settings_for()
     out_dir = inside_root(settings.output_root, out)
     source = model or str(demo_model_path())
     with console.status(f"surveying {source}"):
-        survey, verdict = check_model(source, texts, random_init, seed, max_tokens, trust_remote_code)
+        survey, verdict = check_model(source, texts, random_init, seed, max_tokens, trust_remote_code, prompt_format)
     table = Table(title=f"rank profile: {survey.model}")
     for column in ("layer", "depth", "weights srank/dim", "hidden srank/dim"):
         table.add_column(column, justify="right")

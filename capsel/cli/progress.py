@@ -83,3 +83,5 @@ def print_summary(title: str, summary: RunSummary, done_label: str, extra: dict[
     table.add_row("rate", f"{summary.rate:.2f} candidates/s")
     table.add_row("run id", summary.run_id)
     console.print(table)
+    for note in summary.notes:
+        console.print(f"[yellow]warning:[/] {note}")

@@ -7,8 +7,8 @@ from capsel.cli.generate import generate_pending
 from capsel.cli.progress import CandidateProgress, print_summary
 from capsel.cli.scoring_options import (
     BatchSizeOption, DeviceOption, DomainOption, DtypeOption, EarlyOption, GeneratorOption, HorizonOption,
-    LateOption, LimitOption, ModelOption, PromptTokensOption, TrustRemoteCodeOption, check_generator,
-    model_info, scoring_config, scoring_db, scoring_settings,
+    LateOption, LimitOption, ModelOption, PromptFormatOption, PromptTokensOption, TrustRemoteCodeOption,
+    check_generator, for_model, model_info, scoring_config, scoring_db, scoring_settings,
 )
 from capsel.scoring.batch_memory import resolve_batch_size
 from capsel.scoring.engine import ScoringEngine
@@ -21,6 +21,7 @@ def score(
     model: ModelOption = None,
     horizon: HorizonOption = 48,
     prompt_tokens: PromptTokensOption = 256,
+    prompt_format: PromptFormatOption = "auto",
     early: EarlyOption = 0.33,
     late: LateOption = 0.66,
     dtype: DtypeOption = None,
@@ -35,8 +36,10 @@ def score(
     """Score candidates that lack a divergence for this model and config; y-hat is generated when missing."""
     check_generator(generator)
     settings = scoring_settings(db, dtype, device, batch_size)
-    config = scoring_config(horizon=horizon, prompt_tokens=prompt_tokens, early=early, late=late)
+    config = scoring_config(horizon=horizon, prompt_tokens=prompt_tokens, early=early, late=late,
+                            prompt_format=prompt_format)
     info = model_info(settings, model, trust_remote_code)
+    config = for_model(config, info)
     scope = Scope(domain, limit)
     with scoring_db(settings) as con:
         if generator == "vllm":
@@ -49,4 +52,4 @@ def score(
                       "attn_implementation": loaded.model.config._attn_implementation}
         with CandidateProgress("scoring") as progress:
             summary = run_scoring(con, engine, scope, progress, run_config)
-    print_summary("score", summary, "scored")
+        print_summary("score", summary, "scored")

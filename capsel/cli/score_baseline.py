@@ -18,8 +18,8 @@ from capsel.cli.common import DbOption, console
 from capsel.errors import CapselError
 from capsel.cli.progress import CandidateProgress, print_summary
 from capsel.cli.scoring_options import (
-    BatchSizeOption, DeviceOption, DomainOption, DtypeOption, LimitOption, ModelOption, PromptTokensOption,
-    TrustRemoteCodeOption, scoring_db, scoring_settings,
+    BatchSizeOption, DeviceOption, DomainOption, DtypeOption, LimitOption, ModelOption, PromptFormatOption,
+    PromptTokensOption, TrustRemoteCodeOption, scoring_db, scoring_settings,
 )
 from capsel.scoring.store import Scope
 
@@ -68,6 +68,7 @@ def score_baseline(
         help="Token window: ifd and less 1024 ([prompt; response]), qurating 512, kcenter 256 (the paper's values).",
     )] = None,
     prompt_tokens: PromptTokensOption = 256,
+    prompt_format: PromptFormatOption = "auto",
     horizon: Annotated[int, typer.Option("--horizon", help="ppl: R, keep the first R response tokens.")] = 48,
     dtype: DtypeOption = None,
     device: DeviceOption = None,
@@ -96,7 +97,8 @@ def score_baseline(
     options = ScorerOptions(
         model=model or settings.model, encoder=str(encoder) if encoder else None,
         rater=str(rater) if rater else None, rater_label=rater_label, max_length=max_length,
-        prompt_tokens=prompt_tokens, horizon=horizon, dtype=settings.dtype, device=settings.device,
+        prompt_tokens=prompt_tokens, horizon=horizon, prompt_format=prompt_format, dtype=settings.dtype,
+        device=settings.device,
         batch_size=batch_size or DEFAULT_BATCH_SIZES.get(name, settings.score_batch_size),
         trust_remote_code=trust_remote_code,
     )

@@ -36,6 +36,9 @@ TrustRemoteCodeOption = Annotated[bool, typer.Option(
     "--trust-remote-code", help="Run model code shipped with the checkpoint (off: only transformers' own code).")]
 DomainOption = Annotated[Optional[str], typer.Option(
     "--domain", help="Only candidates of this domain.", show_default=False)]
+PromptFormatOption = Annotated[str, typer.Option(
+    "--prompt-format", help="How the prompt becomes ids: raw (the paper's protocol: tokenizer(prompt)), chat "
+    "(the model's chat template, prompt as the user turn) or auto (chat when the model has a chat template).")]
 LimitOption = Annotated[Optional[int], typer.Option(
     "--limit", help="Process at most this many pending candidates.", show_default=False, min=1)]
 
@@ -56,6 +59,14 @@ def scoring_config(**fields: object) -> ScoringConfig:
     except ValidationError as exc:
         problems = "; ".join(error["msg"] for error in exc.errors())
         raise CapselError(f"invalid scoring options: {problems}") from exc
+
+
+def for_model(config: ScoringConfig, info: ModelInfo) -> ScoringConfig:
+    """The configuration with its prompt format resolved for the model, said on the console."""
+    resolved = config.resolved(info.tokenizer)
+    how = "the model's chat template" if resolved.prompt_format == "chat" else "tokenizer(prompt), no template"
+    console.print(f"prompt format {resolved.prompt_format} ({how}; asked: {config.prompt_format})")
+    return resolved
 
 
 def model_info(settings: Settings, model: str | None, trust_remote_code: bool) -> ModelInfo:

@@ -62,7 +62,7 @@ def score_lab_pool(
     info = describe_model(str(model), dtype="float32", device="cpu")
     engine = ScoringEngine(load_model(info), config, batch_size)
     summary = run_scoring(con, engine, sink=sink, run_config={"lab": True, "batch_size": batch_size})
-    key = resolve_scoring_key(con, info.fingerprint, config.scoring_hash)
+    key = resolve_scoring_key(con, info.fingerprint, engine.config.scoring_hash)
     return key, report, summary
 
 

@@ -23,6 +23,7 @@ Dispatch = Callable[[ShardWork], ResultHandle[ShardResult]]
 
 def keys_for(info: ModelInfo, config: ScoringConfig) -> ScoreKeys:
     """The result keys a model and configuration write under (without registering them)."""
+    config = config.resolved(info.tokenizer)
     return ScoreKeys(info.fingerprint, config.generation_hash, config.scoring_hash)
 
 
@@ -64,6 +65,7 @@ def run_sharded_scoring(
     submission order as they arrive.
     """
     check_window(max_in_flight)
+    config = config.resolved(info.tokenizer)
     shards = plan_shards(con, keys_for(info, config), shard_size, scope)
     run_config = {**(run_config or {}), "shard_size": shard_size, "n_shards_planned": len(shards)}
     with tracked_run(

@@ -12,6 +12,7 @@ from transformers import PreTrainedTokenizerBase
 from capsel.errors import CapselError
 from capsel.profile.decoder import block_output, decoder_blocks
 from capsel.profile.stable_rank import normalised_stable_rank
+from capsel.scoring.prompt_format import RAW, prompt_token_ids
 
 
 @dataclass(frozen=True)
@@ -46,11 +47,12 @@ def block_weight_ranks(block: nn.Module) -> dict[str, float]:
 @torch.no_grad()
 def hidden_states(
     model: nn.Module, tokenizer: PreTrainedTokenizerBase, texts: Sequence[str],
-    max_tokens: int = 2048, max_length: int = 256, skip_first: bool = True,
+    max_tokens: int = 2048, max_length: int = 256, skip_first: bool = True, prompt_format: str = RAW,
 ) -> list[torch.Tensor]:
     """Per block, the (tokens x hidden) matrix of block outputs over `texts`, up to `max_tokens` rows.
 
-    Texts run one at a time (no padding). With `skip_first`, each text's first position is left
+    Texts run one at a time (no padding), tokenised as candidate prompts are in `prompt_format`
+    and cut to their first `max_length` ids. With `skip_first`, each text's first position is left
     out: it is the BOS / attention-sink token, whose outsized norm would make the stable rank
     measure that one token instead of the text.
     """
@@ -68,7 +70,7 @@ def hidden_states(
     n_tokens = 0
     try:
         for text in texts:
-            ids = tokenizer(text, truncation=True, max_length=max_length, return_tensors="pt").input_ids
+            ids = torch.tensor([prompt_token_ids(tokenizer, [text], prompt_format)[0][:max_length]])
             model(input_ids=ids.to(device))
             start = 1 if skip_first else 0
             take = min(current[0].shape[0] - start, max_tokens - n_tokens)
@@ -89,12 +91,12 @@ def hidden_states(
 
 def rank_profile(
     model: nn.Module, tokenizer: PreTrainedTokenizerBase, texts: Sequence[str],
-    name: str = "", max_tokens: int = 2048,
+    name: str = "", max_tokens: int = 2048, prompt_format: str = RAW,
 ) -> RankProfile:
     """The paper's rank survey of `model` over `texts` (weights and hidden states, per block)."""
     model.eval()
     blocks = decoder_blocks(model)
-    states = hidden_states(model, tokenizer, texts, max_tokens=max_tokens)
+    states = hidden_states(model, tokenizer, texts, max_tokens=max_tokens, prompt_format=prompt_format)
     layers = []
     for index, (block, matrix) in enumerate(zip(blocks, states), start=1):
         weights = block_weight_ranks(block)

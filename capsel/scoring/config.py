@@ -8,6 +8,7 @@ from fractions import Fraction
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from capsel.errors import CapselError
+from capsel.scoring.prompt_format import RAW, PromptFormat, resolve_prompt_format
 from capsel.versioning import config_hash
 
 # Bump when the meaning of a stored generation or divergence changes, so old rows get new keys.
@@ -25,6 +26,10 @@ class ScoringConfig(BaseModel):
     late: float = Field(0.66, gt=0, lt=1, description="D_late averages layers l >= late * L")
     min_prompt_tokens: int = Field(2, ge=1, description="fewer prompt ids than this: excluded short_prompt")
     min_response_tokens: int = Field(6, ge=1, description="fewer response ids than this: excluded short_response")
+    prompt_format: PromptFormat = Field(
+        "auto", description="raw: the paper's tokenizer(prompt); chat: the model's chat template with the prompt "
+        "as the user turn; auto: chat when the tokenizer has a chat template, else raw",
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> "ScoringConfig":
@@ -38,8 +43,14 @@ class ScoringConfig(BaseModel):
             raise ValueError(f"early fraction {self.early} must be below late fraction {self.late}")
         return self
 
+    def resolved(self, tokenizer) -> "ScoringConfig":
+        """This configuration with `auto` replaced by the prompt format the tokenizer gets (raw or chat)."""
+        return self.model_copy(update={"prompt_format": resolve_prompt_format(self.prompt_format, tokenizer)})
+
     def generation_config(self) -> dict:
         """The fields a stored generation (and its exclusion reason) depends on."""
+        if self.prompt_format not in ("raw", "chat"):
+            raise ValueError("the prompt format is unresolved: hash a config returned by `resolved(tokenizer)`")
         return {
             "kind": "generation",
             "method_version": METHOD_VERSION,
@@ -47,6 +58,8 @@ class ScoringConfig(BaseModel):
             "horizon": self.horizon,
             "min_prompt_tokens": self.min_prompt_tokens,
             "min_response_tokens": self.min_response_tokens,
+            # raw is left out, so results stored before prompt formats existed keep their keys
+            **({} if self.prompt_format == RAW else {"prompt_format": self.prompt_format}),
         }
 
     def scoring_config(self) -> dict:

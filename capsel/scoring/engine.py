@@ -23,7 +23,7 @@ class ScoringEngine:
 
     def __init__(self, loaded: LoadedModel, config: ScoringConfig, batch_size: int = 16):
         self.loaded = loaded
-        self.config = config
+        self.config = config.resolved(loaded.info.tokenizer)
         self.batch_size = batch_size
         self.early_layers, self.late_layers = layer_split(len(loaded.blocks), config.early, config.late)
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from capsel.scoring.config import ScoringConfig
+from capsel.scoring.prompt_format import prompt_token_ids, resolve_prompt_format
 
 SHORT_PROMPT = "short_prompt"
 SHORT_RESPONSE = "short_response"
@@ -40,17 +41,26 @@ def prompt_text(instruction: str, input_text: str) -> str:
 
 
 def build_inputs(candidates: Sequence[CandidateText], tokenizer, config: ScoringConfig) -> list[ScoringInput]:
-    """Tokenise a batch of candidates the way the method says (no template, no separator)."""
+    """Tokenise a batch of candidates the way the method says, in the config's (resolved) prompt format.
+
+    The response is never templated: its ids are the bare text's, with no separator and no end-of-turn token.
+    """
     if not candidates:
         return []
-    prompts = [prompt_text(c.instruction, c.input) for c in candidates]
-    responses = [c.response.strip() for c in candidates]
-    prompt_ids = tokenizer(prompts).input_ids
-    response_ids = tokenizer(responses, add_special_tokens=False).input_ids
+    prompt_format = resolve_prompt_format(config.prompt_format, tokenizer)
+    prompt_ids = prompt_token_ids(tokenizer, [prompt_text(c.instruction, c.input) for c in candidates], prompt_format)
+    response_ids = response_token_ids(tokenizer, [c.response for c in candidates])
     return [
         _truncated(c.candidate_id, list(p), list(r), config)
         for c, p, r in zip(candidates, prompt_ids, response_ids)
     ]
+
+
+def response_token_ids(tokenizer, responses: Sequence[str]) -> list[list[int]]:
+    """Ids of each stripped response without special tokens (DESIGN.md step 3, untruncated)."""
+    if not responses:
+        return []
+    return [list(ids) for ids in tokenizer([r.strip() for r in responses], add_special_tokens=False).input_ids]
 
 
 def _truncated(candidate_id: str, prompt: list[int], response: list[int], config: ScoringConfig) -> ScoringInput:

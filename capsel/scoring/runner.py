@@ -14,6 +14,7 @@ from capsel.runs import recorded_run
 from capsel.scoring.batching import length_sorted_batches
 from capsel.scoring.config import ScoringConfig
 from capsel.scoring.engine import ScoringEngine
+from capsel.scoring.format_check import empty_generations, format_warnings
 from capsel.scoring.generation import Generator, generation_results
 from capsel.scoring.inputs import CandidateText, ScoringInput, build_inputs
 from capsel.scoring.model_loading import ModelInfo
@@ -57,6 +58,8 @@ class RunSummary:
     # Where the wall time went: model calls, and database writes (commits included).
     model_s: float = 0.0
     write_s: float = 0.0
+    # What the user should know about the results, e.g. domains that lost many candidates to empty y-hat.
+    notes: list[str] = field(default_factory=list)
 
     @property
     def rate(self) -> float:
@@ -135,6 +138,9 @@ def tracked_run(
         tally.begin(run_id, before["n_in_scope"], before[done_key], scope.limit)
         yield tally
     tally.summary.wall_s = time.perf_counter() - tally.started
+    tally.summary.notes = format_warnings(
+        empty_generations(con, keys.model_fingerprint, keys.generation_hash), config.prompt_format
+    )
 
 
 def run_generation(
@@ -147,6 +153,7 @@ def run_generation(
     schedule a whole batch at once instead of draining its queue every CHUNK_SIZE prompts.
     """
     chunk_size = max(CHUNK_SIZE, generator.batch_size)
+    config = config.resolved(info.tokenizer)
     with tracked_run(con, "generate", info, config, scope, sink, run_config) as tally:
         keys, run_id = tally.keys, tally.summary.run_id
         for rows in pending_chunks(con, "scoring_pending_generations", keys.generation_params(), scope, chunk_size):

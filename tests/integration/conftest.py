@@ -23,6 +23,16 @@ def info(model_dir):
     return describe_model(str(model_dir), dtype="float32", device="cpu")
 
 
+@pytest.fixture(scope="module")
+def chat_info(tmp_path_factory):
+    """A tiny llama whose tokenizer carries a chat template, described for float32 CPU scoring."""
+    from capsel.scoring.model_loading import describe_model
+    from tests.fixtures.pool import tiny_model_dir
+
+    path = tiny_model_dir(tmp_path_factory.mktemp("model") / "llama-chat", chat=True)
+    return describe_model(str(path), dtype="float32", device="cpu")
+
+
 @pytest.fixture
 def db(tmp_path):
     """A fresh capsel database file, closed after the test."""

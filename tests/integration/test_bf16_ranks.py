@@ -55,7 +55,7 @@ def spearman(a: list[float], b: list[float]) -> float:
 def test_bf16_cap_ranks_match_float32_cpu(float32_reference, device):
     path, generations, reference = float32_reference
     loaded = load_model(describe_model(path, dtype="bfloat16", device=device))
-    config = ScoringConfig()
+    config = ScoringConfig(prompt_format="raw")
     engine = ScoringEngine(loaded, config, resolve_batch_size("auto", loaded, config))
     scored = engine.score(generations)
 

@@ -30,29 +30,42 @@ def _assert_matches(result, expected, path: str) -> None:
     assert result.ppl == pytest.approx(expected["ppl"], rel=TOLERANCE), path
 
 
-@pytest.mark.parametrize("family", FAMILIES)
-def test_engine_matches_naive_reference(family, tmp_path):
+# The chat format on three families (it changes only the prompt ids, which every family takes alike).
+CASES = [(family, "raw") for family in FAMILIES] + [(family, "chat") for family in ("llama", "qwen3", "gemma")]
+
+
+@pytest.mark.parametrize(("family", "prompt_format"), CASES)
+def test_engine_matches_naive_reference(family, prompt_format, tmp_path):
     candidates = mixed_candidates()
-    info = describe_model(str(tiny_model_dir(tmp_path / family, family, HORIZON)), dtype="float32", device="cpu")
+    chat = prompt_format == "chat"
+    info = describe_model(str(tiny_model_dir(tmp_path / family, family, HORIZON, chat=chat)),
+                          dtype="float32", device="cpu")
     loaded = load_model(info)
     eos_ids = set(info.eos_token_ids)
     assert len(eos_ids) == 2, "the fixture declares two EOS ids (tokenizer's and generation config's)"
     assert loaded.blocks is blocks_of(loaded.model, family)
 
     naive = [
-        naive_cap(loaded.model, loaded.blocks, info.tokenizer, candidate, eos_ids, horizon=HORIZON)
+        naive_cap(loaded.model, loaded.blocks, info.tokenizer, candidate, eos_ids, horizon=HORIZON,
+                  prompt_format=prompt_format)
         for candidate in candidates
     ]
     # The pool must exercise what the engine has to get right, for this model and its EOS.
     scored = [n for n in naive if n["excluded_reason"] is None]
     reasons = {n["excluded_reason"] for n in naive}
-    assert {"short_prompt", "short_response", "empty_generation"} <= reasons
+    # A template gives even a blank instruction enough prompt ids, so chat has no short_prompt.
+    assert {"short_response", "empty_generation"} | (set() if chat else {"short_prompt"}) <= reasons
     assert any(len(n["prompt_ids"]) == 256 for n in scored), "a prompt longer than 256 tokens was truncated"
     assert any(len(n["response_ids"]) < HORIZON for n in scored)
     assert any(0 < len(n["generated"]) < min(HORIZON, len(n["response_ids"])) for n in scored), "early EOS"
     assert any(n["n_aligned"] == HORIZON for n in scored), "full-length y-hat beside a full-length y"
+    if chat:
+        # every kept prompt, truncated or not, ends with the template's assistant opener
+        assert all(n["prompt_ids"][-1] == info.tokenizer.convert_tokens_to_ids("w992") for n in naive)
 
+    # auto resolves to the format the tokenizer calls for: chat with a template, raw without
     engine = ScoringEngine(loaded, ScoringConfig(horizon=HORIZON), batch_size=4)
+    assert engine.config.prompt_format == prompt_format
     inputs = engine.prepare([CandidateText(**candidate) for candidate in candidates])
     fused = engine.generate_and_score(inputs)
     generations = engine.generate(inputs)

@@ -39,7 +39,7 @@ def scored_db(tmp_path_factory):
 def test_parquet_and_jsonl_carry_the_same_rows(scored_db, tmp_path):
     con, loaded = scored_db
     keys = _keys(con)
-    assert keys == (loaded.info.fingerprint, ScoringConfig().scoring_hash)
+    assert keys == (loaded.info.fingerprint, ScoringConfig(prompt_format="raw").scoring_hash)
     n_parquet = export_scores(con, tmp_path / "s.parquet", *keys)
     n_jsonl = export_scores(con, tmp_path / "s.jsonl", *keys)
     table = pq.read_table(tmp_path / "s.parquet")

@@ -17,6 +17,7 @@ from capsel.selection.plan import SelectionRequest, build_selection
 from capsel.selection.scoring_key import resolve_scoring_key
 from tests.fixtures.candidates import mixed_candidates
 from tests.fixtures.pool import append_candidates
+from tests.reference.naive_cap import naive_prompt_and_response
 
 
 def hf_loss(model, ids: list[int], n_masked: int) -> float:
@@ -27,9 +28,9 @@ def hf_loss(model, ids: list[int], n_masked: int) -> float:
         return float(model(torch.tensor([ids]), labels=labels).loss)
 
 
-def reference_ifd(model, tokenizer, candidate: dict, max_length: int) -> float | str:
-    prompt = tokenizer(prompt_text(candidate["instruction"], candidate["input"])).input_ids
-    response = tokenizer(candidate["response"].strip(), add_special_tokens=False).input_ids
+def reference_ifd(model, tokenizer, candidate: dict, max_length: int, prompt_format: str = "raw") -> float | str:
+    # untruncated ids: IFD cuts [prompt; response] to its window itself
+    prompt, response = naive_prompt_and_response(tokenizer, candidate, 10**9, 10**9, prompt_format)[:2]
     if len(prompt) >= max_length:
         return PROMPT_FILLS_WINDOW
     whole = (prompt + response)[:max_length]  # Li et al. keep the first max_length ids
@@ -40,15 +41,16 @@ def reference_ifd(model, tokenizer, candidate: dict, max_length: int) -> float |
     return math.exp(conditional) / math.exp(unconditional)
 
 
-@pytest.mark.parametrize("max_length", [1024, 200])
-def test_ifd_equals_the_masked_label_losses(info, max_length):
+@pytest.mark.parametrize(("max_length", "prompt_format"), [(1024, "raw"), (200, "raw"), (200, "chat")])
+def test_ifd_equals_the_masked_label_losses(info, chat_info, max_length, prompt_format):
+    info = chat_info if prompt_format == "chat" else info
     candidates = mixed_candidates()
-    scorer = IfdScorer(IfdConfig(max_length=max_length), info, batch_size=4)
+    scorer = IfdScorer(IfdConfig(max_length=max_length, prompt_format=prompt_format), info, batch_size=4)
     results = scorer.score([CandidateText(**c) for c in candidates])
     model = scorer.loaded.model
     outcomes = set()
     for candidate, result in zip(candidates, results):
-        expected = reference_ifd(model, info.tokenizer, candidate, max_length)
+        expected = reference_ifd(model, info.tokenizer, candidate, max_length, prompt_format)
         if isinstance(expected, str):
             assert (result.score, result.excluded_reason) == (None, expected)
         else:

@@ -29,10 +29,11 @@ def con(tmp_path):
     connection.close()
 
 
-def naive_ppl(model, tokenizer, candidate: dict, prompt_tokens=256, horizon=48, min_prompt=2, min_response=6):
+def naive_ppl(model, tokenizer, candidate: dict, prompt_tokens=256, horizon=48, min_prompt=2, min_response=6,
+              prompt_format="raw"):
     """exp(mean NLL) of the kept response ids from one full forward of [prompt; response], or the exclusion."""
     full_prompt, full_response, prompt, response = naive_prompt_and_response(
-        tokenizer, candidate, prompt_tokens, horizon)
+        tokenizer, candidate, prompt_tokens, horizon, prompt_format)
     if len(full_prompt) < min_prompt:
         return "short_prompt"
     if len(full_response) < min_response:
@@ -49,14 +50,17 @@ def stored_scores(con, method="ppl") -> dict:
         "select candidate_id, score, excluded_reason from method_scores where method = ?", [method]).fetchall()}
 
 
-def test_ppl_matches_a_direct_computation_with_the_paper_limits(info):
+@pytest.mark.parametrize("prompt_format", ["raw", "chat"])
+def test_ppl_matches_a_direct_computation_with_the_paper_limits(info, chat_info, prompt_format):
+    info = chat_info if prompt_format == "chat" else info
     candidates = mixed_candidates()
-    scorer = PplScorer(PplConfig(), info, batch_size=4)
+    scorer = PplScorer(PplConfig(prompt_format=prompt_format), info, batch_size=4)
     results = scorer.score([CandidateText(**c) for c in candidates])
     model = scorer.loaded.model
-    checked = {"short_prompt": 0, "short_response": 0, "scored": 0}
+    # a template gives even a blank instruction enough prompt ids: chat has no short_prompt
+    checked = {"short_response": 0, "scored": 0} | ({} if prompt_format == "chat" else {"short_prompt": 0})
     for candidate, result in zip(candidates, results):
-        expected = naive_ppl(model, info.tokenizer, candidate)
+        expected = naive_ppl(model, info.tokenizer, candidate, prompt_format=prompt_format)
         if isinstance(expected, str):
             assert (result.score, result.excluded_reason) == (None, expected)
             checked[expected] += 1
@@ -118,6 +122,15 @@ def test_cap_scored_with_other_limits_is_not_reused(con, info):
     run_scoring(con, ScoringEngine(load_model(info), ScoringConfig(horizon=12), batch_size=4))
     summary = run_baseline(con, PplScorer(PplConfig(), info, batch_size=4))
     assert summary.n_reused == 0 and summary.n_processed == len(mixed_candidates())
+
+
+def test_cap_scored_in_another_prompt_format_is_not_reused(db, pool, chat_info):
+    append_candidates(db, pool)
+    run_scoring(db, ScoringEngine(load_model(chat_info), ScoringConfig(prompt_format="chat"), batch_size=4))
+    raw = run_baseline(db, PplScorer(PplConfig(prompt_format="raw"), chat_info, batch_size=4))
+    assert raw.n_reused == 0 and raw.n_processed == len(pool)
+    chat = run_baseline(db, PplScorer(PplConfig(prompt_format="chat"), chat_info, batch_size=4))
+    assert chat.n_reused > 0
 
 
 def test_incremental_and_resumable(con, info):

@@ -118,9 +118,9 @@ def test_changed_horizon_scores_afresh_and_leaves_old_rows(con, loaded, pool):
 
 
 def test_split_change_reuses_stored_generations(con, loaded, pool):
-    config = ScoringConfig()
+    config = ScoringConfig(prompt_format="raw")
     run_scoring(con, ScoringEngine(loaded, config, batch_size=BATCH))
-    changed = ScoringConfig(early=0.25, late=0.75)
+    changed = ScoringConfig(early=0.25, late=0.75, prompt_format="raw")
     assert changed.generation_hash == config.generation_hash != changed.scoring_hash
     summary = run_scoring(con, ScoringEngine(loaded, changed, batch_size=BATCH))
     assert summary.n_processed == len(pool) and summary.n_generated == 0
@@ -128,7 +128,7 @@ def test_split_change_reuses_stored_generations(con, loaded, pool):
 
 
 def test_generate_then_score_matches_fused(tmp_path, con, loaded, pool):
-    config = ScoringConfig()
+    config = ScoringConfig(prompt_format="raw")
     generator = HFGenerator(loaded, config.horizon, batch_size=BATCH)
     generated = run_generation(con, loaded.info, generator, config)
     assert generated.n_processed == len(pool)

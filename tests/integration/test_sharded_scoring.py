@@ -21,7 +21,7 @@ from tests.fixtures.candidates import mixed_candidates
 from tests.fixtures.pool import append_candidates
 
 BATCH = 4
-CONFIG = ScoringConfig()
+CONFIG = ScoringConfig(prompt_format="raw")
 SCORES = "select candidate_id, excluded_reason, n_aligned, d_early, d_late, ppl from divergences order by all"
 
 

@@ -34,7 +34,7 @@ def test_missing_vllm_or_cuda_fails_at_construction(tmp_path):
 def test_vllm_greedy_matches_hf_greedy_and_frees_the_gpu(tmp_path):
     # 64-dimensional heads: vLLM's attention kernels take no smaller ones.
     info = describe_model(str(tiny_model_dir(tmp_path / "m", hidden=256)), dtype="float32", device="cuda")
-    config = ScoringConfig()
+    config = ScoringConfig(prompt_format="raw")
     engine = ScoringEngine(load_model(info), config, batch_size=4)
     inputs = [i for i in engine.prepare([CandidateText(**c) for c in mixed_candidates()]) if not i.excluded_reason]
     prompts = [item.prompt_ids for item in inputs]

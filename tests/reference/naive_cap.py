@@ -11,12 +11,18 @@ import numpy as np
 import torch
 
 
-def naive_prompt_and_response(tokenizer, candidate: dict, prompt_tokens: int, horizon: int):
+def naive_prompt_and_response(tokenizer, candidate: dict, prompt_tokens: int, horizon: int, prompt_format: str = "raw"):
     """(full prompt ids, full response ids, truncated prompt ids, truncated response ids)."""
     text = candidate["instruction"].strip()
     if candidate.get("input", "").strip():
         text = text + "\n" + candidate["input"].strip()
-    prompt = tokenizer(text).input_ids
+    if prompt_format == "chat":
+        # The template rendered to text, then that text tokenised as it stands (the template spells its own BOS).
+        rendered = tokenizer.apply_chat_template([{"role": "user", "content": text}], add_generation_prompt=True,
+                                                 tokenize=False)
+        prompt = tokenizer(rendered, add_special_tokens=False).input_ids
+    else:
+        prompt = tokenizer(text).input_ids
     response = tokenizer(candidate["response"].strip(), add_special_tokens=False).input_ids
     kept_prompt = prompt[len(prompt) - prompt_tokens:] if len(prompt) > prompt_tokens else prompt
     return prompt, response, kept_prompt, response[:horizon]
@@ -57,10 +63,12 @@ def naive_block_outputs(model, blocks, ids: list[int]) -> tuple[list[np.ndarray]
 
 def naive_cap(
     model, blocks, tokenizer, candidate: dict, eos_ids: set[int], prompt_tokens: int = 256, horizon: int = 48,
-    early: float = 0.33, late: float = 0.66,
+    early: float = 0.33, late: float = 0.66, prompt_format: str = "raw",
 ) -> dict:
     """Generation, per-layer divergence, D_early, D_late and reference PPL for one candidate."""
-    full_prompt, full_response, x, y = naive_prompt_and_response(tokenizer, candidate, prompt_tokens, horizon)
+    full_prompt, full_response, x, y = naive_prompt_and_response(
+        tokenizer, candidate, prompt_tokens, horizon, prompt_format
+    )
     result = {
         "candidate_id": candidate["candidate_id"], "excluded_reason": None, "generated": None,
         "prompt_ids": x, "response_ids": y,

@@ -5,6 +5,7 @@ from pydantic import ValidationError
 
 from capsel.errors import CapselError
 from capsel.scoring.config import ScoringConfig, layer_split
+from capsel.versioning import config_hash
 
 
 @pytest.mark.parametrize(
@@ -39,20 +40,40 @@ def test_too_shallow_model_is_a_clear_error():
         layer_split(2, 0.33, 0.66)
 
 
+RAW = {"prompt_format": "raw"}
+
+
 def test_generation_hash_ignores_the_split_but_scoring_hash_does_not():
-    base = ScoringConfig()
-    split = ScoringConfig(early=0.25, late=0.75)
-    horizon = ScoringConfig(horizon=24)
+    base = ScoringConfig(**RAW)
+    split = ScoringConfig(early=0.25, late=0.75, **RAW)
+    horizon = ScoringConfig(horizon=24, **RAW)
     assert base.generation_hash == split.generation_hash
     assert base.scoring_hash != split.scoring_hash
     assert base.generation_hash != horizon.generation_hash and base.scoring_hash != horizon.scoring_hash
     assert base.generation_hash != base.scoring_hash
-    assert ScoringConfig().scoring_hash == base.scoring_hash
+    assert ScoringConfig(**RAW).scoring_hash == base.scoring_hash
+
+
+def test_raw_configs_keep_the_keys_they_had_before_prompt_formats():
+    # The hash of the stored config body as it was written before the prompt_format field existed.
+    before = {"kind": "generation", "method_version": 1, "prompt_tokens": 256, "horizon": 48,
+              "min_prompt_tokens": 2, "min_response_tokens": 6}
+    assert ScoringConfig(**RAW).generation_hash == config_hash(before)
+    assert ScoringConfig(**RAW).scoring_hash == config_hash({**before, "kind": "scoring", "early": 0.33, "late": 0.66})
+
+
+def test_chat_is_part_of_both_hashes_and_auto_cannot_be_hashed():
+    raw, chat = ScoringConfig(**RAW), ScoringConfig(prompt_format="chat")
+    assert raw.generation_hash != chat.generation_hash and raw.scoring_hash != chat.scoring_hash
+    assert chat.generation_config()["prompt_format"] == "chat"
+    with pytest.raises(ValueError, match="unresolved"):
+        ScoringConfig().scoring_hash
 
 
 @pytest.mark.parametrize(
     "fields",
-    [{"horizon": 4}, {"early": 0.7, "late": 0.6}, {"prompt_tokens": 1}, {"unknown": 1}, {"late": 1.0}],
+    [{"horizon": 4}, {"early": 0.7, "late": 0.6}, {"prompt_tokens": 1}, {"unknown": 1}, {"late": 1.0},
+     {"prompt_format": "template"}],
 )
 def test_inconsistent_configs_are_refused(fields):
     with pytest.raises(ValidationError):

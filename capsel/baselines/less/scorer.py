@@ -19,8 +19,8 @@ from pydantic import ConfigDict, Field
 from capsel.baselines.ifd import ifd_inputs
 from capsel.baselines.less.countsketch import CountSketch
 from capsel.baselines.less.lora_gradients import GradientSketcher, LoraSpec, attach_lora
-from capsel.baselines.lm_scorer import LmScorer, lm_info
-from capsel.baselines.scorer import BaselineConfig, BaselineResult, ScorerOptions
+from capsel.baselines.lm_scorer import LmConfig, LmScorer, lm_info, lm_prompt_format
+from capsel.baselines.scorer import BaselineResult, ScorerOptions
 from capsel.scoring.inputs import SHORT_PROMPT, CandidateText
 from capsel.scoring.model_loading import ModelInfo
 
@@ -30,7 +30,7 @@ ZERO_GRADIENT = "zero_gradient"
 QKVO = ("q_proj", "k_proj", "v_proj", "o_proj")
 
 
-class LessConfig(BaselineConfig):
+class LessConfig(LmConfig):
     """Everything that fixes a gradient feature; its hash keys the stored features."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -99,6 +99,6 @@ def _feature(candidate_id: str, loss: float, sketched: torch.Tensor) -> Baseline
 def from_options(options: ScorerOptions) -> LessFeatureScorer:
     """The LESS feature scorer for the LM named in `options`."""
     info = lm_info(options, "less", "the model whose LoRA gradients to take")
-    config = LessConfig(max_length=options.max_length or 1024)
+    config = LessConfig(max_length=options.max_length or 1024, prompt_format=lm_prompt_format(options, info))
     return LessFeatureScorer(config, info, options.batch_size)
 
