@@ -6,7 +6,9 @@ import json
 from collections import Counter
 
 import pandas as pd
+from typer.testing import CliRunner
 
+from capsel.cli.main import app
 from capsel.ingest.pipeline import IngestOptions, ingest
 from capsel.lab.demo_pool import read_pool
 from capsel.lab.real_pool import LABELS_FILE, MANIFEST_FILE, POOL_FILE, RealPoolSpec, real_pool_dir, write_real_pool
@@ -47,3 +49,22 @@ def test_ingesting_the_bundled_real_pool_keeps_every_record(db):
     assert manifest["counts"] == {"math": {"clean": 300, "salad": 8, "shuffled": 7},
                                   "code": {"clean": 164, "salad": 4, "shuffled": 4}}
 
+
+def test_real_pool_cli_writes_the_pool_and_its_summary(tmp_path):
+    env = {"CAPSEL_OUTPUT_ROOT": str(tmp_path), "COLUMNS": "200"}
+    args = ["lab", "real-pool", "--out", "rp", "--seed", "3", "--n-math", "20", "--n-code", "10", "--junk-share", "0.2",
+            "--source", str(bundled_real_sources())]
+    result = CliRunner().invoke(app, args, env=env)
+    assert result.exit_code == 0, result.output
+    manifest = json.loads((tmp_path / "rp" / MANIFEST_FILE).read_text())
+    assert manifest["counts"] == {"math": {"clean": 20, "salad": 2, "shuffled": 2},
+                                  "code": {"clean": 10, "salad": 1, "shuffled": 1}}
+    spec = RealPoolSpec(seed=3, n_math=20, n_code=10, junk_share=0.2)
+    write_real_pool(bundled_real_sources(), tmp_path / "lib", spec)
+    for name in (POOL_FILE, LABELS_FILE, MANIFEST_FILE):
+        assert (tmp_path / "rp" / name).read_bytes() == (tmp_path / "lib" / name).read_bytes(), name
+    assert "│ math   │    20 │           2 │              2 │" in result.output
+    assert f"wrote {tmp_path / 'rp'}" in result.output
+    outside = CliRunner().invoke(app, ["lab", "real-pool", "--out", str(tmp_path.parent / "elsewhere")], env=env)
+    assert outside.exit_code != 0 and "outside the output root" in str(outside.exception)
+    assert not (tmp_path.parent / "elsewhere").exists()
