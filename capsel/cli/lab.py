@@ -1,4 +1,4 @@
-"""`capsel lab ...`: the synthetic world and the demo model's pretraining."""
+"""`capsel lab ...`: the synthetic world, the demo model's pretraining and the bundled pools."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from rich.progress import TextColumn
 
-from capsel.cli import lab_noise, lab_sft
+from capsel.cli import lab_noise, lab_real_pool, lab_sft
 from capsel.cli.common import console, settings_for
 from capsel.cli.progress import progress_bar
 from capsel.errors import CapselError
@@ -24,10 +24,12 @@ from capsel.models import demo_model_path
 from capsel.models.loading import load_causal_lm
 from capsel.paths import inside_root
 
-app = typer.Typer(help="The validation lab: synthetic world, demo model pretraining, noise and SFT experiments.",
+app = typer.Typer(help="The validation lab: synthetic world, demo model pretraining, noise and SFT experiments, "
+                       "the bundled demo and real pools.",
                   no_args_is_help=True)
 app.command("noise")(lab_noise.noise)
 app.command("sft")(lab_sft.sft)
+app.command("real-pool")(lab_real_pool.real_pool)
 
 _DEFAULT = PretrainConfig()
 

@@ -1,4 +1,5 @@
-"""Data shipped with capsel: the sample pool (every input format, bad rows of every kind) and the demo's lab pool."""
+"""Data shipped with capsel: the sample pool (every input format, bad rows of every kind), the demo's lab pool,
+the real sources (GSM8K train, HumanEval; `real/`) and the real pool built from them (`real_pool/`)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Junk candidates: token salad and character shuffles that carry no word of the world."""
+"""Junk candidates: token salad and character shuffles that carry no word of the pool's lexicon (a world's, or a real pool's)."""
 
 from __future__ import annotations
 
@@ -38,3 +38,25 @@ def shuffled(rng: random.Random, text: str, lexicon: set[str], max_tries: int = 
         if candidate and _clean(candidate, lexicon):
             return candidate
     return None
+
+
+def junk_records(domain: str, clean: list[dict], count: int, kinds: tuple[str, ...], lexicon: set[str],
+                 rng: random.Random, blank: dict[str, str] | None = None) -> list[dict]:
+    """`count` junk records for `domain`, kinds taken in turn; `blank` holds the pool's empty provenance fields."""
+    records = []
+    while len(records) < count:
+        kind = kinds[len(records) % len(kinds)]
+        record = {"lab_id": f"{domain}-junk-{len(records):04d}", "domain": domain,
+                  "lab_label": "junk", **(blank or {}), "lab_detail": kind}
+        if kind == "salad":
+            record.update(instruction=salad(rng, rng.randint(5, 12), lexicon), input="",
+                          output=salad(rng, rng.randint(15, 35), lexicon))
+        else:
+            source = rng.choice(clean)
+            parts = [shuffled(rng, source[key], lexicon) if source[key] else "" for key in ("instruction", "input", "output")]
+            if None in parts:
+                continue  # a text no shuffle could break: draw another source record
+            record.update(instruction=parts[0], input=parts[1], output=parts[2],
+                          lab_detail=f"shuffled:{source['lab_id']}")
+        records.append(record)
+    return records

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 from capsel.lab.world.facts import World
 from capsel.lab.world.relations import CODE_BODIES, CODE_VERBS, COLOURS, FOODS, RELATIONS
@@ -15,6 +16,11 @@ def words(text: str) -> list[str]:
     return WORD.findall(text.lower())
 
 
+def lexicon_of(texts: Iterable[str]) -> set[str]:
+    """Every word of `texts`."""
+    return {word for text in texts for word in words(text)}
+
+
 def world_lexicon(world: World) -> set[str]:
     """Words of every template, object list and made-up name in the world."""
     texts = [*CODE_BODIES, *CODE_VERBS, *COLOURS, *FOODS, *world.names, "is a mineral the creature"]
@@ -22,4 +28,4 @@ def world_lexicon(world: World) -> set[str]:
         texts += [*relation.statements, relation.answer]
         texts += [part for pair in relation.questions for part in pair]
     # template placeholders ({s}, {code}, ...) are not words of the world
-    return {word for text in texts for word in words(re.sub(r"\{\w+\}", " ", text))}
+    return lexicon_of(re.sub(r"\{\w+\}", " ", text) for text in texts)

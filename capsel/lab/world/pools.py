@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from capsel.errors import CapselError
 from capsel.lab.world.facts import DOMAINS, Fact, World
-from capsel.lab.world.junk import salad, shuffled
+from capsel.lab.world.junk import junk_records
 from capsel.lab.world.lexicon import world_lexicon
 from capsel.lab.world.render import answer, n_questions, question, statement
 from capsel.lab.world.variants import near_copy
@@ -66,27 +66,6 @@ def _clean_records(domain: str, facts: list[tuple[Fact, str]], prose_share: floa
     return records, heldout
 
 
-def _junk_records(domain: str, clean: list[dict], count: int, kinds: tuple[str, ...],
-                  lexicon: set[str], rng: random.Random) -> list[dict]:
-    records = []
-    while len(records) < count:
-        kind = kinds[len(records) % len(kinds)]
-        record = {"lab_id": f"{domain}-junk-{len(records):04d}", "domain": domain,
-                  "lab_label": "junk", "lab_fact_id": "", "lab_detail": kind}
-        if kind == "salad":
-            record.update(instruction=salad(rng, rng.randint(5, 12), lexicon), input="",
-                          output=salad(rng, rng.randint(15, 35), lexicon))
-        else:
-            source = rng.choice(clean)
-            parts = [shuffled(rng, source[key], lexicon) if source[key] else "" for key in ("instruction", "input", "output")]
-            if None in parts:
-                continue
-            record.update(instruction=parts[0], input=parts[1], output=parts[2],
-                          lab_detail=f"shuffled:{source['lab_id']}")
-        records.append(record)
-    return records
-
-
 def _duplicate_records(domain: str, clean: list[dict], count: int, rng: random.Random) -> list[dict]:
     records = []
     for index, source in enumerate(rng.sample(clean, count)):
@@ -121,7 +100,8 @@ def build_pool(world: World, spec: PoolSpec = PoolSpec(), domains: tuple[str, ..
         chosen += [(fact, "learnable") for fact in
                    _pick([f for f in facts if not f.known], spec.n_learnable, rng, f"learnable {domain}")]
         clean, held = _clean_records(domain, chosen, spec.prose_share, rng)
-        junk = _junk_records(domain, clean, round(spec.junk_fraction * len(clean)), spec.junk_kinds, lexicon, rng)
+        junk = junk_records(domain, clean, round(spec.junk_fraction * len(clean)), spec.junk_kinds, lexicon, rng,
+                            blank={"lab_fact_id": ""})
         duplicates = _duplicate_records(domain, clean, round(spec.duplicate_fraction * len(clean)), rng)
         candidates += _file_order(clean + junk, duplicates, rng)
         heldout += held
