@@ -37,6 +37,9 @@ class Settings(BaseSettings):
     score_batch_size: Annotated[int, Field(gt=0)] | Literal["auto"] = Field(
         16, description="candidates per model batch and per committed DB batch; auto sizes it from free GPU memory"
     )
+    threads: int | None = Field(
+        None, ge=1, description="torch CPU threads for model-running commands (unset: every core this process may use)"
+    )
     device: Literal["auto", "cpu", "cuda"] = Field("auto", description="where the scoring model runs")
     dtype: Literal["auto", "float32", "bfloat16"] = Field(
         "auto", description="scoring dtype; auto is bfloat16 on CUDA and float32 on CPU"

@@ -14,6 +14,7 @@ from capsel.ingest.records import parse_field_map
 from capsel.scoring.config import ScoringConfig
 from capsel.selection.budget import parse_budget
 from capsel.selection.plan import SelectionRequest
+from capsel.threads import use_torch_threads
 
 _STRICT = ConfigDict(extra="forbid", frozen=True)
 
@@ -92,10 +93,18 @@ class RunnerParams(BaseModel):
 
     kind: Literal["local", "ray"] = Field("local", description="local: threads in the flow process; ray: Ray tasks")
     max_workers: int = Field(1, ge=1, description="local runner: shards scored at once")
+    threads: int | None = Field(
+        None, ge=1, description="local runner: torch CPU threads each worker gets (default: the cores shared out "
+        "among max_workers, never more in total)",
+    )
     ray_address: str | None = Field(None, description="ray: address of a running cluster (default: start one here)")
     ray_num_cpus: int | None = Field(None, ge=1, description="ray: CPUs of a cluster started here")
     num_gpus: float = Field(0, ge=0, description="ray: GPUs each shard task requests (0 on CPU)")
     max_in_flight: int = Field(4, ge=1, description="shards submitted and not yet merged, at most")
+
+    def pin_threads(self) -> int:
+        """Set torch's CPU threads for the shards this process runs (local runner; Ray workers pin their own)."""
+        return use_torch_threads(self.threads, self.max_workers if self.kind == "local" else 1)
 
 
 class PipelineConfig(BaseModel):

@@ -26,6 +26,7 @@ def score_baseline_flow(config: BaselineFlowConfig) -> dict:
     The LESS target's gradients and the cosines are computed here, after the candidates' features.
     """
     target = _target(config)
+    config.runner.pin_threads()
     uses_gpus = config.runner.kind == "ray" and config.runner.num_gpus > 0
     options = resolved_options(config.scorer_options(), uses_gpus, torch.cuda.is_available())
     scorer = describe_scorer_task(config.method, host_options(options))

@@ -35,6 +35,7 @@ def score_shards_flow(config: PipelineConfig, spec: ModelSpec, parent_run_id: st
     Returns the run's counters and the keys (model fingerprint, config hashes) it scored under.
     """
     scoring = config.scoring.scoring_config()
+    config.runner.pin_threads()
     info = describe_model_task(spec)
     submit = submitter(config.runner, score_shard_task, spec, scoring, config.scoring.batch_size)
     con = open_db(config.settings().db_path)

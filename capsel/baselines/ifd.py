@@ -1,12 +1,13 @@
 """IFD baseline: instruction-following difficulty, PPL(response | prompt) / PPL(response) (Li et al., Cherry LLM).
 
 Tokens: the prompt as CAP builds it (instruction, newline, input; default special tokens, or the
-chat template in the chat prompt format), the response without special tokens. Truncation follows Li et al., who cut [prompt; response] to its
-first `max_length` tokens and score the unconditional response over the same span: the response
-keeps its first max_length - |prompt| ids, and both losses cover exactly those ids. The
-unconditional prefix is what the tokenizer puts around an empty text (e.g. BOS); when that is
-nothing, the first response id has no prediction and both losses start at the second.
-Prompt ids are context only: they never count in the conditional loss.
+chat template in the chat prompt format), the response without special tokens. Truncation follows
+Li et al., who cut [prompt; response] to its first `max_length` tokens and score the unconditional
+response over the same span: the response keeps its first max_length - |prompt| ids, and both
+losses cover exactly those ids. The unconditional prefix is what the tokenizer puts around an
+empty text (e.g. BOS) in either format; when that is nothing, the first response id has no
+prediction and both losses start at the second. Prompt ids are context only: they never count in
+the conditional loss.
 """
 
 from __future__ import annotations

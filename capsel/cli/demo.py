@@ -13,12 +13,11 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import orjson
-import torch
 import typer
 from rich.table import Table
 
 from capsel.cli.common import console, settings_for
-from capsel.cli.progress import THREADS_HELP
+from capsel.cli.scoring_options import ThreadsOption, apply_threads
 from capsel.demo import PROFILE_DIR, DemoOptions, DemoResult, demo_result, prepare_demo
 from capsel.errors import CapselError
 from capsel.paths import inside_root
@@ -36,14 +35,14 @@ def demo(
         "--limit", min=1, help="Take only the first N rows of each domain of the bundled pool (a quick run).",
         show_default=False)] = None,
     budget: Annotated[str, typer.Option("--budget", help="Members per domain: a count or a share like 10%.")] = "10%",
-    threads: Annotated[int, typer.Option("--threads", min=1, help=THREADS_HELP)] = 1,
+    threads: ThreadsOption = None,
     skip_profile: Annotated[bool, typer.Option(
         "--skip-profile", help="Do not run the rank-profile check of the model first.")] = False,
 ) -> None:
     """Run the selection flow end to end on the bundled lab pool and say where its outputs are."""
     started = time.perf_counter()
     settings = settings_for(None, output_root=out)
-    torch.set_num_threads(threads)
+    apply_threads(threads or settings.threads)
     options = DemoOptions(root=inside_root(settings.output_root, DEMO_DIR), per_domain=limit, budget=budget)
     config, records = prepare_demo(options)
     profile_files = [] if skip_profile else _check_profile(options)

@@ -47,6 +47,8 @@ PromptFormatOption = Annotated[Optional[str], typer.Option(
     "--prompt-format", help="raw | chat | auto (default auto: chat when the model has a chat template).")]
 RunnerOption = Annotated[Optional[RunnerChoice], typer.Option(
     "--runner", help="local: shards in threads of this process; ray: shards as Ray tasks (default: local).")]
+ThreadsOption = Annotated[Optional[int], typer.Option(
+    "--threads", min=1, help="torch CPU threads per local shard worker (default: the cores shared out among them).")]
 GpusOption = Annotated[Optional[float], typer.Option("--num-gpus", min=0, help="GPUs each Ray shard task requests.")]
 RayAddressOption = Annotated[Optional[str], typer.Option(
     "--ray-address", help="Address of a running Ray cluster (default: start one on this machine).")]
@@ -55,8 +57,8 @@ RayAddressOption = Annotated[Optional[str], typer.Option(
 def select(config: ConfigOption = None, input: InputOption = None, domain: DomainOption = None,
            map: MapOption = None, model: ModelOption = None, budget: BudgetOption = None, out: OutOption = None,
            shard_size: ShardOption = None, batch_size: BatchOption = None, device: DeviceOption = None,
-           prompt_format: PromptFormatOption = None, runner: RunnerOption = None, num_gpus: GpusOption = None,
-           ray_address: RayAddressOption = None, db: DbOption = None) -> None:
+           prompt_format: PromptFormatOption = None, threads: ThreadsOption = None, runner: RunnerOption = None,
+           num_gpus: GpusOption = None, ray_address: RayAddressOption = None, db: DbOption = None) -> None:
     """Run the selection flow: ingest, score (sharded, resumable), residualize, gate, publish."""
     config = _config(**locals())
     from flows.select_flow import select_flow
@@ -67,8 +69,8 @@ def select(config: ConfigOption = None, input: InputOption = None, domain: Domai
 def rescore(config: ConfigOption = None, input: InputOption = None, domain: DomainOption = None,
             map: MapOption = None, model: ModelOption = None, budget: BudgetOption = None, out: OutOption = None,
             shard_size: ShardOption = None, batch_size: BatchOption = None, device: DeviceOption = None,
-            prompt_format: PromptFormatOption = None, runner: RunnerOption = None, num_gpus: GpusOption = None,
-            ray_address: RayAddressOption = None, db: DbOption = None) -> None:
+            prompt_format: PromptFormatOption = None, threads: ThreadsOption = None, runner: RunnerOption = None,
+            num_gpus: GpusOption = None, ray_address: RayAddressOption = None, db: DbOption = None) -> None:
     """Run the rescoring flow: new files only, score the new candidates, refit, publish a new version."""
     config = _config(**locals())
     from flows.rescore_flow import rescore_flow
@@ -81,7 +83,7 @@ app.command("rescore")(rescore)
 
 
 def _config(config: Path | None, input, domain, map, model, budget, out, shard_size, batch_size, device,
-            prompt_format, runner: RunnerChoice | None, num_gpus, ray_address, db) -> PipelineConfig:
+            prompt_format, threads, runner: RunnerChoice | None, num_gpus, ray_address, db) -> PipelineConfig:
     """The config file's parameters with the command-line options applied on top."""
     try:
         body = orjson.loads(config.read_bytes()) if config else {}
@@ -93,7 +95,8 @@ def _config(config: Path | None, input, domain, map, model, budget, out, shard_s
     _put(sections["scoring"]["model"], path=model, device=device)
     _put(sections["scoring"], shard_size=shard_size, batch_size=batch_size, prompt_format=prompt_format)
     _put(sections["selection"], budget=budget, out=out)
-    _put(sections["runner"], kind=runner.value if runner else None, num_gpus=num_gpus, ray_address=ray_address)
+    _put(sections["runner"], kind=runner.value if runner else None, num_gpus=num_gpus, ray_address=ray_address,
+         threads=threads)
     _put(body, db_path=str(db) if db else None)
     if not sections["scoring"]["model"].get("path"):
         raise CapselError("no model given: pass --model or set scoring.model.path in --config")

@@ -6,8 +6,8 @@ from capsel.cli.common import DbOption, console
 from capsel.cli.progress import CandidateProgress, print_summary
 from capsel.cli.scoring_options import (
     BatchSizeOption, DeviceOption, DomainOption, DtypeOption, GeneratorOption, HorizonOption, LimitOption,
-    ModelOption, PromptFormatOption, PromptTokensOption, TrustRemoteCodeOption, check_generator, for_model,
-    model_info, scoring_config, scoring_db, scoring_settings,
+    ModelOption, PromptFormatOption, PromptTokensOption, ThreadsOption, TrustRemoteCodeOption, check_generator,
+    for_model, model_info, scoring_config, scoring_db, scoring_settings,
 )
 from capsel.config import Settings
 from capsel.scoring.config import ScoringConfig
@@ -28,13 +28,14 @@ def generate(
     batch_size: BatchSizeOption = None,
     generator: GeneratorOption = "hf",
     trust_remote_code: TrustRemoteCodeOption = False,
+    threads: ThreadsOption = None,
     domain: DomainOption = None,
     limit: LimitOption = None,
     db: DbOption = None,
 ) -> None:
     """Generate y-hat (greedy, at most R tokens, stopping before EOS) for candidates that lack one."""
     check_generator(generator)
-    settings = scoring_settings(db, dtype, device, batch_size)
+    settings = scoring_settings(db, dtype, device, batch_size, threads)
     config = scoring_config(horizon=horizon, prompt_tokens=prompt_tokens, prompt_format=prompt_format)
     info = model_info(settings, model, trust_remote_code)
     config = for_model(config, info)

@@ -6,12 +6,12 @@ import math
 from pathlib import Path
 from typing import Annotated, Optional
 
-import torch
 import typer
 from rich.table import Table
 
 from capsel.cli.common import console, settings_for
-from capsel.cli.progress import THREADS_HELP, CandidateProgress
+from capsel.cli.progress import CandidateProgress
+from capsel.cli.scoring_options import ThreadsOption, apply_threads
 from capsel.lab.noise.experiment import NoiseSpec, run_noise
 from capsel.models import demo_model_path
 from capsel.paths import inside_root
@@ -30,14 +30,14 @@ def noise(
         "--junk-share", min=0.0, help="Junk candidates per clean candidate (0.05: 5% junk).")] = _DEFAULT.junk_share,
     seed: Annotated[int, typer.Option("--seed", help="Seed for drawing the pool and its junk.")] = _DEFAULT.seed,
     batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Candidates per scoring batch.")] = 16,
-    threads: Annotated[int, typer.Option("--threads", min=1, help=THREADS_HELP)] = 1,
+    threads: ThreadsOption = None,
     out: Annotated[Path, typer.Option(
         "--out", help="Folder for pool, DB, noise.json, noise.png (inside the output root).")] = Path("lab_noise"),
 ) -> None:
     """Score a clean lab pool with 5% junk and report the junk's percentiles among clean candidates."""
     out_dir = inside_root(settings_for().output_root, out)
     source = model or str(demo_model_path())
-    torch.set_num_threads(threads)
+    apply_threads(threads or settings_for().threads)
     spec = NoiseSpec(n_clean=n_clean, junk_share=junk_share, seed=seed, batch_size=batch_size)
     with CandidateProgress("scoring") as progress:
         result = run_noise(source, spec, out_dir, progress)

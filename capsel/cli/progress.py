@@ -80,7 +80,7 @@ def print_summary(title: str, summary: RunSummary, done_label: str, extra: dict[
     table.add_row("skipped (already done)", str(summary.n_already_done))
     table.add_row("processed this run", str(summary.n_processed))
     table.add_row("wall time", f"{summary.wall_s:.1f} s")
-    table.add_row("rate", f"{summary.rate:.2f} candidates/s")
+    table.add_row("rate", f"{summary.rate:.2f} candidates/s with {summary.torch_threads} torch threads")
     table.add_row("run id", summary.run_id)
     console.print(table)
     for note in summary.notes:

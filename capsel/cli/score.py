@@ -7,8 +7,8 @@ from capsel.cli.generate import generate_pending
 from capsel.cli.progress import CandidateProgress, print_summary
 from capsel.cli.scoring_options import (
     BatchSizeOption, DeviceOption, DomainOption, DtypeOption, EarlyOption, GeneratorOption, HorizonOption,
-    LateOption, LimitOption, ModelOption, PromptFormatOption, PromptTokensOption, TrustRemoteCodeOption,
-    check_generator, for_model, model_info, scoring_config, scoring_db, scoring_settings,
+    LateOption, LimitOption, ModelOption, PromptFormatOption, PromptTokensOption, ThreadsOption,
+    TrustRemoteCodeOption, check_generator, for_model, model_info, scoring_config, scoring_db, scoring_settings,
 )
 from capsel.scoring.batch_memory import resolve_batch_size
 from capsel.scoring.engine import ScoringEngine
@@ -29,13 +29,14 @@ def score(
     batch_size: BatchSizeOption = None,
     generator: GeneratorOption = "hf",
     trust_remote_code: TrustRemoteCodeOption = False,
+    threads: ThreadsOption = None,
     domain: DomainOption = None,
     limit: LimitOption = None,
     db: DbOption = None,
 ) -> None:
     """Score candidates that lack a divergence for this model and config; y-hat is generated when missing."""
     check_generator(generator)
-    settings = scoring_settings(db, dtype, device, batch_size)
+    settings = scoring_settings(db, dtype, device, batch_size, threads)
     config = scoring_config(horizon=horizon, prompt_tokens=prompt_tokens, early=early, late=late,
                             prompt_format=prompt_format)
     info = model_info(settings, model, trust_remote_code)

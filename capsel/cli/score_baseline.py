@@ -19,7 +19,7 @@ from capsel.errors import CapselError
 from capsel.cli.progress import CandidateProgress, print_summary
 from capsel.cli.scoring_options import (
     BatchSizeOption, DeviceOption, DomainOption, DtypeOption, LimitOption, ModelOption, PromptFormatOption,
-    PromptTokensOption, TrustRemoteCodeOption, scoring_db, scoring_settings,
+    PromptTokensOption, ThreadsOption, TrustRemoteCodeOption, scoring_db, scoring_settings,
 )
 from capsel.scoring.store import Scope
 
@@ -74,6 +74,7 @@ def score_baseline(
     device: DeviceOption = None,
     batch_size: BatchSizeOption = None,
     trust_remote_code: TrustRemoteCodeOption = False,
+    threads: ThreadsOption = None,
     domain: DomainOption = None,
     limit: LimitOption = None,
     db: DbOption = None,
@@ -93,7 +94,7 @@ def score_baseline(
     if target_file is not None:
         read_target(target_file)  # a bad target row fails now, not after the pool's gradients
 
-    settings = scoring_settings(db, dtype, device, batch_size)
+    settings = scoring_settings(db, dtype, device, batch_size, threads)
     options = ScorerOptions(
         model=model or settings.model, encoder=str(encoder) if encoder else None,
         rater=str(rater) if rater else None, rater_label=rater_label, max_length=max_length,

@@ -15,6 +15,7 @@ from capsel.db import open_db
 from capsel.errors import CapselError
 from capsel.scoring.config import ScoringConfig
 from capsel.scoring.model_loading import ModelInfo, describe_model
+from capsel.threads import available_cores, use_torch_threads
 
 ModelOption = Annotated[Optional[str], typer.Option(
     "--model", help="Model folder or hub id (default: $CAPSEL_MODEL).", show_default=False)]
@@ -39,17 +40,32 @@ DomainOption = Annotated[Optional[str], typer.Option(
 PromptFormatOption = Annotated[str, typer.Option(
     "--prompt-format", help="How the prompt becomes ids: raw (the paper's protocol: tokenizer(prompt)), chat "
     "(the model's chat template, prompt as the user turn) or auto (chat when the model has a chat template).")]
+ThreadsOption = Annotated[Optional[int], typer.Option(
+    "--threads", min=1, show_default=False,
+    help="torch CPU threads (default: $CAPSEL_THREADS, else every core this process may use; on a machine busy "
+    "with other work 1 can be several times faster).")]
 LimitOption = Annotated[Optional[int], typer.Option(
     "--limit", help="Process at most this many pending candidates.", show_default=False, min=1)]
 
 
-def scoring_settings(db, dtype: str | None, device: str | None, batch_size: str | None) -> Settings:
-    """Settings with the scoring options applied; a bad value is one clear error."""
+def scoring_settings(
+    db, dtype: str | None, device: str | None, batch_size: str | None, threads: int | None = None
+) -> Settings:
+    """Settings with the scoring options applied, torch's threads set from them; a bad value is one clear error."""
     try:
-        return settings_for(db, dtype=dtype, device=device, score_batch_size=batch_size)
+        settings = settings_for(db, dtype=dtype, device=device, score_batch_size=batch_size, threads=threads)
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
         raise CapselError(f"invalid option: {problems}") from exc
+    apply_threads(settings.threads)
+    return settings
+
+
+def apply_threads(requested: int | None) -> int:
+    """Set torch's CPU threads (the request capped at the cores, or every core) and say how many."""
+    threads = use_torch_threads(requested)
+    console.print(f"torch threads: {threads} of {available_cores()} cores")
+    return threads
 
 
 def scoring_config(**fields: object) -> ScoringConfig:

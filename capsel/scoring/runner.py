@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Iterator, Protocol, Sequence
 
 import duckdb
+import torch
 
 from capsel.runs import recorded_run
 from capsel.scoring.batching import length_sorted_batches
@@ -60,6 +61,8 @@ class RunSummary:
     write_s: float = 0.0
     # What the user should know about the results, e.g. domains that lost many candidates to empty y-hat.
     notes: list[str] = field(default_factory=list)
+    # torch's CPU threads when the run started (a rate means little without it)
+    torch_threads: int = field(default_factory=torch.get_num_threads)
 
     @property
     def rate(self) -> float:
@@ -73,7 +76,7 @@ class RunSummary:
             "n_processed": self.n_processed, "n_done": self.n_done, "n_generated": self.n_generated,
             "n_excluded": dict(self.excluded), "wall_s": round(self.wall_s, 3),
             "model_s": round(self.model_s, 3), "write_s": round(self.write_s, 3),
-            "candidates_per_s": round(self.rate, 3),
+            "candidates_per_s": round(self.rate, 3), "torch_threads": self.torch_threads,
         }
 
 
