@@ -71,6 +71,10 @@ class SelectionParams(BaseModel):
     total: bool = Field(False, description="split the budget across domains instead of applying it in each")
     method: Literal["cap", "random"] = Field("cap", description="cap: highest z per domain; random: seeded control")
     seed: int = Field(0, description="seed of the random control")
+    ppl_guard: float | None = Field(
+        None, gt=0, lt=100, description="per domain, candidates above this percentile of reference PPL are not "
+        "eligible (off: the paper's method)",
+    )
     domains: list[str] | None = Field(None, description="only these domains (default: every domain)")
     out: str = Field("selections", description="folder inside the output root that receives <selection_id>/")
 
@@ -83,6 +87,7 @@ class SelectionParams(BaseModel):
             seed=self.seed,
             model=model_fingerprint,
             config_hash=config_hash,
+            ppl_guard=self.ppl_guard,
         )
 
 

@@ -1,12 +1,18 @@
 -- Seeded random control: k per domain in md5(seed:candidate_id) order, the same on every machine.
--- With $use_scores it draws from the scored eligible pool of (model, config), else from all candidates.
+-- With $use_scores it draws from the scored eligible pool of (model, config), less what the PPL guard
+-- holds back ($ppl_guard, null: nothing), else from all candidates.
 with quotas as (
     select unnest($quotas::struct(domain varchar, k bigint)[], recursive := true)
+),
+guarded as (
+    select candidate_id
+    from ppl_guarded($model_fingerprint, $config_hash, $ppl_guard::double)
 ),
 scored as (
     select candidate_id, domain, d_early, d_late, cap, z
     from cap_scores
     where $use_scores and model_fingerprint = $model_fingerprint and config_hash = $config_hash
+        and candidate_id not in (select candidate_id from guarded)
 ),
 unscored as (
     select

@@ -1,11 +1,17 @@
 -- Top-k candidates per domain by z (highest first), ties broken by candidate_id; k comes per domain.
+-- Candidates the PPL guard holds back ($ppl_guard, null: none) are not taken.
 with quotas as (
     select unnest($quotas::struct(domain varchar, k bigint)[], recursive := true)
+),
+guarded as (
+    select candidate_id
+    from ppl_guarded($model_fingerprint, $config_hash, $ppl_guard::double)
 ),
 scored as (
     select candidate_id, domain, d_early, d_late, cap, z
     from cap_scores
     where model_fingerprint = $model_fingerprint and config_hash = $config_hash
+        and candidate_id not in (select candidate_id from guarded)
 ),
 final as (
     select

@@ -77,6 +77,12 @@ def select(
         "--target-max", min=1, show_default=False,
         help="less only: the --target-max the target was scored with (needed when several were).",
     )] = None,
+    ppl_guard: Annotated[Optional[float], typer.Option(
+        "--ppl-guard", min=0.0, max=100.0, show_default=False,
+        help="cap and random only: within each domain, candidates whose reference PPL (stored by `capsel score`) "
+        "lies above this percentile are not eligible, e.g. 95. Off by default, which is the paper's method; on "
+        "small models CAP can rank high-perplexity junk near the top (capsel/lab/README.md).",
+    )] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the random control.")] = 0,
     model: Annotated[Optional[str], typer.Option(
         "--model", help="Fingerprint or name/path of the model (baselines: LM, encoder or rater) whose scores "
@@ -97,6 +103,7 @@ def select(
         model=model,
         config_hash=config_hash,
         order=ppl_direction.value if method == MethodChoice.ppl else None,
+        ppl_guard=ppl_guard,
     )
     con = open_db(settings.db_path)
     counters: dict = {}

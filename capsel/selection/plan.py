@@ -27,6 +27,8 @@ class SelectionRequest:
     model: str | None = None
     config_hash: str | None = None
     order: Order | None = None
+    # percentile of PPL per domain above which CAP's candidates are not eligible (None: the paper's method)
+    ppl_guard: float | None = None
 
     def as_dict(self) -> dict:
         """Plain dict for the run record and the manifest."""
@@ -39,6 +41,7 @@ class SelectionRequest:
             "seed": self.seed,
             "model": self.model,
             "config_hash": self.config_hash,
+            "ppl_guard": self.ppl_guard,
         }
 
 
@@ -77,7 +80,11 @@ class Selection:
     @property
     def rule(self) -> str:
         """How the members were picked, in words."""
-        return selection_rule(self.request.method, self.request.order)
+        rule = selection_rule(self.request.method, self.request.order)
+        if self.request.ppl_guard is None:
+            return rule
+        return (f"{rule}; candidates whose reference PPL lies above their domain's "
+                f"{self.request.ppl_guard:g}th percentile are not eligible (PPL guard)")
 
 
 def build_selection(
@@ -92,8 +99,9 @@ def build_selection(
     if request.order is not None and (request.method not in BASELINES or BASELINES[request.method].selects_by
                                       != "score"):
         raise CapselError(f"an order (high/low/middle) applies to score baselines, not to {request.method}")
-    pools = domain_pools(con, key, request.domains)
-    notes = []
+    _check_guard(request, key)
+    pools = domain_pools(con, key, request.domains, request.ppl_guard)
+    notes = _guard_notes(request, pools)
     empty = [pool for pool in pools if pool.size == 0]
     if empty and request.domains:
         raise CapselError(
@@ -112,8 +120,28 @@ def build_selection(
     fits = fit_domains(con, key, [pool.domain for pool in pools]) if key and key.method == "cap" else []
     quotas = domain_quotas(request.budget, {pool.domain: pool.size for pool in pools})
     notes += _budget_notes(request.budget, quotas)
-    members = select_members(con, request.method, quotas, key, request.seed, request.order)
+    members = select_members(con, request.method, quotas, key, request.seed, request.order, request.ppl_guard)
     return Selection(request, key, pools, fits, quotas, members, notes)
+
+
+def _check_guard(request: SelectionRequest, key: ScoringKey | None) -> None:
+    if request.ppl_guard is None:
+        return
+    if not 0 < request.ppl_guard < 100:
+        raise CapselError(f"ppl_guard is a percentile between 0 and 100 (exclusive), got {request.ppl_guard}")
+    if key is None or key.method != "cap":
+        raise CapselError("ppl_guard applies to cap and random selections from CAP's scored pool: it uses the PPL "
+                          "that CAP scoring stored; score the pool with `capsel score` first")
+
+
+def _guard_notes(request: SelectionRequest, pools: list[DomainPool]) -> list[str]:
+    if request.ppl_guard is None:
+        return []
+    return [
+        f"domain {pool.domain!r}: the PPL guard holds back {pool.n_guarded} of "
+        f"{pool.n_scored - pool.n_excluded} eligible candidates (PPL above its {request.ppl_guard:g}th percentile)"
+        for pool in pools
+    ]
 
 
 def _budget_notes(budget: Budget, quotas: list[Quota]) -> list[str]:

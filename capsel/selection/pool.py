@@ -20,6 +20,7 @@ class DomainPool:
     n_candidates: int
     n_scored: int
     n_excluded: int
+    n_guarded: int
     n_eligible: int
     scored: bool
 
@@ -34,14 +35,19 @@ class DomainPool:
 
 
 def domain_pools(
-    con: duckdb.DuckDBPyConnection, key: ScoringKey | None, domains: Sequence[str] | None = None
+    con: duckdb.DuckDBPyConnection, key: ScoringKey | None, domains: Sequence[str] | None = None,
+    ppl_guard: float | None = None,
 ) -> list[DomainPool]:
-    """Per-domain counts for `key` (None: the unscored pool of all candidates); unknown domains are refused."""
+    """Per-domain counts for `key` (None: the unscored pool of all candidates); unknown domains are refused.
+
+    `ppl_guard` (CAP's pool only) holds back the candidates above that percentile of PPL in their domain.
+    """
     rows = fetch_records(con, "domain_pool_counts", {
         "method": key.method if key else "cap",
         "model_fingerprint": key.model_fingerprint if key else None,
         "config_hash": key.config_hash if key else None,
         "domains": list(domains) if domains else None,
+        "ppl_guard": ppl_guard,
     })
     pools = [DomainPool(**row, scored=key is not None) for row in rows]
     if domains:
@@ -49,7 +55,7 @@ def domain_pools(
         if missing:
             known = sorted(row["domain"] for row in fetch_records(con, "domain_pool_counts", {
                 "method": "cap",
-                "model_fingerprint": None, "config_hash": None, "domains": None,
+                "model_fingerprint": None, "config_hash": None, "domains": None, "ppl_guard": None,
             }))
             raise CapselError(f"no candidates in domain(s) {missing}; known domains: {known}")
     if not pools:

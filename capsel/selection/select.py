@@ -44,13 +44,15 @@ def select_members(
     key: ScoringKey | None,
     seed: int = 0,
     order: Order | None = None,
+    ppl_guard: float | None = None,
 ) -> pd.DataFrame:
     """Members ordered by domain and rank, with scores, text and lineage columns.
 
     `cap` and the baselines need a scoring key of their method; `random` draws from the key's
     eligible pool, or from all candidates when `key` is None. `order` overrides a score
     baseline's default order (PPL's direction). `score` is CAP for cap and the method's own score
-    otherwise (for k-center, a pick's distance to the earlier picks).
+    otherwise (for k-center, a pick's distance to the earlier picks). `ppl_guard` (cap, and random from
+    CAP's pool) leaves out the candidates above that percentile of PPL in their domain.
     """
     quota_rows = [{"domain": quota.domain, "k": quota.k} for quota in quotas]
     if method not in METHODS:
@@ -62,6 +64,7 @@ def select_members(
             "quotas": quota_rows,
             "model_fingerprint": key.model_fingerprint,
             "config_hash": key.config_hash,
+            "ppl_guard": ppl_guard,
         }).df()
         ranked["score"] = ranked["cap"]
     elif method == "random":
@@ -71,6 +74,7 @@ def select_members(
             "model_fingerprint": key.model_fingerprint if key else None,
             "config_hash": key.config_hash if key else None,
             "seed": int(seed),
+            "ppl_guard": ppl_guard,
         }).df()
         ranked["score"] = ranked["cap"]
     elif BASELINES[method].selects_by == "coverage":
