@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+def default_models_dir() -> Path:
+    """Where `capsel models install` puts models by default: the user's cache dir (XDG_CACHE_HOME honoured)."""
+    cache = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(cache) / "capsel" / "models"
 
 
 class Settings(BaseSettings):
@@ -33,7 +40,12 @@ class Settings(BaseSettings):
     ingest_memory_limit: str = Field(
         "1GB", description="DuckDB memory_limit of the ingest connection (DuckDB spills to disk beyond it)"
     )
-    model: str | None = Field(None, description="default model for generate/score: a local folder or a hub id")
+    model: str | None = Field(
+        None, description="default model for generate/score: a local folder, a hub id or an installed model's name"
+    )
+    models_dir: Path = Field(
+        default_factory=default_models_dir, description="folder `capsel models install` installs models into"
+    )
     score_batch_size: Annotated[int, Field(gt=0)] | Literal["auto"] = Field(
         16, description="candidates per model batch and per committed DB batch; auto sizes it from free GPU memory"
     )

@@ -37,7 +37,8 @@ InputOption = Annotated[Optional[list[Path]], typer.Option(
 DomainOption = Annotated[Optional[str], typer.Option("--domain", help="Domain of every ingested row.")]
 MapOption = Annotated[Optional[str], typer.Option(
     "--map", help="Field renames for ingest, e.g. instruction=problem,response=solution.")]
-ModelOption = Annotated[Optional[str], typer.Option("--model", help="Scoring model folder or hub id.")]
+ModelOption = Annotated[Optional[str], typer.Option(
+    "--model", help="Scoring model folder, hub id or installed model name.")]
 BudgetOption = Annotated[Optional[str], typer.Option("--budget", help="Members per domain: a count or a share like 10%.")]
 OutOption = Annotated[Optional[str], typer.Option("--out", help="Folder inside the output root for the selection.")]
 ShardOption = Annotated[Optional[int], typer.Option("--shard-size", min=1, help="Candidates per shard.")]

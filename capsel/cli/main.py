@@ -30,7 +30,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "migrate": ("migrate", "migrate"),
     "profile": ("profile", "profile"),
 }
-GROUPS = ("flow", "lab")
+GROUPS = ("flow", "lab", "models")
 
 
 def _version(value: bool) -> None:

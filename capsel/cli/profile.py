@@ -18,7 +18,8 @@ from capsel.profile.report import write_profile
 
 def profile(
     model: Annotated[Optional[str], typer.Option(
-        "--model", help="Local HF causal LM folder (or cached name). Default: the bundled demo model.")] = None,
+        "--model", help="Local HF causal LM folder, installed model name or cached hub name. "
+        "Default: the bundled demo model.")] = None,
     texts: Annotated[Optional[Path], typer.Option(
         "--texts", help="UTF-8 file of sample texts separated by blank lines. Default: a bundled sample.")] = None,
     out: Annotated[Path, typer.Option(

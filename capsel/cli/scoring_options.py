@@ -18,7 +18,8 @@ from capsel.scoring.model_loading import ModelInfo, describe_model
 from capsel.threads import available_cores, use_torch_threads
 
 ModelOption = Annotated[Optional[str], typer.Option(
-    "--model", help="Model folder or hub id (default: $CAPSEL_MODEL).", show_default=False)]
+    "--model", help="Model folder, hub id or installed model name (`capsel models list`; default: $CAPSEL_MODEL).",
+    show_default=False)]
 HorizonOption = Annotated[int, typer.Option(
     "--horizon", help="R: response tokens compared, and the most tokens generated.")]
 PromptTokensOption = Annotated[int, typer.Option("--prompt-tokens", help="P: keep the last P prompt token ids.")]
@@ -89,7 +90,7 @@ def model_info(settings: Settings, model: str | None, trust_remote_code: bool) -
     """Resolve and fingerprint the model named on the command line or in the settings."""
     name = model or settings.model
     if not name:
-        raise CapselError("no model given: pass --model PATH_OR_HUB_ID or set CAPSEL_MODEL")
+        raise CapselError("no model given: pass --model PATH_OR_HUB_ID_OR_NAME or set CAPSEL_MODEL")
     with console.status(f"hashing model files of {name}"):
         info = describe_model(
             name, dtype=settings.dtype, device=settings.device, trust_remote_code=trust_remote_code

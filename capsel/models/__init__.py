@@ -1,4 +1,4 @@
-"""Models capsel ships (the demo model) and loading of local Hugging Face causal LMs."""
+"""Models capsel ships (the demo model), real models installed from the package registry, and model loading."""
 
 from __future__ import annotations
 

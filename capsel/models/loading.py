@@ -8,13 +8,18 @@ import torch
 from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
 from capsel.errors import CapselError
+from capsel.models.installed import installed_model_path
 from capsel.models.load_lock import MODEL_LOAD_LOCK
 
 
 def load_causal_lm(
     name_or_path: str | Path, trust_remote_code: bool = False, dtype: torch.dtype = torch.float32
 ) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
-    """Model (eval mode) and tokenizer from a local folder or the local HF cache, never the network."""
+    """Model (eval mode) and tokenizer from an installed model's name, a local folder or the local HF cache.
+
+    Never the network.
+    """
+    name_or_path = installed_model_path(name_or_path)
     path = Path(name_or_path)
     # refuse pickled weights when safetensors exist; transformers falls back to .bin only without them
     use_safetensors = True if path.is_dir() and any(path.glob("*.safetensors")) else None
@@ -33,6 +38,7 @@ def load_causal_lm(
 
 def random_init_like(name_or_path: str | Path, seed: int = 0, trust_remote_code: bool = False) -> PreTrainedModel:
     """The same architecture as `name_or_path` with freshly initialised weights (seeded)."""
+    name_or_path = installed_model_path(name_or_path)
     try:
         config = AutoConfig.from_pretrained(str(name_or_path), local_files_only=True,
                                             trust_remote_code=trust_remote_code)

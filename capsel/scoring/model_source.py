@@ -7,14 +7,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from capsel.errors import CapselError
+from capsel.models.installed import installed_model_path
 from capsel.versioning import config_hash, file_sha256
 
-# Files besides the weights that change what the method computes: architecture, EOS, tokenisation.
+# Files besides the weights that change what the method computes: architecture, EOS, tokenisation,
+# and the chat template (it decides the prompt text the model sees).
 IDENTITY_FILES = (
     "config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
     "special_tokens_map.json", "added_tokens.json", "tokenizer.model", "vocab.json", "merges.txt",
+    "chat_template.jinja",
 )
-HUB_PATTERNS = ["*.safetensors", "*.json", "*.model", "*.txt", "*.py", "*.tiktoken"]
+HUB_PATTERNS = ["*.safetensors", "*.json", "*.model", "*.txt", "*.py", "*.tiktoken", "*.jinja"]
 _SHA256_NAME = re.compile(r"^[0-9a-f]{64}$")
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
 
@@ -35,8 +38,8 @@ class ModelSource:
 
 
 def resolve_model(name_or_path: str, revision: str | None = None) -> ModelSource:
-    """Find the model's files: a local folder as given, else a hub snapshot (downloaded or cached)."""
-    path = Path(name_or_path).expanduser()
+    """Find the model's files: an installed model's folder, a local folder as given, else a hub snapshot."""
+    path = Path(installed_model_path(name_or_path)).expanduser()
     if path.is_dir():
         local_dir, resolved_revision = path.resolve(), revision
     elif path.exists() or not _HUB_ID.match(name_or_path):

@@ -10,7 +10,7 @@ import pytest
 from capsel.cli.main import COMMANDS, GROUPS, build_app
 
 
-@pytest.mark.parametrize("command", ["ingest", "status", "migrate", "selections"])
+@pytest.mark.parametrize("command", ["ingest", "status", "migrate", "selections", "models"])
 def test_a_light_command_runs_without_torch(command):
     probe = (
         "import sys\n"
