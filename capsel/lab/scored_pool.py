@@ -33,6 +33,7 @@ class ScoredLabPool:
     key: ScoringKey
     ingest: IngestReport
     scoring: RunSummary
+    config: ScoringConfig      # as scored: the prompt format resolved for the model
 
 
 def clean_pool_spec(n_clean: int, junk_share: float, seed: int) -> PoolSpec:
@@ -56,14 +57,17 @@ def open_fresh_db(path: Path) -> duckdb.DuckDBPyConnection:
 def score_lab_pool(
     con: duckdb.DuckDBPyConnection, records: list[dict], pool_path: Path, model: str | Path,
     batch_size: int = 16, sink: ProgressSink | None = None, config: ScoringConfig = ScoringConfig(),
-) -> tuple[ScoringKey, IngestReport, RunSummary]:
-    """Write `records` to `pool_path`, ingest it into `con` and score it with `model` on the CPU in float32."""
+) -> tuple[ScoringKey, IngestReport, RunSummary, ScoringConfig]:
+    """Write `records` to `pool_path`, ingest it into `con` and score it with `model` on the CPU in float32.
+
+    Returns the scores' key, what ingest and scoring counted, and the config as scored (prompt format resolved).
+    """
     report = ingest(con, [write_jsonl(records, pool_path)], IngestOptions())
     info = describe_model(str(model), dtype="float32", device="cpu")
     engine = ScoringEngine(load_model(info), config, batch_size)
     summary = run_scoring(con, engine, sink=sink, run_config={"lab": True, "batch_size": batch_size})
     key = resolve_scoring_key(con, info.fingerprint, engine.config.scoring_hash)
-    return key, report, summary
+    return key, report, summary, engine.config
 
 
 def labelled_scores(con: duckdb.DuckDBPyConnection, key: ScoringKey, records: list[dict]) -> pd.DataFrame:
@@ -77,13 +81,15 @@ def labelled_scores(con: duckdb.DuckDBPyConnection, key: ScoringKey, records: li
 
 def build_scored_pool(
     out_dir: Path, records: list[dict], model: str | Path, batch_size: int = 16, sink: ProgressSink | None = None,
+    config: ScoringConfig = ScoringConfig(),
 ) -> tuple[ScoredLabPool, pd.DataFrame]:
     """Score `records` in a fresh `out_dir/capsel.duckdb`; returns the pool and its labelled scores."""
     out_dir.mkdir(parents=True, exist_ok=True)
     con = open_fresh_db(out_dir / DB_FILE)
     try:
-        key, report, summary = score_lab_pool(con, records, out_dir / POOL_FILE, model, batch_size, sink)
+        key, report, summary, scored = score_lab_pool(con, records, out_dir / POOL_FILE, model, batch_size, sink,
+                                                      config)
         scores = labelled_scores(con, key, records)
     finally:
         con.close()
-    return ScoredLabPool(out_dir / DB_FILE, key, report, summary), scores
+    return ScoredLabPool(out_dir / DB_FILE, key, report, summary, scored), scores

@@ -1,4 +1,4 @@
-"""`capsel demo` as a user runs it: the select flow on the bundled lab pool, checked against its DB and files."""
+"""`capsel demo` as a user runs it, on the lab model and on a real registry model, checked against its DB and files."""
 
 from __future__ import annotations
 
@@ -6,76 +6,129 @@ import subprocess
 import sys
 from collections import Counter
 
+import numpy as np
 import orjson
 import pandas as pd
 import pytest
 
 from capsel.db import open_db
-from capsel.lab.demo_pool import MALFORMED_LINES, demo_pool_dir, stage_demo_pool
+from capsel.lab.demo_pool import MALFORMED_LINES, demo_pool_dir, read_pool, stage_demo_pool
 from capsel.lab.labels import candidate_labels
+from capsel.lab.noise.stats import percentiles_among
+from tests.fixtures.real_models import REAL_MODELS_DIR, smollm2_instruct  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.e2e
 
 PER_DOMAIN = 40
+REAL_PER_DOMAIN = 16
 
 
-@pytest.fixture(scope="module")
-def demo_run(tmp_path_factory, prefect_server):
+def _run_demo(tmp_path_factory, prefect_server, *args: str, **env: str):
     root = tmp_path_factory.mktemp("demo_root")
-    env = prefect_server.env(CAPSEL_OUTPUT_ROOT=str(root))
-    done = subprocess.run([sys.executable, "-m", "capsel", "demo", "--limit", str(PER_DOMAIN), "--budget", "5"],
-                          cwd=root, env=env, capture_output=True, text=True, timeout=300)
+    environment = prefect_server.env(CAPSEL_OUTPUT_ROOT=str(root), **env)
+    done = subprocess.run([sys.executable, "-m", "capsel", "demo", *args], cwd=root, env=environment,
+                          capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return root / "demo", done.stdout
 
 
-def _staged_records(tmp_path) -> list[dict]:
-    return stage_demo_pool(demo_pool_dir(), tmp_path, PER_DOMAIN)[1]
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory, prefect_server):
+    return _run_demo(tmp_path_factory, prefect_server, "--model", "demo", "--limit", str(PER_DOMAIN), "--budget", "5")
+
+
+@pytest.fixture(scope="module")
+def real_demo_run(tmp_path_factory, prefect_server, smollm2_instruct):  # noqa: F811
+    return _run_demo(tmp_path_factory, prefect_server, "--model", "smollm2-135m-instruct", "--limit",
+                     str(REAL_PER_DOMAIN), "--budget", "3", CAPSEL_MODELS_DIR=str(REAL_MODELS_DIR))
+
+
+def _db_tables(folder) -> dict:
+    con = open_db(folder / "capsel.duckdb", read_only=True)
+    try:
+        return {
+            "n_candidates": con.execute("select count(*) from candidates").fetchone()[0],
+            "n_duplicates": con.execute("select count(*) from duplicates").fetchone()[0],
+            "quarantine": Counter(dict(con.execute("select reason, count(*) from quarantine group by all").fetchall())),
+            "scores": con.execute(
+                "select d.candidate_id, c.domain, d.excluded_reason, d.ppl, s.z from divergences d "
+                "join candidates c using (candidate_id) left join cap_scores s using (candidate_id)").df(),
+            "ids": set(r[0] for r in con.execute("select candidate_id from candidates").fetchall()),
+        }
+    finally:
+        con.close()
+
+
+def _published(folder) -> tuple[dict, pd.DataFrame]:
+    (selection,) = sorted((folder / "selections").glob("sel-*"))
+    return orjson.loads((selection / "manifest.json").read_bytes()), pd.read_parquet(selection / "data.parquet")
 
 
 def test_demo_publishes_a_gated_selection_whose_counts_add_up(demo_run, tmp_path):
     folder, stdout = demo_run
-    records = _staged_records(tmp_path)
+    records = stage_demo_pool(demo_pool_dir(), tmp_path, PER_DOMAIN)[1]
     labels = Counter(record["lab_label"] for record in records)
     assert all(labels[label] for label in ("known", "learnable", "junk", "duplicate"))
-    (selection,) = sorted((folder / "selections").glob("sel-*"))
-    manifest = orjson.loads((selection / "manifest.json").read_bytes())
-    members = pd.read_parquet(selection / "data.parquet")
-    con = open_db(folder / "capsel.duckdb", read_only=True)
-    try:
-        n_candidates = con.execute("select count(*) from candidates").fetchone()[0]
-        n_duplicates = con.execute("select count(*) from duplicates").fetchone()[0]
-        reasons = Counter(dict(con.execute("select reason, count(*) from quarantine group by all").fetchall()))
-        excluded = set(r[0] for r in con.execute(
-            "select candidate_id from divergences where excluded_reason is not null").fetchall())
-        n_scored = con.execute("select count(*) from divergences").fetchone()[0]
-        ids = set(r[0] for r in con.execute("select candidate_id from candidates").fetchall())
-    finally:
-        con.close()
+    manifest, members = _published(folder)
+    db = _db_tables(folder)
+    excluded = set(db["scores"].loc[db["scores"]["excluded_reason"].notna(), "candidate_id"])
 
     assert manifest["gate"]["success"] and manifest["method"] == "cap"
     # every row of the staged pool is a candidate, a dropped duplicate or a quarantined row
-    assert n_candidates + n_duplicates + sum(reasons.values()) == len(records) + len(MALFORMED_LINES)
-    assert n_duplicates == labels["duplicate"] > 0
-    assert sum(reasons.values()) == len(MALFORMED_LINES) and len(reasons) == len(MALFORMED_LINES)
-    assert n_scored == n_candidates and ids == set(candidate_labels(records)["candidate_id"])
+    quarantined = sum(db["quarantine"].values())
+    assert db["n_candidates"] + db["n_duplicates"] + quarantined == len(records) + len(MALFORMED_LINES)
+    assert db["n_duplicates"] == labels["duplicate"] > 0
+    assert quarantined == len(MALFORMED_LINES) == len(db["quarantine"])
+    assert len(db["scores"]) == db["n_candidates"] and db["ids"] == set(candidate_labels(records)["candidate_id"])
     # 5 per domain, from the candidates the engine measured
     assert Counter(members["domain"]) == {"math": 5, "code": 5, "science": 5}
-    assert not set(members["candidate_id"]) & excluded and set(members["candidate_id"]) <= ids
+    assert not set(members["candidate_id"]) & excluded and set(members["candidate_id"]) <= db["ids"]
     assert manifest["n_members"] == len(members)
+    (selection,) = sorted((folder / "selections").glob("sel-*"))
     for name in ("data.jsonl", "report/index.html", "gate/index.html"):
         assert (selection / name).is_file()
         assert name.split("/")[0] in stdout
     assert (folder / "profile" / "profile.png").is_file() and (folder / "profile" / "verdict.json").is_file()
 
 
-def test_demo_reports_the_junk_it_measured(demo_run, tmp_path):
-    folder, stdout = demo_run
-    records = _staged_records(tmp_path)
-    junk = set(candidate_labels([r for r in records if r["lab_label"] == "junk"])["candidate_id"])
-    (selection,) = sorted((folder / "selections").glob("sel-*"))
-    members = set(pd.read_parquet(selection / "data.parquet")["candidate_id"])
-    summary = orjson.loads(stdout[stdout.rindex('{\n  "counts"'):].split("\n}\n")[0] + "\n}")
-    assert summary["junk"]["n"] == len(junk) > 0
-    assert summary["junk"]["selected"] == len(junk & members)
-    assert summary["junk"]["selected"] + summary["junk"]["selected_clean"] == summary["counts"]["selected"] == 15
+@pytest.mark.slow
+def test_real_model_demo_reports_where_each_junk_kind_went(real_demo_run):
+    folder, stdout = real_demo_run
+    records = read_pool(folder / "pool" / "pool.jsonl")
+    labels = candidate_labels(records).drop(columns="domain")
+    summary = orjson.loads((folder / "demo.json").read_bytes())
+    manifest, members = _published(folder)
+    db = _db_tables(folder)
+    # the staged cut: 16 clean rows per domain, 5% junk of both kinds, a near-duplicate per domain, bad rows
+    staged = Counter(record["lab_label"] for record in records)
+    assert staged == {"clean": 2 * REAL_PER_DOMAIN, "junk": 2, "duplicate": 2}
+    assert summary["counts"]["duplicates"] == db["n_duplicates"] == 2
+    assert summary["counts"]["quarantined"] == len(MALFORMED_LINES)
+    assert summary["prompt_format"] == "chat" and "prompt format chat" in stdout  # auto: SmolLM2 has a template
+
+    scores = db["scores"].merge(labels, on="candidate_id")
+    eligible = scores[scores["excluded_reason"].isna()]
+    clean, junk = eligible[eligible["lab_label"] == "clean"], eligible[eligible["lab_label"] == "junk"]
+    assert summary["junk"]["n"] == len(scores[scores["lab_label"] == "junk"]) == 2
+    for method, column in (("ppl", "ppl"), ("cap", "z")):
+        expected = percentiles_among(junk[column].to_numpy(), clean[column].to_numpy())
+        ranks = summary["junk"]["ranks"]["all junk"][method]
+        assert ranks["median"] == pytest.approx(np.median(expected))
+        assert (ranks["min"], ranks["max"]) == pytest.approx((expected.min(), expected.max()))
+    kinds = {record["lab_detail"].split(":")[0] for record in records if record["lab_label"] == "junk"}
+    assert kinds == {"salad", "shuffled"} and set(summary["junk"]["ranks"]) == {"all junk", *kinds}
+
+    selections = summary["junk"]["selections"]["methods"]
+    published_junk = set(members["candidate_id"]) & set(scores.loc[scores["lab_label"] == "junk", "candidate_id"])
+    assert selections["cap"]["n_junk"] == len(published_junk) and selections["cap"]["n_members"] == len(members) == 6
+    # PPL high first, 3 per domain, over every candidate the PPL baseline stored as eligible (ties by id)
+    con = open_db(folder / "capsel.duckdb", read_only=True)
+    try:
+        ppl = con.execute("select m.candidate_id, c.domain, m.score from method_scores m join candidates c "
+                          "using (candidate_id) where m.method = 'ppl' and m.excluded_reason is null").df()
+    finally:
+        con.close()
+    top_ppl = ppl.merge(labels, on="candidate_id").sort_values(["domain", "score", "candidate_id"],
+                                                               ascending=[True, False, True])
+    assert selections["ppl"]["n_junk"] == int((top_ppl.groupby("domain").head(3)["lab_label"] == "junk").sum())
+    assert manifest["gate"]["success"]

@@ -12,21 +12,22 @@ from typer.testing import CliRunner
 from capsel.cli.main import app
 from capsel.db import open_db
 from capsel.lab.labels import candidate_labels
-from capsel.lab.noise.experiment import NoiseSpec
+from capsel.lab.scored_pool import clean_pool_spec
 from capsel.lab.noise.stats import auc, percentiles_among
 from capsel.lab.pretrain import world_spec_of
 from capsel.lab.world.facts import build_world
 from capsel.lab.world.pools import build_pool
 from capsel.models import demo_model_path
 
-N_CLEAN, JUNK_SHARE = 48, 0.125
+N_CLEAN, JUNK_SHARE, GUARD = 48, 0.125, 90.0
 
 
 @pytest.fixture(scope="module")
 def noise_run(tmp_path_factory):
     root = tmp_path_factory.mktemp("noise")
     result = CliRunner().invoke(app, ["lab", "noise", "--n-clean", str(N_CLEAN), "--junk-share", str(JUNK_SHARE),
-                                      "--out", "noise"], env={"CAPSEL_OUTPUT_ROOT": str(root), "COLUMNS": "200"})
+                                      "--seeds", "0", "--seeds", "1", "--ppl-guard", str(GUARD), "--out", "noise"],
+                                env={"CAPSEL_OUTPUT_ROOT": str(root), "COLUMNS": "200"})
     assert result.exit_code == 0, result.output
     return root / "noise", result.output
 
@@ -48,9 +49,10 @@ def _pct(value: float, reference: np.ndarray) -> float:
 
 
 def test_junk_percentiles_match_numpy_on_the_db_scores(noise_run):
-    folder, output = noise_run
+    root, output = noise_run
+    folder = root / "seed-0"
     summary = json.loads((folder / "noise.json").read_text())
-    records = build_pool(build_world(world_spec_of(demo_model_path())), NoiseSpec(N_CLEAN, JUNK_SHARE).pool_spec()).candidates
+    records = build_pool(build_world(world_spec_of(demo_model_path())), clean_pool_spec(N_CLEAN, JUNK_SHARE, 0)).candidates
     scores = _db_scores(folder).merge(candidate_labels(records).drop(columns="domain"), on="candidate_id")
     assert len(scores) == len(records) == summary["n_candidates"]  # every candidate scored, every one labelled
     eligible = scores[scores["excluded_reason"].isna()]
@@ -65,13 +67,51 @@ def test_junk_percentiles_match_numpy_on_the_db_scores(noise_run):
         pooled = summary["pooled"][method]
         assert pooled["median"] == pytest.approx(np.median(expected))
         assert (pooled["min"], pooled["max"]) == pytest.approx((expected.min(), expected.max()))
-        cut5 = np.percentile(clean[column], 5)
+        cut5, cut95 = np.percentile(clean[column], [5, 95], method="inverted_cdf")
         assert pooled["below_p5"] == pytest.approx(np.mean(junk[column].to_numpy() < cut5))
+        assert pooled["above_p95"] == pytest.approx(np.mean(junk[column].to_numpy() > cut95))
         assert pooled["above_all"] == pytest.approx(np.mean(junk[column].to_numpy() > clean[column].max()))
     known, learnable = (clean.loc[clean["lab_label"] == label, "z"].to_numpy() for label in ("known", "learnable"))
     pairs = np.array([(l > k) + 0.5 * (l == k) for l in learnable for k in known])
     assert summary["auc_learnable_over_known"] == pytest.approx(pairs.mean())
-    assert "junk percentile among clean candidates" in output and (folder / "noise.png").stat().st_size > 10_000
+    assert "where the junk ranks among clean candidates" in output and (folder / "noise.png").stat().st_size > 10_000
+
+
+def test_the_ppl_guard_and_the_selections_match_numpy(noise_run):
+    root, _ = noise_run
+    folder = root / "seed-0"
+    summary = json.loads((folder / "noise.json").read_text())
+    records = build_pool(build_world(world_spec_of(demo_model_path())), clean_pool_spec(N_CLEAN, JUNK_SHARE, 0)).candidates
+    scores = _db_scores(folder).merge(candidate_labels(records).drop(columns="domain"), on="candidate_id")
+    eligible = scores[scores["excluded_reason"].isna()].copy()
+    # the guard: per domain, PPL above the 90th percentile (linear interpolation, as quantile_cont) is held back
+    cuts = eligible.groupby("domain")["ppl"].transform(lambda ppl: np.quantile(ppl, GUARD / 100))
+    eligible["guarded"] = eligible["ppl"] > cuts
+    for label in ("clean", "junk"):
+        rows = eligible[eligible["lab_label"] != "junk"] if label == "clean" else eligible[eligible["lab_label"] == "junk"]
+        assert summary["guard"][label]["held_back"] == int(rows["guarded"].sum())
+    # the guarded CAP selection: 10% of each domain's guarded pool, highest z first
+    expected = 0
+    for _, rows in eligible[~eligible["guarded"]].groupby("domain"):
+        k = int(np.floor(0.10 * len(rows) + 0.5))
+        taken = rows.sort_values(["z", "candidate_id"], ascending=[False, True]).head(k)
+        expected += int((taken["lab_label"] == "junk").sum())
+    assert summary["selections"]["methods"]["cap_guard"]["n_junk"] == expected
+    assert summary["selections"]["methods"]["ppl"]["n_junk"] >= summary["selections"]["methods"]["cap"]["n_junk"]
+
+
+def test_seeds_are_aggregated_from_their_own_runs(noise_run):
+    root, output = noise_run
+    aggregate = json.loads((root / "noise.json").read_text())["aggregate"]
+    per_seed = [json.loads((root / f"seed-{seed}" / "noise.json").read_text()) for seed in (0, 1)]
+    cap = aggregate["ranks"]["cap/all junk"]
+    assert cap["median"]["per_seed"] == [s["pooled"]["cap"]["median"] for s in per_seed]
+    assert cap["median"]["mean"] == pytest.approx(np.mean(cap["median"]["per_seed"]))
+    assert cap["n_junk"] == sum(s["pooled"]["cap"]["n_junk"] for s in per_seed)
+    for method in ("cap", "cap_guard", "ppl", "random"):
+        assert aggregate["selections"][method]["n_junk"] == sum(
+            s["selections"]["methods"][method]["n_junk"] for s in per_seed)
+    assert (root / "junk_percentiles.png").stat().st_size > 10_000 and "junk taken by each selection" in output
 
 
 def test_percentiles_among_counts_ties_half():

@@ -1,36 +1,60 @@
-"""Run the noise-rejection experiment: a clean lab pool plus junk, scored by capsel, junk ranks reported."""
+"""Run the noise-rejection experiment: a clean pool plus junk, scored by capsel, junk ranks reported.
+
+Two pools: `world`, drawn from the synthetic world a lab model was pretrained on (the demo model),
+and `real`, GSM8K and HumanEval rows with the same kinds of junk (`capsel.lab.real_pool`), for real
+pretrained models such as `gemma3-270m` and `smollm2-135m-instruct`.
+"""
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Literal
 
+import numpy as np
+import orjson
 import pandas as pd
 
+from capsel.lab.labels import candidate_labels
 from capsel.lab.noise.plot import plot_noise
-from capsel.lab.noise.stats import junk_table, noise_summary
-from capsel.lab.pretrain import world_spec_of
+from capsel.lab.noise.selections import guarded_ids, junk_in_selections, ppl_key
+from capsel.lab.noise.stats import guard_cost, junk_table, noise_summary
+from capsel.lab.real_pool import RealPoolSpec, real_pool_records
+from capsel.lab.real_sources import bundled_real_sources
 from capsel.lab.scored_pool import ScoredLabPool, build_scored_pool, clean_pool_spec
-from capsel.lab.world.facts import build_world
-from capsel.lab.world.pools import PoolSpec, build_pool
+from capsel.lab.world.pools import build_pool
+from capsel.scoring.config import ScoringConfig
 from capsel.scoring.runner import ProgressSink
 
 SUMMARY_FILE, FIGURE_FILE, SCORES_FILE = "noise.json", "noise.png", "scores.parquet"
+PoolKind = Literal["world", "real"]
 
 
 @dataclass(frozen=True)
 class NoiseSpec:
-    """Pool size, junk share and seed of one run."""
+    """The pool (kind, size, junk share, seed), how it is scored, and the selections compared on it."""
 
-    n_clean: int = 600           # split evenly over the three domains, half known and half learnable facts
+    n_clean: int = 600           # world pool: split evenly over three domains, half known, half learnable facts
     junk_share: float = 0.05     # junk candidates per clean candidate, in every domain
     seed: int = 0
     batch_size: int = 16
+    pool: PoolKind = "world"
+    n_math: int = 300            # real pool: GSM8K train rows
+    n_code: int = 164            # real pool: HumanEval rows (all of them)
+    prompt_format: str = "auto"
+    ppl_guard: float = 95.0      # the "CAP with guard" method: PPL percentile per domain
+    budget: str = "10%"          # per-domain budget of the compared selections
 
-    def pool_spec(self) -> PoolSpec:
-        """The lab pool: known and learnable facts per domain, junk, no duplicates."""
-        return clean_pool_spec(self.n_clean, self.junk_share, self.seed)
+    def records(self, model: str | Path) -> list[dict]:
+        """The labelled pool records this spec describes."""
+        if self.pool == "real":
+            spec = RealPoolSpec(seed=self.seed, n_math=self.n_math, n_code=self.n_code, junk_share=self.junk_share)
+            return real_pool_records(bundled_real_sources(), spec)
+        from capsel.lab.pretrain import world_spec_of
+        from capsel.lab.world.facts import build_world
+
+        pool_spec = clean_pool_spec(self.n_clean, self.junk_share, self.seed)
+        return build_pool(build_world(world_spec_of(model)), pool_spec).candidates
 
 
 @dataclass
@@ -45,24 +69,47 @@ class NoiseResult:
 
 
 def run_noise(model: str | Path, spec: NoiseSpec, out_dir: Path, sink: ProgressSink | None = None) -> NoiseResult:
-    """Build the pool from the model's own world, score it in a fresh DB under `out_dir`, and report."""
-    world = build_world(world_spec_of(model))
-    records = build_pool(world, spec.pool_spec()).candidates
-    pool, scores = build_scored_pool(out_dir, records, model, spec.batch_size, sink)
+    """Build the pool, score it in a fresh DB under `out_dir`, compare the methods' selections, and report."""
+    records = spec.records(model)
+    config = ScoringConfig(prompt_format=spec.prompt_format)
+    pool, scores = build_scored_pool(out_dir, records, model, spec.batch_size, sink, config)
+    selections = _selections(pool, records, model, spec)
+    guarded = scores["candidate_id"].isin(selections.pop("guarded"))
+    scores["z_guard"] = scores["z"].where(~guarded, -np.inf)
     junk = junk_table(scores)
     summary = {
-        "model": str(model), "spec": asdict(spec), "pool_spec": asdict(spec.pool_spec()),
+        "model": str(model), "spec": asdict(spec), "prompt_format": pool.config.prompt_format,
         "n_candidates": len(records), "n_scored": int(scores["excluded_reason"].isna().sum()),
+        "scoring": pool.scoring.counters(), "notes": pool.scoring.notes,
         **noise_summary(scores),
+        "selections": selections,
+        "guard": guard_cost(scores, guarded, spec.ppl_guard),
         "junk": junk.to_dict(orient="records"),
     }
     files = {
         "summary": out_dir / SUMMARY_FILE,
-        "figure": plot_noise(scores, out_dir / FIGURE_FILE, f"{Path(model).name}: {len(junk)} junk among "
-                             f"{summary['pooled']['cap']['n_clean']} clean candidates"),
+        "figure": plot_noise(scores, out_dir / FIGURE_FILE, f"{Path(str(model)).name}, seed {spec.seed}: "
+                             f"{len(junk)} junk among {summary['pooled']['cap']['n_clean']} clean candidates"),
         "scores": out_dir / SCORES_FILE,
         "db": pool.db_path,
     }
-    files["summary"].write_text(json.dumps(summary, indent=1), encoding="utf-8")
+    # orjson writes NaN and inf as null: the file stays valid JSON
+    files["summary"].write_bytes(orjson.dumps(summary, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY))
     scores.drop(columns="layer_divergence").to_parquet(files["scores"], index=False)
     return NoiseResult(pool, scores, junk, summary, files)
+
+
+def _selections(pool: ScoredLabPool, records: list[dict], model: str | Path, spec: NoiseSpec) -> dict:
+    from capsel.db import open_db
+    from capsel.scoring.model_loading import describe_model
+
+    labels = candidate_labels(records).drop(columns="domain")
+    con = open_db(pool.db_path)
+    try:
+        info = describe_model(str(model), dtype="float32", device="cpu")
+        ppl = ppl_key(con, info, pool.config, spec.batch_size)
+        selections = junk_in_selections(con, pool.key, ppl, labels, spec.budget, spec.ppl_guard, spec.seed)
+        selections["guarded"] = guarded_ids(con, pool.key, spec.ppl_guard)
+    finally:
+        con.close()
+    return selections

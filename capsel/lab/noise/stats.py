@@ -7,9 +7,12 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import pandas as pd
 
-CLEAN_LABELS = ("known", "learnable")
-# Column each method ranks by; both pick the highest values first (PPL-top selection, CAP-top selection).
-METHOD_COLUMNS = {"ppl": "ppl", "cap": "z"}
+# "known"/"learnable": the synthetic world's clean facts; "clean": a real pool's rows.
+CLEAN_LABELS = ("known", "learnable", "clean")
+# Column each method ranks by, highest first: a PPL-top selection, a CAP-top selection, and CAP-top among the
+# candidates the PPL guard leaves eligible (`z_guard`: z, or -inf where the guard holds the candidate back).
+METHOD_COLUMNS = {"ppl": "ppl", "cap": "z", "cap_guard": "z_guard"}
+METHOD_NAMES = {"ppl": "PPL (high first)", "cap": "CAP z (high first)", "cap_guard": "CAP z with PPL guard"}
 TAILS = (1, 5, 10)
 
 
@@ -42,6 +45,7 @@ class JunkRanks:
     below_p1: float      # share of junk below the clean 1st percentile
     below_p5: float
     below_p10: float
+    above_p95: float     # share of junk above the clean 95th percentile (where a top-5% selection reaches)
     above_all: float     # share of junk above every clean candidate
 
     def as_dict(self) -> dict:
@@ -54,12 +58,14 @@ def junk_ranks(method: str, clean: np.ndarray, junk: np.ndarray) -> JunkRanks:
     clean, junk = np.asarray(clean, dtype=float), np.asarray(junk, dtype=float)
     if len(clean) == 0 or len(junk) == 0:
         nan = float("nan")
-        return JunkRanks(method, len(clean), len(junk), nan, nan, nan, nan, nan, nan, nan)
+        return JunkRanks(method, len(clean), len(junk), nan, nan, nan, nan, nan, nan, nan, nan)
     pct = percentiles_among(junk, clean)
-    cuts = np.percentile(clean, TAILS)
+    # "inverted_cdf" keeps the cuts on actual clean values, so -inf (guarded) clean rows stay comparable
+    cuts = np.percentile(clean, TAILS, method="inverted_cdf")
     below = [float(np.mean(junk < cut)) for cut in cuts]
+    above_p95 = float(np.mean(junk > np.percentile(clean, 95, method="inverted_cdf")))
     return JunkRanks(method, len(clean), len(junk), float(np.median(pct)), float(pct.min()), float(pct.max()),
-                     *below, float(np.mean(junk > clean.max())))
+                     *below, above_p95, float(np.mean(junk > clean.max())))
 
 
 def eligible_split(scores: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -68,22 +74,36 @@ def eligible_split(scores: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     return eligible[eligible["lab_label"].isin(CLEAN_LABELS)], eligible[eligible["lab_label"] == "junk"]
 
 
+def junk_kind(scores: pd.DataFrame) -> pd.Series:
+    """The junk kind of each row: "salad" or "shuffled" (lab_detail is "shuffled:<source lab_id>")."""
+    return scores["lab_detail"].fillna("").str.split(":").str[0]
+
+
+def method_ranks(clean: pd.DataFrame, junk: pd.DataFrame) -> dict[str, dict]:
+    """Junk ranks under every method whose column the scores carry."""
+    return {method: junk_ranks(method, clean[column], junk[column]).as_dict()
+            for method, column in METHOD_COLUMNS.items() if column in clean.columns}
+
+
 def junk_table(scores: pd.DataFrame) -> pd.DataFrame:
     """One row per eligible junk candidate: its scores and its percentile among clean ones per method."""
     clean, junk = eligible_split(scores)
-    table = junk[["candidate_id", "domain", "lab_detail", "ppl", "z"]].copy()
+    columns = [column for column in METHOD_COLUMNS.values() if column in scores.columns]
+    table = junk[["candidate_id", "domain", "lab_detail", *dict.fromkeys(columns)]].copy()
     for method, column in METHOD_COLUMNS.items():
-        table[f"{method}_pct"] = percentiles_among(junk[column].to_numpy(), clean[column].to_numpy())
+        if column in scores.columns:
+            table[f"{method}_pct"] = percentiles_among(junk[column].to_numpy(), clean[column].to_numpy())
     return table.sort_values(["domain", "candidate_id"]).reset_index(drop=True)
 
 
 def label_summary(scores: pd.DataFrame) -> dict:
-    """Per ground-truth label: candidates, engine exclusions, mean CAP z and median PPL of the eligible."""
+    """Per ground-truth label: candidates, engine exclusions (count and share), mean CAP z and median PPL."""
     out = {}
     for label, rows in scores.groupby("lab_label"):
         eligible = rows[rows["excluded_reason"].isna()]
         out[label] = {
             "n": int(len(rows)), "n_excluded": int(len(rows) - len(eligible)),
+            "excluded_share": float((len(rows) - len(eligible)) / len(rows)) if len(rows) else None,
             "mean_z": float(eligible["z"].mean()) if len(eligible) else None,
             "median_ppl": float(eligible["ppl"].median()) if len(eligible) else None,
         }
@@ -91,20 +111,18 @@ def label_summary(scores: pd.DataFrame) -> dict:
 
 
 def noise_summary(scores: pd.DataFrame) -> dict:
-    """Everything the experiment reports, JSON-ready: pooled and per-domain junk ranks, labels, AUC."""
+    """Everything the experiment reports, JSON-ready: pooled, per-domain and per-kind junk ranks, labels, AUC."""
     clean, junk = eligible_split(scores)
-    pooled = {m: junk_ranks(m, clean[c], junk[c]).as_dict() for m, c in METHOD_COLUMNS.items()}
-    per_domain = {}
-    for domain in sorted(scores["domain"].unique()):
-        in_clean, in_junk = clean[clean["domain"] == domain], junk[junk["domain"] == domain]
-        per_domain[domain] = {m: junk_ranks(m, in_clean[c], in_junk[c]).as_dict() for m, c in METHOD_COLUMNS.items()}
-    kinds = junk["lab_detail"].str.split(":").str[0]  # "salad" or "shuffled:<source lab_id>"
-    per_kind = {kind: {m: junk_ranks(m, clean[c], junk.loc[kinds == kind, c]).as_dict() for m, c in METHOD_COLUMNS.items()}
-                for kind in sorted(kinds.unique())}
-    z = {label: clean.loc[clean["lab_label"] == label, "z"].to_numpy() for label in CLEAN_LABELS}
+    per_domain = {
+        domain: method_ranks(clean[clean["domain"] == domain], junk[junk["domain"] == domain])
+        for domain in sorted(scores["domain"].unique())
+    }
+    kinds = junk_kind(junk)
+    per_kind = {kind: method_ranks(clean, junk[kinds == kind]) for kind in sorted(kinds.unique())}
+    z = {label: clean.loc[clean["lab_label"] == label, "z"].to_numpy() for label in ("known", "learnable")}
     excluded = scores[scores["excluded_reason"].notna()]
     return {
-        "pooled": pooled,
+        "pooled": method_ranks(clean, junk),
         "per_domain": per_domain,
         "per_junk_kind": per_kind,
         "labels": label_summary(scores),
@@ -112,3 +130,14 @@ def noise_summary(scores: pd.DataFrame) -> dict:
                      excluded.groupby(["lab_label", "excluded_reason"]).size().items()},
         "auc_learnable_over_known": auc(z["learnable"], z["known"]),
     }
+
+
+def guard_cost(scores: pd.DataFrame, guarded: pd.Series, ppl_guard: float) -> dict:
+    """What the PPL guard holds back of the eligible clean and junk candidates (counts and shares)."""
+    clean, junk = eligible_split(scores)
+    out: dict = {"ppl_guard": ppl_guard}
+    for name, rows in (("clean", clean), ("junk", junk)):
+        held = int(guarded.loc[rows.index].sum())
+        out[name] = {"eligible": int(len(rows)), "held_back": held,
+                     "share_held_back": held / len(rows) if len(rows) else None}
+    return out
