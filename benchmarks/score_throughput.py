@@ -7,11 +7,17 @@ logits over every position included). Engine: `ScoringEngine.generate_and_score`
 taken during its own decoding, y teacher-forced beside it on the shared cache).
 
     .venv/bin/python benchmarks/score_throughput.py --n-candidates 64 --repeats 3 [--threads 1]
+    .venv/bin/python benchmarks/score_throughput.py --model gemma3-270m --n-candidates 64 --repeats 1 --batch-size 32
 
 Prints one JSON object: seconds per round for each pipeline (rounds rotate the order, since
-this machine is shared), best and median candidates/s, and their ratios. The model is a
-random-initialised ~10M-parameter 12-layer Llama, the tokenizer is built with `tokenizers`;
-nothing is downloaded.
+this machine is shared), best and median candidates/s, and their ratios. By default the model is a
+random-initialised ~10M-parameter 12-layer Llama and the tokenizer is built with `tokenizers`;
+nothing is downloaded. `--model` takes an installed real model (`capsel models install NAME`) or a
+folder and scores the first clean rows of the bundled real pool (GSM8K and HumanEval, alternating) in
+the model's prompt format (`--prompt-format`, default auto). The JSON also has the float32 FLOPs one
+candidate costs the engine (decoder blocks at 2 x their parameters per token, plus the LM head where
+logits are taken: the last prompt position, each greedy step and every response position) and the
+rate this machine's measured matmul throughput would allow at that cost.
 """
 
 from __future__ import annotations
@@ -115,6 +121,39 @@ def paper_style(loaded, inputs, horizon: int, batch_size: int) -> dict[str, list
     return profiles
 
 
+def real_pool(n: int) -> list[CandidateText]:
+    """The first n clean rows of the bundled real pool, math and code alternating."""
+    from capsel.lab.real_pool import real_pool_dir
+
+    records = [orjson.loads(line) for line in (real_pool_dir() / "pool.jsonl").read_bytes().splitlines()]
+    by_domain = {domain: [r for r in records if r["domain"] == domain and r["lab_label"] == "clean"]
+                 for domain in ("math", "code")}
+    mixed = [record for pair in zip(*by_domain.values()) for record in pair][:n]
+    return [CandidateText(r["lab_id"], r["instruction"], r["input"], r["output"]) for r in mixed]
+
+
+def engine_gflop(loaded, inputs, scored) -> float:
+    """Mean float32 GFLOP per candidate of the engine's forwards (see the module docstring)."""
+    model = loaded.model
+    head = model.get_output_embeddings().weight
+    body = sum(p.numel() for p in loaded.blocks.parameters())
+    total = 0.0
+    for item, result in zip(inputs, scored):
+        generated = len(result.generation.generated_ids or [])
+        tokens = len(item.prompt_ids) + generated + len(item.response_ids)
+        head_positions = 1 + generated + len(item.response_ids)
+        total += 2 * body * tokens + 2 * head.numel() * head_positions
+    return total / len(inputs) / 1e9
+
+
+def matmul_gflops(size: int = 2048, repeats: int = 5) -> float:
+    """float32 GFLOP/s of one large square matmul with torch's current threads (best of `repeats`)."""
+    a, b = torch.randn(size, size), torch.randn(size, size)
+    torch.mm(a, b)
+    best = min(timed(torch.mm, a, b)[1] for _ in range(repeats))
+    return 2 * size**3 / best / 1e9
+
+
 def timed(function, *args):
     start = time.perf_counter()
     result = function(*args)
@@ -127,15 +166,21 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--repeats", type=int, default=3, help="timed rounds; the pipelines alternate order")
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
+    parser.add_argument("--model", default=None, help="installed model name or folder (default: synthetic Llama)")
+    parser.add_argument("--prompt-format", default="auto", help="raw | chat | auto (real models)")
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
-    config = ScoringConfig(prompt_format="raw")  # the paper's protocol; the synthetic tokenizer has no template
+    # the synthetic tokenizer has no template, so auto is the paper's raw protocol there
+    config = ScoringConfig(prompt_format=args.prompt_format)
     with tempfile.TemporaryDirectory() as root:
-        info = describe_model(str(build_model_dir(Path(root))), dtype="float32", device="cpu")
+        source = args.model or str(build_model_dir(Path(root)))
+        info = describe_model(source, dtype="float32", device="cpu")
         loaded = load_model(info)
         engine = ScoringEngine(loaded, config, batch_size=args.batch_size)
-        inputs = engine.prepare(synthetic_pool(args.n_candidates))
+        config = engine.config
+        pool = real_pool(args.n_candidates) if args.model else synthetic_pool(args.n_candidates)
+        inputs = engine.prepare(pool)
         warm = inputs[: args.batch_size]
         engine.generate_and_score(warm)
         paper_style(loaded, warm, config.horizon, args.batch_size)
@@ -159,14 +204,16 @@ def main() -> None:
     diffs = [
         abs(a - b)
         for item in scored if item.divergence.layer_divergence and item.divergence.candidate_id in paper
-        for a, b in zip(item.divergence.layer_divergence[:-1], paper[item.divergence.candidate_id][:11])
+        for a, b in zip(item.divergence.layer_divergence[:-1], paper[item.divergence.candidate_id][:info.n_layers - 1])
     ]
     n = len(inputs)
     report = {
         "machine": {"cpus": os.cpu_count(), "torch_threads": torch.get_num_threads(),
                     "load_average_1m_at_end": os.getloadavg()[0], "platform": platform.platform(),
                     "torch": torch.__version__},
-        "model": {"layers": info.n_layers, "parameters": sum(p.numel() for p in loaded.model.parameters())},
+        "model": {"name": args.model or "synthetic llama12", "architecture": info.architecture,
+                  "layers": info.n_layers, "parameters": sum(p.numel() for p in loaded.model.parameters()),
+                  "prompt_format": config.prompt_format, "batch_size": args.batch_size},
         "pool": {"candidates": n, "mean_prompt_tokens": sum(len(i.prompt_ids) for i in inputs) / n,
                  "mean_response_tokens": sum(len(i.response_ids) for i in inputs) / n,
                  "mean_generated_tokens": sum(len(s.generation.generated_ids or []) for s in scored) / n},
@@ -178,6 +225,10 @@ def main() -> None:
     report["ratio_engine_over_paper_median"] = round(
         statistics.median(seconds["paper_style"]) / statistics.median(seconds["engine_fused"]), 2)
     report["max_abs_diff_layers_1_to_L_minus_1"] = max(diffs) if diffs else None
+    gflop, peak = engine_gflop(loaded, inputs, scored), matmul_gflops()
+    report["engine_gflop_per_candidate"] = round(gflop, 2)
+    report["matmul_gflops_measured"] = round(peak, 1)
+    report["candidates_per_s_bound_at_matmul_peak"] = round(peak / gflop, 3)
     print(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode())
 
 

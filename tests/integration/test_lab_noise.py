@@ -48,12 +48,17 @@ def _pct(value: float, reference: np.ndarray) -> float:
     return 100.0 * (np.sum(reference < value) + 0.5 * np.sum(reference == value)) / len(reference)
 
 
-def test_junk_percentiles_match_numpy_on_the_db_scores(noise_run):
-    root, output = noise_run
+def _seed_0(root) -> tuple[dict, pd.DataFrame, list[dict]]:
+    """Seed 0's summary, its DB scores with their labels, and its pool records (rebuilt independently)."""
     folder = root / "seed-0"
-    summary = json.loads((folder / "noise.json").read_text())
     records = build_pool(build_world(world_spec_of(demo_model_path())), clean_pool_spec(N_CLEAN, JUNK_SHARE, 0)).candidates
     scores = _db_scores(folder).merge(candidate_labels(records).drop(columns="domain"), on="candidate_id")
+    return json.loads((folder / "noise.json").read_text()), scores, records
+
+
+def test_junk_percentiles_match_numpy_on_the_db_scores(noise_run):
+    root, output = noise_run
+    summary, scores, records = _seed_0(root)
     assert len(scores) == len(records) == summary["n_candidates"]  # every candidate scored, every one labelled
     eligible = scores[scores["excluded_reason"].isna()]
     clean = eligible[eligible["lab_label"] != "junk"]
@@ -74,15 +79,12 @@ def test_junk_percentiles_match_numpy_on_the_db_scores(noise_run):
     known, learnable = (clean.loc[clean["lab_label"] == label, "z"].to_numpy() for label in ("known", "learnable"))
     pairs = np.array([(l > k) + 0.5 * (l == k) for l in learnable for k in known])
     assert summary["auc_learnable_over_known"] == pytest.approx(pairs.mean())
-    assert "where the junk ranks among clean candidates" in output and (folder / "noise.png").stat().st_size > 10_000
+    assert "where the junk ranks among clean candidates" in output
+    assert (root / "seed-0" / "noise.png").stat().st_size > 10_000
 
 
 def test_the_ppl_guard_and_the_selections_match_numpy(noise_run):
-    root, _ = noise_run
-    folder = root / "seed-0"
-    summary = json.loads((folder / "noise.json").read_text())
-    records = build_pool(build_world(world_spec_of(demo_model_path())), clean_pool_spec(N_CLEAN, JUNK_SHARE, 0)).candidates
-    scores = _db_scores(folder).merge(candidate_labels(records).drop(columns="domain"), on="candidate_id")
+    summary, scores, _ = _seed_0(noise_run[0])
     eligible = scores[scores["excluded_reason"].isna()].copy()
     # the guard: per domain, PPL above the 90th percentile (linear interpolation, as quantile_cont) is held back
     cuts = eligible.groupby("domain")["ppl"].transform(lambda ppl: np.quantile(ppl, GUARD / 100))
