@@ -41,7 +41,7 @@ from capsel.scoring.batch_memory import resolve_batch_size  # noqa: E402
 from capsel.scoring.config import ScoringConfig  # noqa: E402
 from capsel.scoring.engine import ScoringEngine  # noqa: E402
 from capsel.scoring.generation import HFGenerator  # noqa: E402
-from capsel.scoring.model_loading import attention_implementation  # noqa: E402
+from capsel.models.loading import attention_implementation
 from capsel.scoring.runner import RunSummary, run_generation, run_scoring  # noqa: E402
 from capsel.versioning import code_version  # noqa: E402
 from gpu_monitor import GpuMonitor  # noqa: E402

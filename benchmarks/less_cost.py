@@ -34,7 +34,7 @@ from capsel.lab.world.pools import PoolSpec, build_pool  # noqa: E402
 from capsel.models import demo_model_path  # noqa: E402
 from capsel.scoring.config import ScoringConfig  # noqa: E402
 from capsel.scoring.engine import ScoringEngine  # noqa: E402
-from capsel.scoring.model_loading import describe_model, load_model  # noqa: E402
+from capsel.models.loading import describe_model, load_model
 from capsel.scoring.runner import run_scoring  # noqa: E402
 
 

@@ -42,7 +42,7 @@ from capsel.scoring.batching import left_padded, length_sorted_batches, right_pa
 from capsel.scoring.config import ScoringConfig, layer_split  # noqa: E402
 from capsel.scoring.engine import ScoringEngine  # noqa: E402
 from capsel.scoring.inputs import CandidateText  # noqa: E402
-from capsel.scoring.model_loading import describe_model, load_model  # noqa: E402
+from capsel.models.loading import describe_model, load_model
 
 N_WORDS = 4000
 

@@ -16,8 +16,8 @@ import orjson
 import torch
 
 from capsel.scoring.inputs import CandidateText
-from capsel.scoring.model_loading import ModelInfo, wrap_model
-from capsel.scoring.model_source import ModelSource
+from capsel.models.loading import ModelInfo, wrap_model
+from capsel.models.source import ModelSource
 from capsel.versioning import file_sha256
 
 SPECIALS = ["<pad>", "<unk>", "<s>", "</s>"]

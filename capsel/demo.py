@@ -27,7 +27,7 @@ from capsel.lab.real_pool import real_pool_dir
 from capsel.models import demo_model_path
 from capsel.pipeline_config import PipelineConfig
 from capsel.scoring.config import ScoringConfig
-from capsel.scoring.model_loading import describe_model
+from capsel.models.loading import describe_model
 from capsel.selection.scoring_key import resolve_scoring_key
 
 DB_FILE, POOL_DIR, SELECTIONS_DIR, PROFILE_DIR = "capsel.duckdb", "pool", "selections", "profile"

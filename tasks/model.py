@@ -7,7 +7,7 @@ from prefect.cache_policies import NO_CACHE
 
 from capsel.orchestration.shard_worker import describe_spec
 from capsel.pipeline_config import ModelSpec
-from capsel.scoring.model_loading import ModelInfo
+from capsel.models.loading import ModelInfo
 
 
 @task(name="describe-model", cache_policy=NO_CACHE)

@@ -24,7 +24,7 @@ from capsel.baselines.lm_scorer import LmConfig, LmScorer, lm_info, lm_prompt_fo
 from capsel.baselines.scorer import BaselineResult, ScorerOptions
 from capsel.scoring.inputs import SHORT_RESPONSE, CandidateText, prompt_text, response_token_ids
 from capsel.scoring.prompt_format import prompt_token_ids
-from capsel.scoring.model_loading import ModelInfo
+from capsel.models.loading import ModelInfo
 
 IFD_GE_1 = "ifd_ge_1"
 PROMPT_FILLS_WINDOW = "prompt_fills_window"

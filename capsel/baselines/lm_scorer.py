@@ -7,7 +7,7 @@ from pydantic import Field
 from capsel.baselines.scorer import BaselineConfig, BaselineScorer, ScorerOptions
 from capsel.baselines.scorer_models import lm_identity
 from capsel.errors import CapselError
-from capsel.scoring.model_loading import LoadedModel, ModelInfo, describe_model, load_model
+from capsel.models.loading import LoadedModel, ModelInfo, describe_model, load_model
 from capsel.scoring.prompt_format import RAW, resolve_prompt_format
 
 

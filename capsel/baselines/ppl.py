@@ -20,7 +20,7 @@ from capsel.scoring.config import ScoringConfig
 from capsel.scoring.divergence import token_nll
 from capsel.scoring.forward import extend, pad_id, prefill
 from capsel.scoring.inputs import SHORT_PROMPT, SHORT_RESPONSE, CandidateText, build_inputs
-from capsel.scoring.model_loading import LoadedModel
+from capsel.models.loading import LoadedModel
 
 
 class PplConfig(LmConfig):

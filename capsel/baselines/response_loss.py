@@ -9,7 +9,7 @@ import torch
 from capsel.scoring.batching import left_padded
 from capsel.scoring.divergence import token_nll
 from capsel.scoring.forward import pad_id
-from capsel.scoring.model_loading import LoadedModel
+from capsel.models.loading import LoadedModel
 
 
 def response_token_nll(

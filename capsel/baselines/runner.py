@@ -15,7 +15,8 @@ from capsel.runs import recorded_run
 from capsel.scoring.batching import length_sorted_batches
 from capsel.scoring.inputs import CandidateText
 from capsel.scoring.runner import BatchReport, ProgressSink, RunSummary
-from capsel.scoring.store import Scope, pending_chunks, transaction
+from capsel.db import transaction
+from capsel.scoring.store import Scope, pending_chunks
 
 CHUNK_SIZE = 1024
 

@@ -10,8 +10,9 @@ from torch import nn
 from capsel.baselines.scorer import ScorerIdentity
 from capsel.errors import CapselError
 from capsel.models.load_lock import MODEL_LOAD_LOCK
-from capsel.scoring.model_loading import DTYPES, ModelInfo, resolve_device, resolve_dtype
-from capsel.scoring.model_source import ModelSource, resolve_model
+from capsel.models.devices import DTYPES, resolve_device, resolve_dtype
+from capsel.models.loading import ModelInfo
+from capsel.models.source import ModelSource, resolve_model
 
 
 def lm_identity(info: ModelInfo) -> ScorerIdentity:

@@ -13,7 +13,7 @@ from capsel.config import Settings
 from capsel.scoring.config import ScoringConfig
 from capsel.scoring.batch_memory import resolve_batch_size
 from capsel.scoring.generation import Generator, HFGenerator
-from capsel.scoring.model_loading import ModelInfo, load_model
+from capsel.models.loading import ModelInfo, load_model
 from capsel.scoring.runner import RunSummary, run_generation
 from capsel.scoring.store import Scope
 

@@ -12,7 +12,7 @@ from capsel.cli.scoring_options import (
 )
 from capsel.scoring.batch_memory import resolve_batch_size
 from capsel.scoring.engine import ScoringEngine
-from capsel.scoring.model_loading import load_model
+from capsel.models.loading import load_model
 from capsel.scoring.runner import run_scoring
 from capsel.scoring.store import Scope
 

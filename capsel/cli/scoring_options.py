@@ -14,7 +14,7 @@ from capsel.config import Settings
 from capsel.db import open_db
 from capsel.errors import CapselError
 from capsel.scoring.config import ScoringConfig
-from capsel.scoring.model_loading import ModelInfo, describe_model
+from capsel.models.loading import ModelInfo, describe_model
 from capsel.threads import available_cores, use_torch_threads
 
 ModelOption = Annotated[Optional[str], typer.Option(

@@ -1,6 +1,7 @@
-"""DuckDB store: connections, schema migrations and the SQL-file runner."""
+"""DuckDB store: connections, schema migrations, the SQL-file runner and the one transaction helper."""
 
 from capsel.db.connection import open_db
 from capsel.db.sqlfiles import run_sql, sql_text
+from capsel.db.transaction import transaction
 
-__all__ = ["open_db", "run_sql", "sql_text"]
+__all__ = ["open_db", "run_sql", "sql_text", "transaction"]

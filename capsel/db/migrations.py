@@ -9,6 +9,7 @@ from importlib.resources import files
 import duckdb
 
 from capsel.db.sqlfiles import run_sql, sql_text
+from capsel.db.transaction import transaction
 from capsel.errors import SchemaVersionError
 
 _MIGRATION_NAME = re.compile(r"^(\d{3})_([a-z0-9_]+)\.sql$")
@@ -68,13 +69,8 @@ def migrate(con: duckdb.DuckDBPyConnection, path: str) -> int:
     for migration in available_migrations():
         if migration.version <= version:
             continue
-        con.begin()
-        try:
+        with transaction(con):
             con.execute(sql_text(migration.sql_name))
             run_sql(con, "schema_version_record", {"version": migration.version, "name": migration.name})
-            con.commit()
-        except Exception:
-            con.rollback()
-            raise
         version = migration.version
     return version

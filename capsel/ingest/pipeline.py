@@ -17,7 +17,7 @@ import duckdb
 import orjson
 import pyarrow as pa
 
-from capsel.db import run_sql, sql_text
+from capsel.db import run_sql, sql_text, transaction
 from capsel.errors import CapselError
 from capsel.ingest.chunks import Chunk, ClassifyConfig
 from capsel.ingest.readers import FORMATS, Batch, bytes_through, format_for
@@ -134,8 +134,7 @@ def _ingest_unit(
     progress: ProgressFn | None,
 ) -> list[FileOutcome]:
     outcomes: list[FileOutcome] = []
-    con.begin()
-    try:
+    with transaction(con):
         for path in unit:
             outcomes.append(_ingest_file(con, path, options, run_id, workers, progress))
         if options.sample_size is not None:
@@ -143,10 +142,6 @@ def _ingest_unit(
         for outcome in outcomes:
             if outcome.already_ingested_by is None:
                 _record_counts(con, outcome)
-        con.commit()
-    except BaseException:
-        con.rollback()
-        raise
     return outcomes
 
 

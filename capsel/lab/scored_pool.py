@@ -18,7 +18,7 @@ from capsel.lab.world.facts import DOMAINS
 from capsel.lab.world.pools import PoolSpec
 from capsel.scoring.config import ScoringConfig
 from capsel.scoring.engine import ScoringEngine
-from capsel.scoring.model_loading import describe_model, load_model
+from capsel.models.loading import describe_model, load_model
 from capsel.scoring.runner import ProgressSink, RunSummary, run_scoring
 from capsel.selection.scoring_key import ScoringKey, resolve_scoring_key
 

@@ -1,15 +1,159 @@
-"""Loading a local causal LM and its tokenizer safely: offline, safetensors first, no remote code."""
+"""Loading causal LMs: described with a recorded identity (fingerprint, EOS ids, layers), then loaded for scoring;
+or loaded plainly for the rank survey and the lab. Offline, safetensors first, no remote code by default."""
 
 from __future__ import annotations
 
+import importlib.util
+import inspect
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
-from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
+from torch import nn
 
 from capsel.errors import CapselError
+from capsel.models.blocks import find_decoder_blocks
+from capsel.models.devices import DTYPES, resolve_device, resolve_dtype
 from capsel.models.installed import installed_model_path
 from capsel.models.load_lock import MODEL_LOAD_LOCK
+from capsel.models.source import ModelSource, resolve_model
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+ATTENTION_FALLBACK = {"flash_attention_2": "sdpa", "sdpa": "eager"}
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """What identifies a model run: source files, dtype, device, tokenizer and EOS ids (no weights loaded)."""
+
+    source: ModelSource
+    dtype: str
+    device: str
+    tokenizer: object
+    eos_token_ids: frozenset[int]
+    architecture: str
+    n_layers: int
+    trust_remote_code: bool = False
+
+    @property
+    def fingerprint(self) -> str:
+        """Key of every generation and divergence this model writes."""
+        return self.source.fingerprint(self.dtype)
+
+
+@dataclass
+class LoadedModel:
+    """An HF causal LM in eval mode with its decoder blocks located."""
+
+    info: ModelInfo
+    model: nn.Module
+    blocks: nn.ModuleList
+    input_device: torch.device
+    supports_logits_to_keep: bool = False
+
+
+def describe_model(
+    name_or_path: str,
+    *,
+    revision: str | None = None,
+    dtype: str = "auto",
+    device: str = "auto",
+    trust_remote_code: bool = False,
+) -> ModelInfo:
+    """Resolve a model, hash its files and load its tokenizer and config, without loading weights."""
+    from transformers import AutoConfig, AutoTokenizer, GenerationConfig
+
+    source = resolve_model(name_or_path, revision)
+    device = resolve_device(device)
+    config = AutoConfig.from_pretrained(source.local_dir, trust_remote_code=trust_remote_code)
+    tokenizer = AutoTokenizer.from_pretrained(source.local_dir, trust_remote_code=trust_remote_code)
+    try:
+        generation = GenerationConfig.from_pretrained(source.local_dir)
+    except OSError:
+        generation = GenerationConfig.from_model_config(config)
+    return ModelInfo(
+        source=source,
+        dtype=resolve_dtype(dtype, device),
+        device=device,
+        tokenizer=tokenizer,
+        eos_token_ids=eos_token_ids(tokenizer, generation.eos_token_id),
+        architecture=(config.architectures or [type(config).__name__])[0],
+        n_layers=int(config.get_text_config().num_hidden_layers),
+        trust_remote_code=trust_remote_code,
+    )
+
+
+def eos_token_ids(tokenizer, generation_eos: int | list[int] | None) -> frozenset[int]:
+    """Every id that ends a generation: the generation config's EOS ids and the tokenizer's."""
+    ids = set()
+    if generation_eos is not None:
+        ids.update([generation_eos] if isinstance(generation_eos, int) else generation_eos)
+    if tokenizer.eos_token_id is not None:
+        ids.add(tokenizer.eos_token_id)
+    return frozenset(int(i) for i in ids)
+
+
+def attention_implementation(info: ModelInfo, requested: str = "auto") -> str:
+    """'auto': FlashAttention-2 for bf16 on CUDA when flash-attn is installed, else PyTorch SDPA."""
+    if requested != "auto":
+        return requested
+    if info.device == "cuda" and info.dtype == "bfloat16" and importlib.util.find_spec("flash_attn") is not None:
+        return "flash_attention_2"
+    return "sdpa"
+
+
+def load_model(info: ModelInfo, attn_implementation: str = "auto") -> LoadedModel:
+    """Load the weights (safetensors when published) in eval mode on the resolved device."""
+    from transformers import AutoModelForCausalLM
+
+    attn_implementation = attention_implementation(info, attn_implementation)
+    kwargs = dict(
+        dtype=DTYPES[info.dtype],
+        trust_remote_code=info.trust_remote_code,
+        use_safetensors=info.source.uses_safetensors,
+    )
+    if info.device == "cuda" and _has_accelerate():
+        # Loads straight onto the GPUs, spreading a model too large for one over all visible GPUs.
+        kwargs["device_map"] = "auto"
+    while True:
+        try:
+            with MODEL_LOAD_LOCK:
+                model = AutoModelForCausalLM.from_pretrained(
+                    info.source.local_dir, attn_implementation=attn_implementation, **kwargs
+                )
+            break
+        except (ValueError, ImportError) as exc:
+            # An architecture without this attention kernel falls back to the next one; other errors surface.
+            message = str(exc).lower()
+            if attn_implementation not in ATTENTION_FALLBACK or not ("attn" in message or "attention" in message):
+                raise
+            attn_implementation = ATTENTION_FALLBACK[attn_implementation]
+    if "device_map" not in kwargs:
+        model.to(info.device)
+    return wrap_model(info, model)
+
+
+def wrap_model(info: ModelInfo, model: nn.Module) -> LoadedModel:
+    """An already-built causal LM (on its device) ready for scoring: eval mode, decoder blocks located."""
+    model.eval()
+    return LoadedModel(
+        info=info,
+        model=model,
+        blocks=find_decoder_blocks(model, info.n_layers),
+        input_device=model.get_input_embeddings().weight.device,
+        supports_logits_to_keep="logits_to_keep" in inspect.signature(model.forward).parameters,
+    )
+
+
+def _has_accelerate() -> bool:
+    try:
+        import accelerate  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 def load_causal_lm(
@@ -19,6 +163,8 @@ def load_causal_lm(
 
     Never the network.
     """
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
     name_or_path = installed_model_path(name_or_path)
     path = Path(name_or_path)
     # refuse pickled weights when safetensors exist; transformers falls back to .bin only without them
@@ -38,6 +184,8 @@ def load_causal_lm(
 
 def random_init_like(name_or_path: str | Path, seed: int = 0, trust_remote_code: bool = False) -> PreTrainedModel:
     """The same architecture as `name_or_path` with freshly initialised weights (seeded)."""
+    from transformers import AutoConfig, AutoModelForCausalLM
+
     name_or_path = installed_model_path(name_or_path)
     try:
         config = AutoConfig.from_pretrained(str(name_or_path), local_files_only=True,

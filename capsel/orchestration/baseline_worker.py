@@ -13,7 +13,7 @@ from capsel.baselines.scorer import BaselineResult, BaselineScorer, ScorerOption
 from capsel.orchestration.shard_worker import thread_cached
 from capsel.orchestration.shards import worker_name
 from capsel.scoring.inputs import CandidateText
-from capsel.scoring.model_loading import host_device, worker_device
+from capsel.models.devices import host_device, worker_device
 
 
 @dataclass(frozen=True)

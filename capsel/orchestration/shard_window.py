@@ -15,7 +15,7 @@ import duckdb
 
 from capsel.errors import CapselError
 from capsel.runs import finish_run, start_run
-from capsel.scoring.store import transaction
+from capsel.db import transaction
 
 W = TypeVar("W")
 R = TypeVar("R", covariant=True)

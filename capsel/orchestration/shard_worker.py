@@ -11,7 +11,8 @@ from capsel.orchestration.shards import ShardResult, ShardWork, worker_name
 from capsel.pipeline_config import ModelSpec
 from capsel.scoring.config import ScoringConfig
 from capsel.scoring.engine import ScoringEngine
-from capsel.scoring.model_loading import ModelInfo, describe_model, host_device, load_model, worker_device
+from capsel.models.loading import ModelInfo, describe_model, load_model
+from capsel.models.devices import host_device, worker_device
 
 T = TypeVar("T")
 

@@ -14,7 +14,7 @@ from capsel.orchestration.shard_window import (
 )
 from capsel.orchestration.shards import ShardResult, ShardWork, load_shard, plan_shards
 from capsel.scoring.config import ScoringConfig
-from capsel.scoring.model_loading import ModelInfo
+from capsel.models.loading import ModelInfo
 from capsel.scoring.runner import ProgressSink, RunSummary, Tally, tracked_run
 from capsel.scoring.store import Scope, ScoreKeys, write_divergences, write_generations
 

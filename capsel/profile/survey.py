@@ -10,7 +10,7 @@ from torch import nn
 from transformers import PreTrainedTokenizerBase
 
 from capsel.errors import CapselError
-from capsel.profile.decoder import block_output, decoder_blocks
+from capsel.models.blocks import block_output, model_blocks
 from capsel.profile.stable_rank import normalised_stable_rank
 from capsel.scoring.prompt_format import RAW, prompt_token_ids
 
@@ -56,7 +56,7 @@ def hidden_states(
     out: it is the BOS / attention-sink token, whose outsized norm would make the stable rank
     measure that one token instead of the text.
     """
-    blocks = decoder_blocks(model)
+    blocks = model_blocks(model)
     rows: list[list[torch.Tensor]] = [[] for _ in blocks]
     current: list[torch.Tensor | None] = [None] * len(blocks)
 
@@ -95,7 +95,7 @@ def rank_profile(
 ) -> RankProfile:
     """The paper's rank survey of `model` over `texts` (weights and hidden states, per block)."""
     model.eval()
-    blocks = decoder_blocks(model)
+    blocks = model_blocks(model)
     states = hidden_states(model, tokenizer, texts, max_tokens=max_tokens, prompt_format=prompt_format)
     layers = []
     for index, (block, matrix) in enumerate(zip(blocks, states), start=1):

@@ -11,6 +11,7 @@ from pathlib import Path
 import duckdb
 import orjson
 
+from capsel.db import transaction
 from capsel.errors import CapselError
 from capsel.publish.data_files import FileHook, write_data_files
 from capsel.publish.dataset_card import dataset_card
@@ -115,16 +116,14 @@ def _write_report(con, selection: Selection, directory: Path, title: str, manife
 
 def _rename_and_record(con, staging: Path, final: Path, manifest: dict, selection: Selection,
                        created_at: datetime) -> None:
-    con.begin()
     renamed = False
     try:
-        record_selection(con, manifest, selection.members, str(final), created_at)
-        os.rename(staging, final)
-        renamed = True
-        _fsync_dir(final.parent)
-        con.commit()
+        with transaction(con):
+            record_selection(con, manifest, selection.members, str(final), created_at)
+            os.rename(staging, final)
+            renamed = True
+            _fsync_dir(final.parent)
     except BaseException:
-        con.rollback()
         if renamed:
             # the rows did not commit: take the directory back out of sight before cleaning it up
             os.rename(final, staging)

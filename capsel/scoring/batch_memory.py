@@ -18,7 +18,7 @@ import torch
 
 from capsel.errors import CapselError
 from capsel.scoring.config import ScoringConfig
-from capsel.scoring.model_loading import LoadedModel
+from capsel.models.loading import LoadedModel
 
 DEFAULT_BATCH_SIZE = 16
 MAX_AUTO_BATCH_SIZE = 256

@@ -13,11 +13,11 @@ from typing import Sequence
 import torch
 
 from capsel.scoring.batching import right_padded
-from capsel.scoring.blocks import observe_blocks
+from capsel.models.blocks import observe_blocks
 from capsel.scoring.decoding import GreedyRows, feed_last_tokens
 from capsel.scoring.divergence import BlockStates, DistancesTo, PairMeasure, token_nll
 from capsel.scoring.forward import PromptState, extend, pad_id, prefill, rewind
-from capsel.scoring.model_loading import LoadedModel
+from capsel.models.loading import LoadedModel
 
 
 def compare_stored(

@@ -8,7 +8,7 @@ import torch
 
 from capsel.scoring.batching import right_padded
 from capsel.scoring.forward import PromptState, extend, pad_id, prefill
-from capsel.scoring.model_loading import LoadedModel
+from capsel.models.loading import LoadedModel
 
 
 class GreedyRows:

@@ -12,7 +12,7 @@ from capsel.scoring.config import ScoringConfig, layer_split
 from capsel.scoring.divergence import PairMeasure, summarize
 from capsel.scoring.generation import HFGenerator, generation_results
 from capsel.scoring.inputs import EMPTY_GENERATION, CandidateText, ScoringInput, build_inputs
-from capsel.scoring.model_loading import LoadedModel
+from capsel.models.loading import LoadedModel
 from capsel.scoring.results import DivergenceResult, GenerationResult, ScoredCandidate
 
 Row = TypeVar("Row")

@@ -8,7 +8,7 @@ from typing import Sequence
 import torch
 
 from capsel.scoring.batching import left_padded
-from capsel.scoring.model_loading import LoadedModel
+from capsel.models.loading import LoadedModel
 
 
 @dataclass

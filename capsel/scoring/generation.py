@@ -9,7 +9,7 @@ import torch
 from capsel.scoring.batching import length_sorted_batches
 from capsel.scoring.decoding import greedy_generate
 from capsel.scoring.inputs import EMPTY_GENERATION, ScoringInput
-from capsel.scoring.model_loading import LoadedModel
+from capsel.models.loading import LoadedModel
 from capsel.scoring.results import GenerationResult
 
 

@@ -11,6 +11,7 @@ from typing import Iterator, Protocol, Sequence
 import duckdb
 import torch
 
+from capsel.db import transaction
 from capsel.runs import recorded_run
 from capsel.scoring.batching import length_sorted_batches
 from capsel.scoring.config import ScoringConfig
@@ -18,10 +19,10 @@ from capsel.scoring.engine import ScoringEngine
 from capsel.scoring.format_check import empty_generations, format_warnings
 from capsel.scoring.generation import Generator, generation_results
 from capsel.scoring.inputs import CandidateText, ScoringInput, build_inputs
-from capsel.scoring.model_loading import ModelInfo
+from capsel.models.loading import ModelInfo
 from capsel.scoring.results import GenerationResult
 from capsel.scoring.store import (
-    Scope, ScoreKeys, pending_chunks, progress, register, transaction, write_divergences, write_generations,
+    Scope, ScoreKeys, pending_chunks, progress, register, write_divergences, write_generations,
 )
 
 CHUNK_SIZE = 1024

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Iterator, Sequence
 
@@ -13,7 +12,7 @@ import pyarrow as pa
 from capsel.db import run_sql, sql_text
 from capsel.db.records import fetch_records
 from capsel.scoring.config import ScoringConfig
-from capsel.scoring.model_loading import ModelInfo
+from capsel.models.loading import ModelInfo
 from capsel.scoring.results import DivergenceResult, GenerationResult
 
 
@@ -84,18 +83,6 @@ def pending_chunks(
         after = rows[-1]["candidate_id"]
         if remaining is not None:
             remaining -= len(rows)
-
-
-@contextmanager
-def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
-    """All or nothing: a batch's rows commit together, or none do (Ctrl-C included)."""
-    con.begin()
-    try:
-        yield
-    except BaseException:
-        con.rollback()
-        raise
-    con.commit()
 
 
 def write_generations(

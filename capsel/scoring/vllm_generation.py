@@ -15,7 +15,7 @@ from typing import Sequence
 
 from capsel.errors import CapselError
 from capsel.scoring.config import ScoringConfig
-from capsel.scoring.model_loading import ModelInfo
+from capsel.models.loading import ModelInfo
 from capsel.scoring.worker_process import ProcessGenerator
 
 

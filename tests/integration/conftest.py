@@ -22,7 +22,7 @@ def model_dir(tmp_path_factory):
 @pytest.fixture(scope="module")
 def info(model_dir):
     """`model_dir` described for float32 CPU scoring."""
-    from capsel.scoring.model_loading import describe_model
+    from capsel.models.loading import describe_model
 
     return describe_model(str(model_dir), dtype="float32", device="cpu")
 
@@ -30,7 +30,7 @@ def info(model_dir):
 @pytest.fixture(scope="module")
 def chat_info(tmp_path_factory):
     """A tiny llama whose tokenizer carries a chat template, described for float32 CPU scoring."""
-    from capsel.scoring.model_loading import describe_model
+    from capsel.models.loading import describe_model
     from tests.fixtures.pool import tiny_model_dir
 
     path = tiny_model_dir(tmp_path_factory.mktemp("model") / "llama-chat", chat=True)

@@ -12,7 +12,7 @@ from capsel.errors import CapselError
 from capsel.scoring.config import ScoringConfig
 from capsel.scoring.engine import ScoringEngine
 from capsel.scoring.export import export_scores
-from capsel.scoring.model_loading import describe_model, load_model
+from capsel.models.loading import describe_model, load_model
 from capsel.scoring.runner import run_scoring
 from capsel.selection.scoring_key import resolve_scoring_key
 from tests.fixtures.candidates import mixed_candidates

@@ -18,7 +18,7 @@ from capsel.lab.world.facts import DOMAINS, build_world
 from capsel.lab.world.pools import PoolSpec, build_pool
 from capsel.models import demo_model_path
 from capsel.scoring.inputs import CandidateText
-from capsel.scoring.model_loading import describe_model
+from capsel.models.loading import describe_model
 
 N_TARGET = 20
 

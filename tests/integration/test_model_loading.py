@@ -8,12 +8,12 @@ import pytest
 import torch
 
 from capsel.errors import CapselError
-from capsel.scoring.blocks import find_decoder_blocks
+from capsel.models.blocks import find_decoder_blocks
 from capsel.scoring.config import ScoringConfig
 from capsel.scoring.engine import ScoringEngine
 from capsel.scoring.inputs import CandidateText
-from capsel.scoring.model_loading import describe_model, load_model
-from capsel.scoring.model_source import resolve_model
+from capsel.models.loading import describe_model, load_model
+from capsel.models.source import resolve_model
 from capsel.versioning import file_sha256
 from tests.fixtures.candidates import mixed_candidates
 from tests.fixtures.tiny_models import build_model, build_tokenizer, save_model_dir

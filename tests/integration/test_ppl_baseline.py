@@ -13,7 +13,7 @@ from capsel.db import open_db
 from capsel.scoring.config import ScoringConfig
 from capsel.scoring.engine import ScoringEngine
 from capsel.scoring.inputs import CandidateText
-from capsel.scoring.model_loading import load_model
+from capsel.models.loading import load_model
 from capsel.scoring.runner import run_scoring
 from capsel.scoring.store import Scope
 from tests.fixtures.candidates import mixed_candidates

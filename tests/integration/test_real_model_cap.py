@@ -14,7 +14,7 @@ from capsel.lab.real_sources import bundled_real_sources
 from capsel.scoring.config import ScoringConfig
 from capsel.scoring.engine import ScoringEngine
 from capsel.scoring.inputs import CandidateText
-from capsel.scoring.model_loading import describe_model, load_model
+from capsel.models.loading import describe_model, load_model
 from capsel.scoring.runner import run_scoring
 from tests.fixtures.pool import append_candidates
 from tests.reference.naive_cap import naive_cap

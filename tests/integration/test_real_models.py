@@ -9,7 +9,7 @@ import torch
 
 from capsel.models.installed import MANIFEST_NAME
 from capsel.models.loading import load_causal_lm
-from capsel.scoring.model_loading import describe_model
+from capsel.models.loading import describe_model
 from tests.fixtures.real_models import REAL_MODELS_DIR
 
 pytestmark = pytest.mark.slow

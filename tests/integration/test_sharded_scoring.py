@@ -14,7 +14,7 @@ from capsel.orchestration.shards import plan_shards
 from capsel.pipeline_config import ModelSpec
 from capsel.scoring.config import ScoringConfig
 from capsel.scoring.engine import ScoringEngine
-from capsel.scoring.model_loading import load_model
+from capsel.models.loading import load_model
 from capsel.scoring.runner import run_scoring
 from capsel.scoring.store import Scope
 from tests.fixtures.candidates import mixed_candidates

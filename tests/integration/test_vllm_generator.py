@@ -12,7 +12,7 @@ from capsel.scoring.config import ScoringConfig
 from capsel.scoring.engine import ScoringEngine
 from capsel.scoring.generation import HFGenerator
 from capsel.scoring.inputs import CandidateText
-from capsel.scoring.model_loading import describe_model, load_model
+from capsel.models.loading import describe_model, load_model
 from capsel.scoring.vllm_generation import VLLMGenerator, VLLMOptions
 from tests.fixtures.candidates import mixed_candidates
 from tests.fixtures.pool import tiny_model_dir

@@ -13,7 +13,7 @@ from capsel.errors import CapselError
 from capsel.scoring.config import ScoringConfig
 from capsel.scoring.generation import HFGenerator
 from capsel.scoring.inputs import CandidateText, build_inputs
-from capsel.scoring.model_loading import describe_model, load_model
+from capsel.models.loading import describe_model, load_model
 from capsel.scoring.worker_process import ProcessGenerator
 from tests.fixtures.candidates import mixed_candidates
 from tests.fixtures.pool import tiny_model_dir

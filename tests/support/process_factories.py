@@ -8,7 +8,7 @@ import time
 
 from capsel.errors import CapselError
 from capsel.scoring.generation import HFGenerator
-from capsel.scoring.model_loading import describe_model, load_model
+from capsel.models.loading import describe_model, load_model
 
 
 def hf_generator(model_dir: str, horizon: int, batch_size: int) -> HFGenerator:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from capsel.scoring.model_loading import ModelInfo, attention_implementation
-from capsel.scoring.model_source import ModelSource
+from capsel.models.loading import ModelInfo, attention_implementation
+from capsel.models.source import ModelSource
 
 HAS_FLASH_ATTN = importlib.util.find_spec("flash_attn") is not None
 

@@ -13,7 +13,7 @@ from capsel.scoring.batch_memory import (
     resolve_batch_size,
 )
 from capsel.scoring.config import ScoringConfig
-from capsel.scoring.model_loading import LoadedModel
+from capsel.models.loading import LoadedModel
 from tests.fixtures.tiny_models import FAMILIES, build_model
 
 

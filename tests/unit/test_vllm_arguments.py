@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from capsel.scoring.config import ScoringConfig
-from capsel.scoring.model_loading import ModelInfo
-from capsel.scoring.model_source import ModelSource
+from capsel.models.loading import ModelInfo
+from capsel.models.source import ModelSource
 from capsel.scoring.vllm_generation import VLLMOptions, engine_kwargs, sampling_kwargs, strip_eos
 
 

@@ -17,7 +17,7 @@ from torch import nn
 from capsel.baselines.less.countsketch import CountSketch
 from capsel.baselines.response_loss import response_token_nll
 from capsel.errors import CapselError
-from capsel.scoring.model_loading import LoadedModel
+from capsel.models.loading import LoadedModel
 
 
 # peft draws the adapters' init from torch's global generator: two threads attaching at once (the

@@ -22,7 +22,7 @@ from capsel.baselines.less.lora_gradients import GradientSketcher, LoraSpec, att
 from capsel.baselines.lm_scorer import LmConfig, LmScorer, lm_info, lm_prompt_format
 from capsel.baselines.scorer import BaselineResult, ScorerOptions
 from capsel.scoring.inputs import SHORT_PROMPT, CandidateText
-from capsel.scoring.model_loading import ModelInfo
+from capsel.models.loading import ModelInfo
 
 FEATURES_METHOD = "less_features"
 NON_FINITE = "non_finite"

@@ -17,7 +17,8 @@ from capsel.baselines.runner import BaselineSummary, run_baseline
 from capsel.db import run_sql
 from capsel.runs import recorded_run
 from capsel.scoring.runner import ProgressSink
-from capsel.scoring.store import Scope, transaction
+from capsel.db import transaction
+from capsel.scoring.store import Scope
 
 METHOD = "less"
 

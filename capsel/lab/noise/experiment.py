@@ -101,7 +101,7 @@ def run_noise(model: str | Path, spec: NoiseSpec, out_dir: Path, sink: ProgressS
 
 def _selections(pool: ScoredLabPool, records: list[dict], model: str | Path, spec: NoiseSpec) -> dict:
     from capsel.db import open_db
-    from capsel.scoring.model_loading import describe_model
+    from capsel.models.loading import describe_model
 
     labels = candidate_labels(records).drop(columns="domain")
     con = open_db(pool.db_path)

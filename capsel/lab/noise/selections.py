@@ -15,7 +15,7 @@ from capsel.baselines.runner import run_baseline
 from capsel.db.records import fetch_records
 from capsel.lab.noise.stats import CLEAN_LABELS, junk_kind
 from capsel.scoring.config import ScoringConfig
-from capsel.scoring.model_loading import ModelInfo
+from capsel.models.loading import ModelInfo
 from capsel.selection.budget import parse_budget
 from capsel.selection.plan import SelectionRequest, build_selection
 from capsel.selection.scoring_key import ScoringKey, resolve_scoring_key

@@ -1,4 +1,7 @@
-"""Locate a causal LM's decoder blocks and observe their outputs (h_l, before the final norm)."""
+"""Locate a causal LM's decoder blocks and observe their outputs (h_l, before the final norm).
+
+The scorer and the rank survey both find the blocks here, so they always measure the same modules.
+"""
 
 from __future__ import annotations
 
@@ -27,6 +30,11 @@ def find_decoder_blocks(model: nn.Module, n_layers: int) -> nn.ModuleList:
         )
     # Per-layer side lists (norms, adapters) have the same length; the blocks carry the weights.
     return max(candidates, key=lambda blocks: sum(p.numel() for p in blocks.parameters()))
+
+
+def model_blocks(model: nn.Module) -> nn.ModuleList:
+    """The decoder blocks of a loaded causal LM, by the same rule the scorer uses (the config's layer count)."""
+    return find_decoder_blocks(model, int(model.config.get_text_config().num_hidden_layers))
 
 
 def block_output(output: object) -> torch.Tensor:
