@@ -42,7 +42,10 @@ from capsel.scoring.config import ScoringConfig  # noqa: E402
 from capsel.scoring.engine import ScoringEngine  # noqa: E402
 from capsel.scoring.generation import HFGenerator  # noqa: E402
 from capsel.models.loading import attention_implementation
-from capsel.scoring.runner import RunSummary, run_generation, run_scoring  # noqa: E402
+from capsel.runner.progress import RunSummary
+from capsel.scoring.generation_run import run_generation
+from capsel.runner.job import run_scorer
+from capsel.scorers.cap import CapScorer
 from capsel.versioning import code_version  # noqa: E402
 from gpu_monitor import GpuMonitor  # noqa: E402
 from synthetic_llama import (  # noqa: E402
@@ -217,7 +220,7 @@ def main() -> None:
             if loaded is None:
                 loaded, startup["hf_model_init_s"] = timed(random_model, info, attn)
             engine = ScoringEngine(loaded, config, resolve_batch_size(args.batch_size, loaded, config))
-            phases["scoring"] = phase(run_scoring(con, engine))
+            phases["scoring"] = phase(run_scorer(con, CapScorer.of(engine)))
         phases["scoring"].update(batch_size=engine.batch_size, attn_implementation=attn)
         tokens = fetch_records(con, "scoring_token_counts", {
             "model_fingerprint": info.fingerprint, "generation_hash": config.generation_hash,

@@ -35,7 +35,7 @@ from capsel.models import demo_model_path  # noqa: E402
 from capsel.scoring.config import ScoringConfig  # noqa: E402
 from capsel.scoring.engine import ScoringEngine  # noqa: E402
 from capsel.models.loading import describe_model, load_model
-from capsel.scoring.runner import run_scoring  # noqa: E402
+from capsel.runner.job import run_scoring
 
 
 def parse_args() -> argparse.Namespace:

@@ -102,9 +102,10 @@ def prepare_demo(options: DemoOptions) -> tuple[PipelineConfig, list[dict]]:
         "db_path": str(options.root / DB_FILE),
         "output_root": str(options.root),
         "sources": {"paths": [str(path) for path in files]},
-        "scoring": {"model": {"path": options.model_source, "dtype": "float32", "device": "cpu"},
-                    "batch_size": options.batch_size, "shard_size": options.shard_size,
-                    "prompt_format": options.prompt_format},
+        "scoring": {"method": "cap", "batch_size": options.batch_size,
+                    "model": {"path": options.model_source, "dtype": "float32", "device": "cpu",
+                              "prompt_format": options.prompt_format}},
+        "runner": {"shard_size": options.shard_size},
         "selection": {"budget": options.budget, "method": "cap", "out": SELECTIONS_DIR},
         "check_profile": False,  # the demo surveys the model itself and keeps the plot
     })

@@ -7,13 +7,14 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from capsel.baselines.scorer import ScorerOptions
 from capsel.config import Settings, load_settings
 from capsel.ingest.pipeline import IngestOptions
 from capsel.ingest.records import parse_field_map
-from capsel.scoring.config import ScoringConfig
+from capsel.scorers.specs import ScorerSpec
 from capsel.selection.budget import parse_budget
 from capsel.selection.plan import SelectionRequest
+from capsel.selection.select import METHODS
+from capsel.store.scope import Scope
 from capsel.threads import use_torch_threads
 
 _STRICT = ConfigDict(extra="forbid", frozen=True)
@@ -37,31 +38,6 @@ class SourceParams(BaseModel):
         )
 
 
-class ModelSpec(BaseModel):
-    """The scoring model as a worker loads it: a local folder (or hub id), dtype and device."""
-
-    model_config = _STRICT
-
-    path: str = Field(..., description="local model folder or hub id")
-    dtype: Literal["auto", "float32", "bfloat16"] = Field("auto", description="auto: bfloat16 on CUDA, else float32")
-    device: Literal["auto", "cpu", "cuda"] = Field("auto", description="auto: cuda when a GPU is visible")
-    trust_remote_code: bool = Field(False, description="run model code shipped with the checkpoint")
-
-
-class ScoringParams(ScoringConfig):
-    """The scoring configuration (P, R, depth split, thresholds), the model and how the work is cut into shards."""
-
-    model_config = _STRICT
-
-    model: ModelSpec
-    batch_size: int = Field(16, gt=0, description="candidates per model batch inside a shard")
-    shard_size: int = Field(512, gt=0, description="candidates per shard: the unit scored by one task and committed")
-
-    def scoring_config(self) -> ScoringConfig:
-        """The engine's configuration: these parameters less the model and the work split."""
-        return ScoringConfig(**self.model_dump(include=set(ScoringConfig.model_fields)))
-
-
 class SelectionParams(BaseModel):
     """The `capsel select` options: budget, method, domains and where the selection is published."""
 
@@ -69,16 +45,21 @@ class SelectionParams(BaseModel):
 
     budget: str = Field("10%", description="members per domain (or in total): a count like 800 or a share like 10%")
     total: bool = Field(False, description="split the budget across domains instead of applying it in each")
-    method: Literal["cap", "random"] = Field("cap", description="cap: highest z per domain; random: seeded control")
+    method: Literal[METHODS] = Field(  # type: ignore[valid-type]
+        "cap", description="the scoring method's own selection, or random: the seeded control over CAP's pool",
+    )
+    order: Literal["high", "low", "middle"] | None = Field(
+        None, description="score baselines (ppl): keep the highest scores, the lowest, or the middle band",
+    )
     seed: int = Field(0, description="seed of the random control")
     ppl_guard: float | None = Field(
-        None, gt=0, lt=100, description="per domain, candidates above this percentile of reference PPL are not "
-        "eligible (off: the paper's method)",
+        None, gt=0, lt=100, description="cap and random: per domain, candidates above this percentile of reference "
+        "PPL are not eligible (off: the paper's method)",
     )
     domains: list[str] | None = Field(None, description="only these domains (default: every domain)")
     out: str = Field("selections", description="folder inside the output root that receives <selection_id>/")
 
-    def request(self, model_fingerprint: str, config_hash: str) -> SelectionRequest:
+    def request(self, model_fingerprint: str | None = None, config_hash: str | None = None) -> SelectionRequest:
         """The selection request over the scores of one (model, config) pair."""
         return SelectionRequest(
             budget=parse_budget(self.budget, "total" if self.total else "per_domain"),
@@ -87,6 +68,7 @@ class SelectionParams(BaseModel):
             seed=self.seed,
             model=model_fingerprint,
             config_hash=config_hash,
+            order=self.order,
             ppl_guard=self.ppl_guard,
         )
 
@@ -97,6 +79,7 @@ class RunnerParams(BaseModel):
     model_config = _STRICT
 
     kind: Literal["local", "ray"] = Field("local", description="local: threads in the flow process; ray: Ray tasks")
+    shard_size: int = Field(512, gt=0, description="candidates per shard: the unit scored by one task and committed")
     max_workers: int = Field(1, ge=1, description="local runner: shards scored at once")
     threads: int | None = Field(
         None, ge=1, description="local runner: torch CPU threads each worker gets (default: the cores shared out "
@@ -107,25 +90,60 @@ class RunnerParams(BaseModel):
     num_gpus: float = Field(0, ge=0, description="ray: GPUs each shard task requests (0 on CPU)")
     max_in_flight: int = Field(4, ge=1, description="shards submitted and not yet merged, at most")
 
+    @property
+    def uses_gpus(self) -> bool:
+        """True when shards run as Ray tasks holding GPUs."""
+        return self.kind == "ray" and self.num_gpus > 0
+
     def pin_threads(self) -> int:
         """Set torch's CPU threads for the shards this process runs (local runner; Ray workers pin their own)."""
         return use_torch_threads(self.threads, self.max_workers if self.kind == "local" else 1)
 
 
+class ScoreFlowConfig(BaseModel):
+    """Parameters of the `capsel-score` flow: what to score (any method) over which candidates, and where."""
+
+    model_config = _STRICT
+
+    db_path: str | None = Field(None, description="DuckDB file (default: $CAPSEL_DB_PATH)")
+    scoring: ScorerSpec
+    domain: str | None = Field(None, description="only candidates of this domain")
+    limit: int | None = Field(None, gt=0, description="at most this many pending candidates")
+    runner: RunnerParams = Field(default_factory=RunnerParams)
+
+    def settings(self) -> Settings:
+        """Settings from the environment with this config's database applied."""
+        return load_settings(db_path=Path(self.db_path) if self.db_path else None)
+
+    def scope(self) -> Scope:
+        """The candidates in scope."""
+        return Scope(self.domain, self.limit)
+
+
 class PipelineConfig(BaseModel):
-    """Everything one flow run needs; unset paths fall back to CAPSEL_DB_PATH and CAPSEL_OUTPUT_ROOT."""
+    """Everything one selection flow run needs; unset paths fall back to CAPSEL_DB_PATH and CAPSEL_OUTPUT_ROOT."""
 
     model_config = _STRICT
 
     db_path: str | None = Field(None, description="DuckDB file (default: $CAPSEL_DB_PATH)")
     output_root: str | None = Field(None, description="root of every output (default: $CAPSEL_OUTPUT_ROOT)")
     sources: SourceParams = Field(default_factory=SourceParams)
-    scoring: ScoringParams
+    scoring: ScorerSpec
     selection: SelectionParams = Field(default_factory=SelectionParams)
     runner: RunnerParams = Field(default_factory=RunnerParams)
     check_profile: bool = Field(
         True, description="survey the model's rank profile first and warn when its hidden states lack the U-shape"
     )
+
+    @model_validator(mode="after")
+    def _selects_what_it_scores(self) -> "PipelineConfig":
+        wanted = "cap" if self.selection.method == "random" else self.selection.method
+        if wanted != self.scoring.method:
+            raise ValueError(f"selection.method {self.selection.method} selects by {wanted} scores, but scoring.method "
+                             f"is {self.scoring.method}: score {wanted} (random draws from CAP's scored pool)")
+        if wanted == "less" and self.scoring.target is None:
+            raise ValueError("selection.method less selects by the scores against a target: set scoring.target")
+        return self
 
     def settings(self) -> Settings:
         """Settings from the environment with this config's paths applied."""
@@ -137,47 +155,3 @@ class PipelineConfig(BaseModel):
     def record(self) -> dict:
         """JSON-ready copy stored with the flow's run."""
         return self.model_dump(mode="json")
-
-
-class BaselineFlowConfig(BaseModel):
-    """Parameters of the `capsel-score-baseline` flow: the method, its scorer, the target (LESS) and the shards."""
-
-    model_config = _STRICT
-
-    db_path: str | None = Field(None, description="DuckDB file (default: $CAPSEL_DB_PATH)")
-    method: Literal["ppl", "ifd", "qurating", "kcenter", "less"] = Field(..., description="baseline to score")
-    model: str | None = Field(None, description="ppl, ifd, less: the causal LM folder or hub id")
-    encoder: str | None = Field(None, description="kcenter: local encoder folder (default: packaged MiniLM)")
-    rater: str | None = Field(None, description="qurating: local sequence-classifier folder")
-    rater_label: str = Field("educational_value", description="qurating: label whose logit is the score")
-    max_length: int | None = Field(None, gt=1, description="token window (default: the paper's per method)")
-    prompt_tokens: int = Field(256, gt=0, description="ppl: P, keep the last P prompt tokens")
-    horizon: int = Field(48, gt=0, description="ppl: R, keep the first R response tokens")
-    prompt_format: Literal["auto", "raw", "chat"] = Field(
-        "auto", description="ppl, ifd, less: raw prompt ids, the model's chat template, or auto (chat if it has one)"
-    )
-    dtype: Literal["auto", "float32", "bfloat16"] = Field("auto", description="auto: bfloat16 on CUDA, else float32")
-    device: Literal["auto", "cpu", "cuda"] = Field("auto", description="auto: cuda when shards get GPUs")
-    trust_remote_code: bool = Field(False, description="run model code shipped with the checkpoint")
-    batch_size: int = Field(16, gt=0, description="candidates per model batch inside a shard")
-    shard_size: int = Field(512, gt=0, description="candidates per shard: the unit scored by one task and committed")
-    domain: str | None = Field(None, description="only candidates of this domain")
-    limit: int | None = Field(None, gt=0, description="at most this many pending candidates")
-    target: str | None = Field(None, description="less: file of target examples to score the features against")
-    target_max: int = Field(2000, gt=0, description="less: use the first N examples of target")
-    runner: RunnerParams = Field(default_factory=RunnerParams)
-
-    @model_validator(mode="after")
-    def _target_is_for_less(self) -> "BaselineFlowConfig":
-        if self.target is not None and self.method != "less":
-            raise ValueError("target applies to method less only")
-        return self
-
-    def scorer_options(self) -> ScorerOptions:
-        """The options every copy of the scorer (the writer's, each worker's) is built from."""
-        fields = set(ScorerOptions.__dataclass_fields__)
-        return ScorerOptions(**self.model_dump(include=fields))
-
-    def settings(self) -> Settings:
-        """Settings from the environment with this config's database applied."""
-        return load_settings(db_path=Path(self.db_path) if self.db_path else None)

@@ -15,7 +15,7 @@ from prefect.logging import get_run_logger
 
 from capsel.orchestration.run_report import FlowReport, gate_failure_markdown, summary_markdown
 from capsel.publish.publish import GateFailedError
-from capsel.scoring.runner import BatchReport
+from capsel.runner.progress import BatchReport
 
 
 class ProgressArtifact:

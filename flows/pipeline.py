@@ -9,7 +9,8 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Iterator
 
-import torch
+from pathlib import Path
+
 from prefect.logging import get_run_logger
 from prefect.runtime import flow_run
 
@@ -19,19 +20,20 @@ from capsel.errors import CapselError
 from capsel.lineage.openlineage_events import FlowDatasets, event_emitter, run_event
 from capsel.orchestration.flow_runs import adopt_run, incoming_files, ingested_files
 from capsel.orchestration.run_report import FlowReport, extreme_examples, selection_rows
-from capsel.orchestration.shard_worker import resolved_spec
 from capsel.paths import inside_root
-from capsel.pipeline_config import PipelineConfig
+from capsel.pipeline_config import PipelineConfig, ScoreFlowConfig
 from capsel.publish.publish import GateFailedError
 from capsel.runs import new_run_id, recorded_run
-from capsel.selection.scoring_key import resolve_scoring_key
+from capsel.scorers.specs import ModelSpec
+from capsel.stages.context import RunContext
+from capsel.stages.select import SelectRequest, selection_key
+from capsel.store.results import ResultKey
 from flows.artifacts import publish_gate_failure, publish_run_artifacts
-from flows.score_shards import score_pending
+from flows.score_flow import score_flow_for
 from tasks.ingest import ingest_files
 from tasks.profile import check_rank_profile
-from tasks.publish import validate_and_publish
 from tasks.residualize import residualize
-from tasks.select import select_members_task
+from tasks.select import select_and_publish_task
 
 
 def run_pipeline(config: PipelineConfig, flow_key: str, publish_unchanged: bool) -> dict:
@@ -73,14 +75,16 @@ def _stages(con, config: PipelineConfig, settings: Settings, report: FlowReport,
     else:
         report.notes.append(f"no input files in {config.sources.paths}")
 
-    if config.check_profile:
+    if config.check_profile and isinstance(getattr(config.scoring, "model", None), ModelSpec):
         _warn_without_u_shape(config, report)
 
-    uses_gpus = config.runner.kind == "ray" and config.runner.num_gpus > 0
-    spec = resolved_spec(config.scoring.model, uses_gpus, torch.cuda.is_available())
-    report.scoring, keys = score_pending(config, spec, report.run_id)
-    report.notes.extend(report.scoring.notes)
-    key = resolve_scoring_key(con, keys.model_fingerprint, keys.scoring_hash)
+    score_config = ScoreFlowConfig(db_path=config.db_path, scoring=config.scoring, runner=config.runner)
+    scored = score_flow_for(score_config)(score_config, parent_run_id=report.run_id)
+    report.scoring = scored.scoring
+    report.notes.extend(scored.scoring.notes)
+    ctx = RunContext(con, settings, parent_run_id=report.run_id, prefect_flow_run_id=report.prefect_flow_run_id)
+    request = _select_request(config, settings, scored.key)
+    key = selection_key(ctx, request)
     report.key = key
     datasets.model = {"fingerprint": key.model_fingerprint, "name_or_path": key.model_name,
                       "dtype": key.model.get("dtype")}
@@ -90,9 +94,28 @@ def _stages(con, config: PipelineConfig, settings: Settings, report: FlowReport,
     if not publish_unchanged and n_new == 0:
         report.notes.append("nothing new was ingested or scored: no new selection version")
         return
-    report.fits = residualize(con, key, config.selection.domains)
-    report.examples = extreme_examples(con, key)
-    _select_and_publish(con, config, settings, report, datasets, key)
+    if key.method == "cap":
+        report.fits = residualize(con, key, config.selection.domains)
+        report.examples = extreme_examples(con, key)
+    try:
+        selected = select_and_publish_task(request, ctx, key)
+    except GateFailedError as error:
+        publish_gate_failure(report.run_id, error, report.flow)
+        raise
+    report.published = selected.published
+    report.notes.extend(selected.selection.notes)
+    report.members = selection_rows(selected.selection.members)
+    datasets.selection_dir = report.published.path
+    datasets.selection_id = report.published.selection_id
+
+
+def _select_request(config: PipelineConfig, settings: Settings, scored: ResultKey) -> SelectRequest:
+    """The selection over what this run scored: LESS by the scores against its target, the rest by their key."""
+    target = getattr(config.scoring, "target", None)
+    config_hash = None if target else scored.config_hash
+    return SelectRequest(config.selection.request(scored.model_fingerprint, config_hash),
+                         inside_root(settings.output_root, config.selection.out),
+                         Path(target) if target else None, getattr(config.scoring, "target_max", None))
 
 
 def _warn_without_u_shape(config: PipelineConfig, report: FlowReport) -> None:
@@ -100,7 +123,7 @@ def _warn_without_u_shape(config: PipelineConfig, report: FlowReport) -> None:
     # but the user asked for a selection, so this warns and goes on.
     model = config.scoring.model
     try:
-        verdict = check_rank_profile(model.path, model.trust_remote_code, config.scoring.prompt_format)
+        verdict = check_rank_profile(model.path, model.trust_remote_code, model.prompt_format)
     except CapselError as error:  # e.g. too few blocks to judge: say so, scoring can still run
         report.notes.append(f"rank profile not checked: {error}")
         return
@@ -109,29 +132,6 @@ def _warn_without_u_shape(config: PipelineConfig, report: FlowReport) -> None:
                    "CAP's ranks rest on that pattern, so check them (capsel profile --model ...)")
         get_run_logger().warning(message)
         report.notes.append(message)
-
-
-def _select_and_publish(con, config: PipelineConfig, settings: Settings, report: FlowReport,
-                        datasets: FlowDatasets, key) -> None:
-    request = config.selection.request(key.model_fingerprint, key.config_hash)
-    out_dir = inside_root(settings.output_root, config.selection.out)
-    select_counters: dict = {}
-    with recorded_run(
-        con, "select", select_counters, config=request.as_dict(), model_fingerprint=key.model_fingerprint,
-        parent_run_id=report.run_id, prefect_flow_run_id=report.prefect_flow_run_id,
-    ) as select_run:
-        selection = select_members_task(con, request, key)
-        report.notes.extend(selection.notes)
-        select_counters.update(n_members=len(selection.members), n_domains=len(selection.quotas))
-        try:
-            report.published = validate_and_publish(con, selection, out_dir, select_run, settings.report_max_points)
-        except GateFailedError as error:
-            publish_gate_failure(report.run_id, error, report.flow)
-            raise
-        select_counters["selection_id"] = report.published.selection_id
-    report.members = selection_rows(selection.members)
-    datasets.selection_dir = report.published.path
-    datasets.selection_id = report.published.selection_id
 
 
 @contextmanager

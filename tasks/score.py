@@ -1,4 +1,4 @@
-"""Task: score one shard on a worker (a thread, a process or a Ray task with its GPUs); no database access."""
+"""Tasks of scoring: one shard on a worker (no database access), and the writer's copy of the scorer."""
 
 from __future__ import annotations
 
@@ -6,10 +6,9 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 from prefect.tasks import exponential_backoff
 
-from capsel.orchestration.shard_worker import score_shard
-from capsel.orchestration.shards import ShardResult, ShardWork
-from capsel.pipeline_config import ModelSpec
-from capsel.scoring.config import ScoringConfig
+from capsel.runner.work import Work, WorkResult, host_spec, score_shard
+from capsel.scorers.base import Scorer
+from capsel.scorers.specs import ScorerSpec
 
 # A GPU worker can fail for passing reasons (OOM next to another job, a preempted node): retry with backoff.
 SHARD_RETRIES = 2
@@ -20,6 +19,12 @@ SHARD_RETRIES = 2
     retry_delay_seconds=exponential_backoff(backoff_factor=5), retry_jitter_factor=0.5,
     task_run_name="score-shard-{work.index}",
 )
-def score_shard_task(spec: ModelSpec, config: ScoringConfig, batch_size: int, work: ShardWork) -> ShardResult:
-    """Generate y-hat and measure the divergence profile of one shard's candidates."""
-    return score_shard(spec, config, batch_size, work)
+def score_shard_task(spec: ScorerSpec, work: Work) -> WorkResult:
+    """Score one shard's candidates with the method's scorer, built on the worker from `spec`."""
+    return score_shard(spec, work)
+
+
+@task(name="describe-scorer", cache_policy=NO_CACHE)
+def describe_scorer_task(spec: ScorerSpec) -> Scorer:
+    """The writer's copy of the scorer on this host: its model's fingerprint and config (weights not loaded)."""
+    return host_spec(spec).build()

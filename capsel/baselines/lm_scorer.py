@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from capsel.baselines.scorer import BaselineConfig, BaselineScorer, ScorerOptions
-from capsel.baselines.scorer_models import lm_identity
-from capsel.errors import CapselError
+from capsel.baselines.scorer import BaselineConfig, BaselineScorer
+from capsel.scorers.base import model_identity
 from capsel.models.loading import LoadedModel, ModelInfo, describe_model, load_model
+from capsel.scorers.specs import ModelSpec
 from capsel.scoring.prompt_format import RAW, resolve_prompt_format
 
 
@@ -24,26 +24,28 @@ class LmConfig(BaselineConfig):
         return stored
 
 
-def lm_prompt_format(options: ScorerOptions, info: ModelInfo) -> str:
-    """The prompt format asked for in `options`, resolved for the model's tokenizer (auto: chat if it has one)."""
-    return resolve_prompt_format(options.prompt_format, info.tokenizer)
+def describe_lm(model: ModelSpec) -> ModelInfo:
+    """The LM a spec names, described without loading weights."""
+    return describe_model(model.path, dtype=model.dtype, device=model.device, trust_remote_code=model.trust_remote_code)
 
 
-def lm_info(options: ScorerOptions, method: str, needs: str) -> ModelInfo:
-    """The LM named by --model, described without loading weights; a CapselError saying what `method` needs it for."""
-    if not options.model:
-        raise CapselError(f"{method} needs {needs}: pass --model PATH (or set CAPSEL_MODEL)")
-    return describe_model(options.model, dtype=options.dtype, device=options.device,
-                          trust_remote_code=options.trust_remote_code)
+def lm_prompt_format(model: ModelSpec, info: ModelInfo) -> str:
+    """The prompt format the spec asks for, resolved for the model's tokenizer (auto: chat if it has one)."""
+    return resolve_prompt_format(model.prompt_format, info.tokenizer)
 
 
 class LmScorer(BaselineScorer):
     """A scorer over a model described by the engine's `describe_model`; weights load lazily, once."""
 
     def __init__(self, config: BaselineConfig, info: ModelInfo, batch_size: int = 16):
-        super().__init__(config, lm_identity(info), batch_size)
+        super().__init__(config, model_identity(info), batch_size)
         self.info = info
         self._loaded: LoadedModel | None = None
+
+    @property
+    def prompt_format(self) -> str:
+        """The resolved prompt format of the config (raw or chat)."""
+        return getattr(self.config, "prompt_format", RAW)
 
     @property
     def loaded(self) -> LoadedModel:

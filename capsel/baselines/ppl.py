@@ -13,9 +13,10 @@ from typing import ClassVar, Sequence
 import torch
 from pydantic import ConfigDict, Field
 
-from capsel.baselines.lm_scorer import LmConfig, LmScorer, lm_info, lm_prompt_format
-from capsel.baselines.scorer import BaselineResult, ScorerOptions
+from capsel.baselines.lm_scorer import LmConfig, LmScorer, describe_lm, lm_prompt_format
+from capsel.baselines.scorer import BaselineResult
 from capsel.scoring.batching import right_padded
+from capsel.scorers.specs import PplSpec
 from capsel.scoring.config import ScoringConfig
 from capsel.scoring.divergence import token_nll
 from capsel.scoring.forward import extend, pad_id, prefill
@@ -101,9 +102,9 @@ def response_perplexity(
     return [math.exp(float(total) / int(length)) for total, length in zip(sums, lengths)]
 
 
-def from_options(options: ScorerOptions) -> PplScorer:
-    """The PPL scorer for the LM named in `options` (weights load only if something must be computed)."""
-    info = lm_info(options, "ppl", "the model whose perplexity to measure")
-    config = PplConfig(prompt_tokens=options.prompt_tokens, horizon=options.horizon,
-                       prompt_format=lm_prompt_format(options, info))
-    return PplScorer(config, info, options.batch_size)
+def ppl_scorer(spec: PplSpec) -> PplScorer:
+    """The PPL scorer for the spec's LM (weights load only if something must be computed)."""
+    info = describe_lm(spec.model)
+    config = PplConfig(prompt_tokens=spec.prompt_tokens, horizon=spec.horizon,
+                       prompt_format=lm_prompt_format(spec.model, info))
+    return PplScorer(config, info, spec.batch_size)

@@ -14,7 +14,8 @@ import torch
 from pydantic import ConfigDict, Field
 
 from capsel.baselines.example_text import SEPARATOR, example_text
-from capsel.baselines.scorer import BaselineConfig, BaselineResult, BaselineScorer, ScorerOptions
+from capsel.baselines.scorer import BaselineConfig, BaselineResult, BaselineScorer
+from capsel.scorers.specs import QuratingSpec
 from capsel.baselines.scorer_models import LocalModel, describe_local_model, load_local_model
 from capsel.errors import CapselError
 
@@ -40,7 +41,7 @@ def label_index(config, label: str) -> int:
         if str(name).lower() == label.lower():
             return index
     raise CapselError(
-        f"the rater has no label {label!r}; its labels are {sorted(labels.values())}: pass --rater-label NAME"
+        f"the rater has no label {label!r}; its labels are {sorted(labels.values())}: set [[rater_label]] to one of them"
     )
 
 
@@ -83,17 +84,11 @@ class QuratingScorer(BaselineScorer):
         return [BaselineResult(candidate.candidate_id, score=value) for candidate, value in zip(candidates, scores)]
 
 
-def from_options(options: ScorerOptions) -> QuratingScorer:
-    """The rater scorer; without --rater it says what to provide."""
-    if not options.rater:
-        raise CapselError(
-            "qurating needs a rater: pass --rater PATH to a local QuRater-style sequence classifier "
-            "(a transformers AutoModelForSequenceClassification folder with an 'educational_value' label, e.g. "
-            "princeton-nlp/QuRater-1.3B downloaded beforehand); capsel ships none and never downloads one"
-        )
-    rater = describe_local_model(options.rater, "rater", options.dtype, options.device, options.trust_remote_code)
+def qurating_scorer(spec: QuratingSpec) -> QuratingScorer:
+    """The rater scorer for the spec's local sequence classifier."""
+    rater = describe_local_model(spec.rater.path, "rater", spec.rater.dtype, spec.rater.device,
+                                 spec.rater.trust_remote_code)
     config = QuratingConfig(
-        label=options.rater_label, label_index=label_index(rater.config, options.rater_label),
-        max_length=options.max_length or 512,
+        label=spec.rater_label, label_index=label_index(rater.config, spec.rater_label), max_length=spec.max_length,
     )
-    return QuratingScorer(config, rater, options.batch_size)
+    return QuratingScorer(config, rater, spec.batch_size)

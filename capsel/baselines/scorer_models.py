@@ -1,4 +1,4 @@
-"""The models behind baseline scorers: the scored LM's identity, and local encoders and raters loaded offline."""
+"""The local encoders and raters behind baseline scorers, described and loaded offline."""
 
 from __future__ import annotations
 
@@ -7,20 +7,11 @@ from pathlib import Path
 
 from torch import nn
 
-from capsel.baselines.scorer import ScorerIdentity
+from capsel.scorers.base import ScorerIdentity
 from capsel.errors import CapselError
 from capsel.models.load_lock import MODEL_LOAD_LOCK
 from capsel.models.devices import DTYPES, resolve_device, resolve_dtype
-from capsel.models.loading import ModelInfo
 from capsel.models.source import ModelSource, resolve_model
-
-
-def lm_identity(info: ModelInfo) -> ScorerIdentity:
-    """The `models` row of a causal LM described by the engine's `describe_model`."""
-    return ScorerIdentity(
-        fingerprint=info.fingerprint, name_or_path=info.source.name_or_path, revision=info.source.revision,
-        weight_files=info.source.files, dtype=info.dtype, architecture=info.architecture, n_layers=info.n_layers,
-    )
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""`capsel flow select|rescore|score-baseline`: run a Prefect flow here (shards on local threads or Ray).
+"""`capsel flow select|rescore|score`: run a Prefect flow here (shards on local threads or Ray), any method.
 
 Prefect is imported inside the commands only, so `capsel --help` and `import capsel` stay light.
 """
@@ -14,8 +14,9 @@ import typer
 from pydantic import BaseModel, ValidationError
 
 from capsel.cli.common import DbOption, console
+from capsel.cli.specs import flag_problems, model_field, spec_values
 from capsel.errors import CapselError
-from capsel.pipeline_config import PipelineConfig
+from capsel.pipeline_config import PipelineConfig, ScoreFlowConfig
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -30,6 +31,18 @@ class RunnerChoice(str, Enum):
     ray = "ray"
 
 
+class MethodChoice(str, Enum):
+    """Every method a flow scores and selects by (random: the seeded control over CAP's pool)."""
+
+    cap = "cap"
+    random = "random"
+    ppl = "ppl"
+    ifd = "ifd"
+    kcenter = "kcenter"
+    qurating = "qurating"
+    less = "less"
+
+
 ConfigOption = Annotated[Optional[Path], typer.Option(
     "--config", help="JSON file of flow parameters (the PipelineConfig); the options below override it.")]
 InputOption = Annotated[Optional[list[Path]], typer.Option(
@@ -37,93 +50,160 @@ InputOption = Annotated[Optional[list[Path]], typer.Option(
 DomainOption = Annotated[Optional[str], typer.Option("--domain", help="Domain of every ingested row.")]
 MapOption = Annotated[Optional[str], typer.Option(
     "--map", help="Field renames for ingest, e.g. instruction=problem,response=solution.")]
+MethodOption = Annotated[Optional[MethodChoice], typer.Option(
+    "--method", help="What to score and select by (default cap; random scores CAP and draws the seeded control).")]
 ModelOption = Annotated[Optional[str], typer.Option(
-    "--model", help="Scoring model folder, hub id or installed model name.")]
+    "--model", help="Causal LM of cap, ppl, ifd and less: folder, installed name or hub id.")]
+EncoderOption = Annotated[Optional[str], typer.Option("--encoder", help="kcenter: local encoder folder.")]
+RaterOption = Annotated[Optional[str], typer.Option("--rater", help="qurating: local sequence-classifier folder.")]
+TargetOption = Annotated[Optional[Path], typer.Option("--target", help="less: file of examples to select toward.")]
+TargetMaxOption = Annotated[Optional[int], typer.Option("--target-max", min=1, help="less: first N target examples.")]
+MaxLengthOption = Annotated[Optional[int], typer.Option("--max-length", min=2, help="Token window of the method.")]
 BudgetOption = Annotated[Optional[str], typer.Option("--budget", help="Members per domain: a count or a share like 10%.")]
+GuardOption = Annotated[Optional[float], typer.Option(
+    "--ppl-guard", min=0.0, max=100.0, help="cap, random: no candidate above this PPL percentile of its domain.")]
 OutOption = Annotated[Optional[str], typer.Option("--out", help="Folder inside the output root for the selection.")]
 ShardOption = Annotated[Optional[int], typer.Option("--shard-size", min=1, help="Candidates per shard.")]
 BatchOption = Annotated[Optional[int], typer.Option("--batch-size", min=1, help="Candidates per model batch.")]
 DeviceOption = Annotated[Optional[str], typer.Option("--device", help="auto | cpu | cuda.")]
 PromptFormatOption = Annotated[Optional[str], typer.Option(
     "--prompt-format", help="raw | chat | auto (default auto: chat when the model has a chat template).")]
-RunnerOption = Annotated[Optional[RunnerChoice], typer.Option(
-    "--runner", help="local: shards in threads of this process; ray: shards as Ray tasks (default: local).")]
 ThreadsOption = Annotated[Optional[int], typer.Option(
     "--threads", min=1, help="torch CPU threads per local shard worker (default: the cores shared out among them).")]
+RunnerOption = Annotated[Optional[RunnerChoice], typer.Option(
+    "--runner", help="local: shards in threads of this process; ray: shards as Ray tasks (default: local).")]
 GpusOption = Annotated[Optional[float], typer.Option("--num-gpus", min=0, help="GPUs each Ray shard task requests.")]
 RayAddressOption = Annotated[Optional[str], typer.Option(
     "--ray-address", help="Address of a running Ray cluster (default: start one on this machine).")]
+InFlightOption = Annotated[Optional[int], typer.Option(
+    "--max-in-flight", min=1, help="Shards submitted and not yet merged, at most (default 4).")]
 
 
 def select(config: ConfigOption = None, input: InputOption = None, domain: DomainOption = None,
-           map: MapOption = None, model: ModelOption = None, budget: BudgetOption = None, out: OutOption = None,
-           shard_size: ShardOption = None, batch_size: BatchOption = None, device: DeviceOption = None,
-           prompt_format: PromptFormatOption = None, threads: ThreadsOption = None, runner: RunnerOption = None,
-           num_gpus: GpusOption = None, ray_address: RayAddressOption = None, db: DbOption = None) -> None:
-    """Run the selection flow: ingest, score (sharded, resumable), residualize, gate, publish."""
-    config = _config(**locals())
+           map: MapOption = None, method: MethodOption = None, model: ModelOption = None,
+           encoder: EncoderOption = None, rater: RaterOption = None, target: TargetOption = None,
+           target_max: TargetMaxOption = None, max_length: MaxLengthOption = None, budget: BudgetOption = None,
+           ppl_guard: GuardOption = None, out: OutOption = None, shard_size: ShardOption = None,
+           batch_size: BatchOption = None, device: DeviceOption = None, prompt_format: PromptFormatOption = None,
+           threads: ThreadsOption = None, runner: RunnerOption = None, num_gpus: GpusOption = None,
+           ray_address: RayAddressOption = None, max_in_flight: InFlightOption = None, db: DbOption = None) -> None:
+    """Run the selection flow: ingest, score by the method (sharded, resumable), gate, publish."""
+    config = _pipeline_config(**locals())
     from flows.select_flow import select_flow
 
     run_flow(select_flow, config)
 
 
 def rescore(config: ConfigOption = None, input: InputOption = None, domain: DomainOption = None,
-            map: MapOption = None, model: ModelOption = None, budget: BudgetOption = None, out: OutOption = None,
-            shard_size: ShardOption = None, batch_size: BatchOption = None, device: DeviceOption = None,
-            prompt_format: PromptFormatOption = None, threads: ThreadsOption = None, runner: RunnerOption = None,
-            num_gpus: GpusOption = None, ray_address: RayAddressOption = None, db: DbOption = None) -> None:
+            map: MapOption = None, method: MethodOption = None, model: ModelOption = None,
+            encoder: EncoderOption = None, rater: RaterOption = None, target: TargetOption = None,
+            target_max: TargetMaxOption = None, max_length: MaxLengthOption = None, budget: BudgetOption = None,
+            ppl_guard: GuardOption = None, out: OutOption = None, shard_size: ShardOption = None,
+            batch_size: BatchOption = None, device: DeviceOption = None, prompt_format: PromptFormatOption = None,
+            threads: ThreadsOption = None, runner: RunnerOption = None, num_gpus: GpusOption = None,
+            ray_address: RayAddressOption = None, max_in_flight: InFlightOption = None, db: DbOption = None) -> None:
     """Run the rescoring flow: new files only, score the new candidates, refit, publish a new version."""
-    config = _config(**locals())
+    config = _pipeline_config(**locals())
     from flows.rescore_flow import rescore_flow
 
     run_flow(rescore_flow, config)
 
 
+def score(method: MethodOption = None, model: ModelOption = None, encoder: EncoderOption = None,
+          rater: RaterOption = None, target: TargetOption = None, target_max: TargetMaxOption = None,
+          max_length: MaxLengthOption = None, batch_size: BatchOption = None, device: DeviceOption = None,
+          prompt_format: PromptFormatOption = None, shard_size: ShardOption = None, threads: ThreadsOption = None,
+          runner: RunnerOption = None, num_gpus: GpusOption = None, ray_address: RayAddressOption = None,
+          max_in_flight: InFlightOption = None,
+          domain: Annotated[Optional[str], typer.Option("--domain", help="Only candidates of this domain.")] = None,
+          limit: Annotated[Optional[int], typer.Option("--limit", min=1, help="At most this many pending.")] = None,
+          db: DbOption = None) -> None:
+    """Run the scoring flow for any method (LESS with --target scores its target too), sharded and resumable."""
+    body = {
+        "db_path": str(db) if db else None, "domain": domain, "limit": limit,
+        "scoring": _scoring(method, model, encoder, rater, target, target_max, max_length, batch_size, device,
+                            prompt_format),
+        "runner": _runner(runner, shard_size, threads, num_gpus, ray_address, max_in_flight),
+    }
+    config = validated(ScoreFlowConfig, {key: value for key, value in body.items() if value is not None})
+    from flows.score_flow import score_flow_for
+
+    run_flow(score_flow_for(config), config)
+
+
 app.command("select")(select)
 app.command("rescore")(rescore)
+app.command("score")(score)
 
 
-def _config(config: Path | None, input, domain, map, model, budget, out, shard_size, batch_size, device,
-            prompt_format, threads, runner: RunnerChoice | None, num_gpus, ray_address, db) -> PipelineConfig:
+def _scoring(method, model, encoder, rater, target, target_max, max_length, batch_size, device, prompt_format,
+             base: dict | None = None) -> dict:
+    """The scoring spec: the config file's, with the command-line options on top (random scores CAP)."""
+    base = dict(base or {})
+    if method is None:
+        name = base.get("method", "cap")
+    else:
+        name = "cap" if method == MethodChoice.random else method.value
+    if base.get("method", name) != name:
+        base = {}  # another method's spec: its fields do not apply
+    path = {"kcenter": encoder, "qurating": rater}.get(name, model)
+    given = spec_values(name, {"path": path, "device": device, "prompt_format": prompt_format},
+                        target=str(target) if target else None, target_max=target_max, max_length=max_length,
+                        batch_size=batch_size)
+    merged = {**base, **given}
+    field = model_field(name)
+    if field in base and field in given:
+        merged[field] = {**base[field], **given[field]}
+    return merged
+
+
+def _runner(runner, shard_size, threads, num_gpus, ray_address, max_in_flight, base: dict | None = None) -> dict:
+    values = {"kind": runner.value if runner else None, "shard_size": shard_size, "threads": threads,
+              "num_gpus": num_gpus, "ray_address": ray_address, "max_in_flight": max_in_flight}
+    return {**(base or {}), **{key: value for key, value in values.items() if value is not None}}
+
+
+def _pipeline_config(config: Path | None, input, domain, map, method, model, encoder, rater, target, target_max,
+                     max_length, budget, ppl_guard, out, shard_size, batch_size, device, prompt_format, threads,
+                     runner, num_gpus, ray_address, max_in_flight, db) -> PipelineConfig:
     """The config file's parameters with the command-line options applied on top."""
     try:
         body = orjson.loads(config.read_bytes()) if config else {}
     except (OSError, orjson.JSONDecodeError) as exc:
         raise CapselError(f"cannot read flow parameters from {config}: {exc}") from exc
-    sections = {name: dict(body.get(name) or {}) for name in ("sources", "scoring", "selection", "runner")}
-    sections["scoring"]["model"] = dict(sections["scoring"].get("model") or {})
-    _put(sections["sources"], paths=[str(path) for path in input] if input else None, domain=domain, field_map=map)
-    _put(sections["scoring"]["model"], path=model, device=device)
-    _put(sections["scoring"], shard_size=shard_size, batch_size=batch_size, prompt_format=prompt_format)
-    _put(sections["selection"], budget=budget, out=out)
-    _put(sections["runner"], kind=runner.value if runner else None, num_gpus=num_gpus, ray_address=ray_address,
-         threads=threads)
-    _put(body, db_path=str(db) if db else None)
-    if not sections["scoring"]["model"].get("path"):
-        raise CapselError("no model given: pass --model or set scoring.model.path in --config")
-    return validated(PipelineConfig, {**body, **sections})
+    sources = dict(body.get("sources") or {})
+    sources.update({key: value for key, value in {
+        "paths": [str(path) for path in input] if input else None, "domain": domain, "field_map": map,
+    }.items() if value is not None})
+    selection = dict(body.get("selection") or {})
+    selection.update({key: value for key, value in {
+        "method": method.value if method else None, "budget": budget, "ppl_guard": ppl_guard, "out": out,
+    }.items() if value is not None})
+    body.update(
+        sources=sources, selection=selection,
+        scoring=_scoring(method, model, encoder, rater, target, target_max, max_length, batch_size, device,
+                         prompt_format, body.get("scoring")),
+        runner=_runner(runner, shard_size, threads, num_gpus, ray_address, max_in_flight, body.get("runner")),
+    )
+    if db:
+        body["db_path"] = str(db)
+    return validated(PipelineConfig, body)
 
 
 def validated(model: type[M], body: dict) -> M:
-    """The flow parameters `body` as `model`, or one CapselError listing every problem."""
+    """The flow parameters `body` as `model`, or one CapselError naming each problem by its flag."""
     try:
         return model.model_validate(body)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(part) for part in e['loc']) or 'parameters'}: {e['msg']}" for e in exc.errors()
-        )
-        raise CapselError(f"invalid flow parameters: {problems}") from exc
-
-
-def _put(target: dict, **values: object) -> None:
-    target.update({key: value for key, value in values.items() if value is not None})
+        raise CapselError(f"invalid flow parameters: {flag_problems(exc)}") from exc
 
 
 def run_flow(flow, config) -> None:
     """Run `flow(config)` here; print its counters, or raise its failure as one clean line."""
     state = flow(config, return_state=True)
     if state.is_completed():
-        counters = state.result()
+        result = state.result()
+        counters = result.counters() if hasattr(result, "counters") else result
         console.print_json(orjson.dumps(counters, default=str).decode())
         return
     raise CapselError(f"flow run ended {state.type.value}: {state.message}")

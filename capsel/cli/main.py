@@ -47,10 +47,6 @@ def _root(
 
 @functools.cache
 def _group(name: str) -> typer.Typer:
-    if name == "flow":
-        flow = import_module("capsel.cli.flow")
-        flow.app.command("score-baseline")(import_module("capsel.cli.flow_baseline").score_baseline)
-        return flow.app
     return import_module(f"capsel.cli.{name}").app
 
 
@@ -91,5 +87,9 @@ def main() -> None:
     try:
         build_app(_requested_command(sys.argv[1:]))()
     except CapselError as exc:
-        err_console.print(f"[bold red]error:[/] {exc}")
+        from capsel.cli.flags import flag
+
+        from rich.markup import escape
+
+        err_console.print(f"[bold red]error:[/] {escape(exc.render(flag))}", highlight=False)
         sys.exit(2)

@@ -10,7 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from capsel.cli.common import console
-from capsel.scoring.runner import BatchReport, RunSummary
+from capsel.runner.progress import BatchReport, RunSummary
 
 # Small models on a shared CPU: one torch thread is fast, more threads contending with other
 # processes can be several times slower (measured here: 13 vs 1.6 candidates/s).

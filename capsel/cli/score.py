@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-from capsel.cli.common import DbOption, console
-from capsel.cli.generate import generate_pending
+from capsel.cli.common import DbOption
 from capsel.cli.progress import CandidateProgress, print_summary
 from capsel.cli.scoring_options import (
     BatchSizeOption, DeviceOption, DomainOption, DtypeOption, EarlyOption, GeneratorOption, HorizonOption,
     LateOption, LimitOption, ModelOption, PromptFormatOption, PromptTokensOption, ThreadsOption,
-    TrustRemoteCodeOption, check_generator, for_model, model_info, scoring_config, scoring_db, scoring_settings,
+    TrustRemoteCodeOption, described, model_options, scoring_db, scoring_settings,
 )
-from capsel.scoring.batch_memory import resolve_batch_size
-from capsel.scoring.engine import ScoringEngine
-from capsel.models.loading import load_model
-from capsel.scoring.runner import run_scoring
-from capsel.scoring.store import Scope
+from capsel.cli.specs import build_spec, spec_values
+from capsel.scoring.generators import check_generator, generator_for
+from capsel.stages.context import RunContext
+from capsel.stages.score import ScoreRequest, score as score_stage
+from capsel.store.scope import Scope
 
 
 def score(
@@ -37,20 +36,16 @@ def score(
     """Score candidates that lack a divergence for this model and config; y-hat is generated when missing."""
     check_generator(generator)
     settings = scoring_settings(db, dtype, device, batch_size, threads)
-    config = scoring_config(horizon=horizon, prompt_tokens=prompt_tokens, early=early, late=late,
-                            prompt_format=prompt_format)
-    info = model_info(settings, model, trust_remote_code)
-    config = for_model(config, info)
-    scope = Scope(domain, limit)
-    with scoring_db(settings) as con:
-        if generator == "vllm":
-            # vLLM generates every missing y-hat first; the HF scorer then finds them all stored.
-            print_summary("generate", generate_pending(con, settings, info, config, generator, scope), "generated")
-        console.print("loading model weights")
-        loaded = load_model(info)
-        engine = ScoringEngine(loaded, config, resolve_batch_size(settings.score_batch_size, loaded, config))
-        run_config = {"generator": generator, "batch_size": engine.batch_size,
-                      "attn_implementation": loaded.model.config._attn_implementation}
-        with CandidateProgress("scoring") as progress:
-            summary = run_scoring(con, engine, scope, progress, run_config)
-        print_summary("score", summary, "scored")
+    spec = build_spec(spec_values(
+        "cap", model_options(settings, model, trust_remote_code, prompt_format), prompt_tokens=prompt_tokens,
+        horizon=horizon, early=early, late=late, batch_size=settings.score_batch_size,
+    ))
+    scorer = described(spec)
+    with scoring_db(settings) as con, CandidateProgress("scoring") as progress:
+        # vLLM writes every missing y-hat first; the HF scorer then finds them all stored
+        pre_pass = generator_for(generator, settings, scorer) if generator == "vllm" else None
+        outcome = score_stage(ScoreRequest(spec, Scope(domain, limit), pre_pass),
+                              RunContext(con, settings, progress, run_config={"generator": generator}), scorer)
+        if outcome.generation is not None:
+            print_summary("generate", outcome.generation, "generated")
+        print_summary("score", outcome.scoring, "scored")

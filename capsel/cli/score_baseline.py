@@ -9,22 +9,19 @@ from typing import Annotated, Optional
 import orjson
 import typer
 
-from capsel.baselines.less.scoring import score_less, score_target
-from capsel.baselines.less.target import TARGET_MAX, TargetFile, read_target
-from capsel.baselines.registry import BASELINES, scorer_module
-from capsel.baselines.runner import run_baseline
-from capsel.baselines.scorer import ScorerOptions
+from capsel.baselines.less.target import TARGET_MAX
+from capsel.baselines.registry import BASELINES
 from capsel.cli.common import DbOption, console
-from capsel.errors import CapselError
 from capsel.cli.progress import CandidateProgress, print_summary
 from capsel.cli.scoring_options import (
     BatchSizeOption, DeviceOption, DomainOption, DtypeOption, LimitOption, ModelOption, PromptFormatOption,
-    PromptTokensOption, ThreadsOption, TrustRemoteCodeOption, scoring_db, scoring_settings,
+    PromptTokensOption, ThreadsOption, TrustRemoteCodeOption, described, model_options, scoring_db, scoring_settings,
 )
-from capsel.scoring.store import Scope
-
-# k-center embeds with a small encoder: the paper's batch of 256 fits where an LM batch of 16 does.
-DEFAULT_BATCH_SIZES = {"kcenter": 256}
+from capsel.cli.specs import build_spec, spec_values
+from capsel.stages.context import RunContext
+from capsel.stages.score import ScoreRequest, score as score_stage
+from capsel.errors import CapselError
+from capsel.store.scope import Scope
 
 
 class BaselineChoice(str, Enum):
@@ -90,48 +87,42 @@ def score_baseline(
     name = method.value
     if target is not None and name != "less":
         raise CapselError("--target applies to --method less only")
-    target_file = TargetFile.of(target, target_max) if target is not None else None
-    if target_file is not None:
-        read_target(target_file)  # a bad target row fails now, not after the pool's gradients
-
     settings = scoring_settings(db, dtype, device, batch_size, threads)
-    options = ScorerOptions(
-        model=model or settings.model, encoder=str(encoder) if encoder else None,
-        rater=str(rater) if rater else None, rater_label=rater_label, max_length=max_length,
-        prompt_tokens=prompt_tokens, horizon=horizon, prompt_format=prompt_format, dtype=settings.dtype,
-        device=settings.device,
-        batch_size=batch_size or DEFAULT_BATCH_SIZES.get(name, settings.score_batch_size),
-        trust_remote_code=trust_remote_code,
-    )
-    with console.status(f"preparing the {name} scorer"):
-        scorer = scorer_module(name).from_options(options)
-    identity = scorer.identity
-    console.print(f"{name} ({BASELINES[name].summary}): scorer {identity.name_or_path}, {identity.dtype}, "
-                  f"fingerprint {identity.fingerprint}, config {scorer.config.hash}")
-    if name == "less":
-        _score_less(scorer, target_file, settings, Scope(domain, limit))
-        return
+    model_path = {"qurating": rater, "kcenter": encoder}.get(name, model or settings.model)
+    model_path = str(model_path) if model_path else None
+    spec = build_spec(spec_values(
+        name, {**model_options(settings, None, trust_remote_code, prompt_format), "path": model_path},
+        rater_label=rater_label if name == "qurating" else None, max_length=max_length,
+        prompt_tokens=prompt_tokens if name == "ppl" else None, horizon=horizon if name == "ppl" else None,
+        target=str(target) if target else None, target_max=target_max if name == "less" else None,
+        batch_size=_batch_size(name, batch_size, settings.score_batch_size),
+    ))
+    scorer = described(spec)
+    console.print(f"{name}: {BASELINES[name].summary}")
     with scoring_db(settings) as con, CandidateProgress(f"{name} scoring") as progress:
-        summary = run_baseline(con, scorer, Scope(domain, limit), progress)
-    extra = {"taken from CAP's stored PPL": summary.n_reused} if name == "ppl" else {}
-    print_summary(f"score-baseline {name}", summary, "scored (eligible)", extra)
+        outcome = score_stage(ScoreRequest(spec, Scope(domain, limit)), RunContext(con, settings, progress), scorer)
+    extra = {"taken from CAP's stored PPL": outcome.scoring.n_reused} if name == "ppl" else {}
+    done = "featured (eligible)" if name == "less" else "scored (eligible)"
+    print_summary(f"score-baseline {name}", outcome.scoring, done, extra)
+    if name == "less":
+        _print_target(outcome.target, target)
 
 
-def _score_less(scorer, target: TargetFile | None, settings, scope: Scope) -> None:
-    with scoring_db(settings) as con:
-        with CandidateProgress("less gradient features") as progress:
-            summary = score_less(con, scorer, None, scope, progress)
-        print_summary("score-baseline less (gradient features)", summary.features, "featured (eligible)", {})
-        if target is None:
-            console.print("no --target: features stored; pass --target FILE to score them against a target set")
-            return
-        with console.status(f"target {target.path}: gradient features and aggregate"):
-            scored = score_target(con, scorer, target)
+def _print_target(scored, target: Path | None) -> None:
+    if scored is None:
+        console.print("no --target: features stored; pass --target FILE to score them against a target set")
+        return
     stored = scored.target
     how = "computed" if scored.target_computed else "reused (stored)"
     excluded = orjson.loads(stored["excluded"] or "{}")
     console.print(
         f"target {stored['target_fingerprint']} {how}: {stored['n_used']} of {stored['n_examples']} examples "
-        f"featured{f' (excluded: {excluded})' if excluded else ''}; {scored.n_scores_written} candidate scores written (select with --method less --target "
-        f"{target.path})"
+        f"featured{f' (excluded: {excluded})' if excluded else ''}; {scored.n_scores_written} candidate scores "
+        f"written (select with --method less --target {target})"
     )
+
+
+def _batch_size(method: str, given: str | None, setting: int | str) -> int | None:
+    """--batch-size, else the setting; k-center keeps its spec's 256 (a small encoder) unless given one."""
+    value = given or (None if method == "kcenter" else setting)
+    return None if value in (None, "auto") else int(value)

@@ -1,4 +1,4 @@
-"""Options shared by `capsel generate` and `capsel score`, and the setup both commands do."""
+"""Options shared by the commands that run a model (generate, score, score-baseline), and their common setup."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from capsel.cli.common import console, err_console, settings_for
 from capsel.config import Settings
 from capsel.db import open_db
 from capsel.errors import CapselError
-from capsel.scoring.config import ScoringConfig
-from capsel.models.loading import ModelInfo, describe_model
+from capsel.scorers.base import Scorer
+from capsel.scorers.specs import ModelSpec, ScorerSpec
 from capsel.threads import available_cores, use_torch_threads
 
 ModelOption = Annotated[Optional[str], typer.Option(
@@ -69,35 +69,24 @@ def apply_threads(requested: int | None) -> int:
     return threads
 
 
-def scoring_config(**fields: object) -> ScoringConfig:
-    """The scoring configuration from CLI options, with invalid combinations as one clear error."""
-    try:
-        return ScoringConfig(**fields)
-    except ValidationError as exc:
-        problems = "; ".join(error["msg"] for error in exc.errors())
-        raise CapselError(f"invalid scoring options: {problems}") from exc
+def model_options(settings: Settings, model: str | None, trust_remote_code: bool, prompt_format: str | None) -> dict:
+    """The model part of a spec from the command line and the settings (--model, else $CAPSEL_MODEL)."""
+    return {"path": model or settings.model, "dtype": settings.dtype, "device": settings.device,
+            "trust_remote_code": trust_remote_code, "prompt_format": prompt_format}
 
 
-def for_model(config: ScoringConfig, info: ModelInfo) -> ScoringConfig:
-    """The configuration with its prompt format resolved for the model, said on the console."""
-    resolved = config.resolved(info.tokenizer)
-    how = "the model's chat template" if resolved.prompt_format == "chat" else "tokenizer(prompt), no template"
-    console.print(f"prompt format {resolved.prompt_format} ({how}; asked: {config.prompt_format})")
-    return resolved
-
-
-def model_info(settings: Settings, model: str | None, trust_remote_code: bool) -> ModelInfo:
-    """Resolve and fingerprint the model named on the command line or in the settings."""
-    name = model or settings.model
-    if not name:
-        raise CapselError("no model given: pass --model PATH_OR_HUB_ID_OR_NAME or set CAPSEL_MODEL")
-    with console.status(f"hashing model files of {name}"):
-        info = describe_model(
-            name, dtype=settings.dtype, device=settings.device, trust_remote_code=trust_remote_code
-        )
-    console.print(f"model {name}: {info.architecture}, {info.n_layers} layers, {info.dtype} on {info.device}, "
-                  f"fingerprint {info.fingerprint}")
-    return info
+def described(spec: ScorerSpec) -> Scorer:
+    """The spec's scorer (model files hashed, tokenizer read, weights not loaded), said on the console."""
+    with console.status(f"preparing the {spec.method} scorer (hashing model files)"):
+        scorer = spec.build()
+    identity = scorer.identity
+    console.print(f"{spec.method}: {identity.name_or_path}, {identity.architecture}, "
+                  f"{identity.n_layers or '?'} layers, {identity.dtype}, fingerprint {identity.fingerprint}, "
+                  f"config {scorer.config_hash}")
+    if isinstance(getattr(spec, "model", None), ModelSpec):  # a causal LM that tokenises prompts
+        how = "the model's chat template" if scorer.prompt_format == "chat" else "tokenizer(prompt), no template"
+        console.print(f"prompt format {scorer.prompt_format} ({how}; asked: {spec.model.prompt_format})")
+    return scorer
 
 
 @contextmanager
@@ -111,9 +100,3 @@ def scoring_db(settings: Settings) -> Iterator[duckdb.DuckDBPyConnection]:
         raise typer.Exit(130)
     finally:
         con.close()
-
-
-def check_generator(generator: str) -> None:
-    """Only the two backends exist."""
-    if generator not in ("hf", "vllm"):
-        raise CapselError(f"unknown generator {generator!r}; use hf or vllm")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Optional
@@ -11,16 +10,14 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from capsel.baselines.less.target import target_scores_hash
 from capsel.cli.common import DbOption, console, settings_for
 from capsel.db import open_db
 from capsel.errors import CapselError
 from capsel.paths import inside_root
-from capsel.publish import publish_selection
-from capsel.runs import recorded_run
 from capsel.selection.budget import parse_budget
-from capsel.selection.plan import Selection, SelectionRequest, build_selection
-from capsel.selection.scoring_key import resolve_scoring_key
+from capsel.selection.plan import Selection, SelectionRequest
+from capsel.stages.context import RunContext
+from capsel.stages.select import SelectRequest, select_and_publish
 
 
 class MethodChoice(str, Enum):
@@ -106,32 +103,16 @@ def select(
         ppl_guard=ppl_guard,
     )
     con = open_db(settings.db_path)
-    counters: dict = {}
     try:
-        # random draws from CAP's eligible pool when there is one; every other method needs its own scores
-        scores_of = "cap" if request.method == "random" else request.method
-        if target is not None or target_max is not None:
-            if method != MethodChoice.less or target is None:
-                raise CapselError("--target (and --target-max) select with --method less")
-            config_hash = config_hash or target_scores_hash(con, target, target_max)
-            request = replace(request, config_hash=config_hash)
-        key = resolve_scoring_key(con, model, config_hash, required=request.method != "random", method=scores_of)
-        with _stages() as progress, recorded_run(
-            con, "select", counters, config=request.as_dict(),
-            model_fingerprint=key.model_fingerprint if key else None,
-        ) as run_id:
-            stage = progress.add_task("selecting", total=3)
-            selection = build_selection(con, request, key)
-            counters.update(n_members=len(selection.members), n_domains=len(selection.quotas))
-            progress.update(stage, advance=1, description="data-quality gate and publish")
-            published = publish_selection(
-                con, selection, out_dir, run_id, settings.report_max_points,
-                on_file_written=lambda path: progress.update(stage, description=f"wrote {path.name}"),
+        with _stages() as progress:
+            stage = progress.add_task("selecting", total=None)
+            summary = select_and_publish(
+                SelectRequest(request, out_dir, target, target_max), RunContext(con, settings),
+                on_step=lambda step: progress.update(stage, description=step),
             )
-            progress.update(stage, advance=2, description="published")
-            counters["selection_id"] = published.selection_id
     finally:
         con.close()
+    selection, published = summary.selection, summary.published
     for note in selection.notes:
         console.print(f"[yellow]note:[/] {note}")
     console.print(_summary(selection, published.manifest))

@@ -24,7 +24,7 @@ def open_db(
     if target != ":memory:":
         file = Path(path)
         if read_only and not file.exists():
-            raise CapselError(f"no capsel database at {file}; run `capsel ingest` first or pass --db")
+            raise CapselError(f"no capsel database at {file}; run `capsel ingest` first or set [[db_path]]")
         if not read_only:
             file.parent.mkdir(parents=True, exist_ok=True)
     try:

@@ -52,10 +52,10 @@ class IngestOptions:
     def __post_init__(self) -> None:
         if self.domain is not None:
             if not self.domain.strip():
-                raise CapselError("--domain must not be empty")
+                raise CapselError("[[domain]] must not be empty")
             object.__setattr__(self, "domain", self.domain.strip())
         if self.sample_size is not None and self.sample_size < 1:
-            raise CapselError(f"--sample must be at least 1, got {self.sample_size}")
+            raise CapselError(f"[[sample_size]] must be at least 1, got {self.sample_size}")
         if self.chunk_rows < 1 or self.max_field_chars < 1 or self.workers < 0:
             raise CapselError("chunk_rows and max_field_chars must be positive, workers at least 0")
 

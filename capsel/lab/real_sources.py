@@ -51,7 +51,7 @@ def source_sha256s(source_dir: Path, verify: bool = True) -> dict[str, str]:
         digest = file_sha256(path)
         if verify and digest != source.sha256:
             raise CapselError(f"{path}: sha256 {digest} is not the bundled file's {source.sha256}; "
-                              "--no-verify (verify=False) builds from it anyway")
+                              "[[verify]]=False builds from it anyway")
         found[source.file] = digest
     return found
 

@@ -19,7 +19,9 @@ from capsel.lab.world.pools import PoolSpec
 from capsel.scoring.config import ScoringConfig
 from capsel.scoring.engine import ScoringEngine
 from capsel.models.loading import describe_model, load_model
-from capsel.scoring.runner import ProgressSink, RunSummary, run_scoring
+from capsel.runner.progress import ProgressSink, RunSummary
+from capsel.runner.job import run_scorer
+from capsel.scorers.cap import CapScorer
 from capsel.selection.scoring_key import ScoringKey, resolve_scoring_key
 
 POOL_FILE, DB_FILE = "pool.jsonl", "capsel.duckdb"
@@ -40,9 +42,9 @@ def clean_pool_spec(n_clean: int, junk_share: float, seed: int) -> PoolSpec:
     """A lab pool of `n_clean` candidates over the domains, half known and half learnable facts, plus junk; no duplicates."""
     per_group = n_clean // (2 * len(DOMAINS))
     if per_group < 1:
-        raise CapselError(f"--n-clean {n_clean} is too small: it needs at least {2 * len(DOMAINS)}")
+        raise CapselError(f"[[n_clean]] {n_clean} is too small: it needs at least {2 * len(DOMAINS)}")
     if junk_share <= 0:
-        raise CapselError("--junk-share must be above 0: the lab pool needs junk")
+        raise CapselError("[[junk_share]] must be above 0: the lab pool needs junk")
     return PoolSpec(seed=seed, n_known=per_group, n_learnable=per_group, junk_fraction=junk_share,
                     duplicate_fraction=0.0)
 
@@ -65,7 +67,7 @@ def score_lab_pool(
     report = ingest(con, [write_jsonl(records, pool_path)], IngestOptions())
     info = describe_model(str(model), dtype="float32", device="cpu")
     engine = ScoringEngine(load_model(info), config, batch_size)
-    summary = run_scoring(con, engine, sink=sink, run_config={"lab": True, "batch_size": batch_size})
+    summary = run_scorer(con, CapScorer.of(engine), sink=sink, run_config={"lab": True, "batch_size": batch_size})
     key = resolve_scoring_key(con, info.fingerprint, engine.config.scoring_hash)
     return key, report, summary, engine.config
 

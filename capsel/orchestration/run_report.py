@@ -11,7 +11,7 @@ import pandas as pd
 from capsel.db.records import fetch_records
 from capsel.ingest.summary import IngestReport
 from capsel.publish.publish import PublishedSelection
-from capsel.scoring.runner import RunSummary
+from capsel.runner.progress import RunSummary
 from capsel.selection.residualize import DomainFit
 from capsel.selection.scoring_key import ScoringKey
 

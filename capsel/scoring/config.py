@@ -90,6 +90,6 @@ def layer_split(n_layers: int, early: float, late: float) -> tuple[list[int], li
     if not early_layers or not late_layers:
         raise CapselError(
             f"a model with {n_layers} layers has no layer l <= {early}*L or none l >= {late}*L; "
-            "use a deeper model or change --early/--late"
+            "use a deeper model or change [[early]]/[[late]]"
         )
     return early_layers, late_layers

@@ -23,6 +23,11 @@ class CandidateText:
     response: str
 
 
+def candidate_text(row: dict) -> CandidateText:
+    """The text fields of a stored candidate row."""
+    return CandidateText(row["candidate_id"], row["instruction"], row["input"], row["response"])
+
+
 @dataclass(frozen=True)
 class ScoringInput:
     """One candidate ready for the model: truncated prompt and response ids, or why it is excluded."""

@@ -37,7 +37,17 @@ class DivergenceResult:
 
 @dataclass(frozen=True)
 class ScoredCandidate:
-    """Generation and divergence of one candidate from the fused path."""
+    """Divergence of one candidate, with the generation made on the way (None when y-hat was already stored)."""
 
-    generation: GenerationResult
+    generation: GenerationResult | None
     divergence: DivergenceResult
+
+    @property
+    def candidate_id(self) -> str:
+        """The candidate scored."""
+        return self.divergence.candidate_id
+
+    @property
+    def excluded_reason(self) -> str | None:
+        """Why the candidate has no divergence profile, if it has none."""
+        return self.divergence.excluded_reason

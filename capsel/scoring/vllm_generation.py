@@ -37,11 +37,11 @@ class VLLMOptions:
 def require_vllm() -> None:
     """Fail at construction, with the fix, when vLLM or a CUDA GPU is missing."""
     if importlib.util.find_spec("vllm") is None:
-        raise CapselError("--generator vllm needs vLLM: pip install 'capsel[gpu]' (or use --generator hf)")
+        raise CapselError("[[generator]] vllm needs vLLM: pip install 'capsel[gpu]' (or use [[generator]] hf)")
     import torch
 
     if not torch.cuda.is_available():
-        raise CapselError("--generator vllm needs a CUDA GPU and none is visible; use --generator hf")
+        raise CapselError("[[generator]] vllm needs a CUDA GPU and none is visible; use [[generator]] hf")
 
 
 def engine_kwargs(info: ModelInfo, config: ScoringConfig, options: VLLMOptions) -> dict:

@@ -106,7 +106,7 @@ def build_selection(
     if empty and request.domains:
         raise CapselError(
             f"no eligible scored candidates in domain(s) {[pool.domain for pool in empty]} for "
-            f"{key.describe() if key else 'the store'}; score them first or leave them out of --domain"
+            f"{key.describe() if key else 'the store'}; score them first or leave them out of [[domains]]"
         )
     for pool in empty:
         notes.append(
@@ -128,9 +128,9 @@ def _check_guard(request: SelectionRequest, key: ScoringKey | None) -> None:
     if request.ppl_guard is None:
         return
     if not 0 < request.ppl_guard < 100:
-        raise CapselError(f"ppl_guard is a percentile between 0 and 100 (exclusive), got {request.ppl_guard}")
+        raise CapselError(f"[[ppl_guard]] is a percentile between 0 and 100 (exclusive), got {request.ppl_guard}")
     if key is None or key.method != "cap":
-        raise CapselError("ppl_guard applies to cap and random selections from CAP's scored pool: it uses the PPL "
+        raise CapselError("[[ppl_guard]] applies to cap and random selections from CAP's scored pool: it uses the PPL "
                           "that CAP scoring stored; score the pool with `capsel score` first")
 
 

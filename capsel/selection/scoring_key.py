@@ -93,7 +93,7 @@ def resolve_scoring_key(
         )
     if len(matching) > 1:
         raise CapselError(
-            "several (model, config) pairs are scored; choose one with --model and --config-hash:\n  "
+            "several (model, config) pairs are scored; choose one with [[model]] and [[config_hash]]:\n  "
             + "\n  ".join(pair.describe() for pair in matching)
         )
     return matching[0]

@@ -8,21 +8,14 @@ import orjson
 import pytest
 
 from capsel.db import open_db
-from capsel.orchestration.shard_worker import describe_spec, score_shard
-from capsel.orchestration.sharded_scoring import run_sharded_scoring
+from capsel.runner.job import run_scorer
+from capsel.runner.window import Done
+from capsel.runner.work import score_shard, workers_spec
 from tests.fixtures.pool import append_candidates
 from tests.support.flow_pool import flow_config, tiny_flow_model, write_pool_file
 
 pytestmark = pytest.mark.e2e
 SCORES = "select candidate_id, excluded_reason, n_aligned, layer_divergence, d_early, d_late, ppl from divergences"
-
-
-class _Done:
-    def __init__(self, value):
-        self.value = value
-
-    def result(self):
-        return self.value
 
 
 def test_ray_shards_score_like_the_local_runner(prefect_api, tmp_path):
@@ -45,9 +38,9 @@ def test_ray_shards_score_like_the_local_runner(prefect_api, tmp_path):
 
     local = open_db(tmp_path / "local.duckdb")
     append_candidates(local, [dict(zip(("candidate_id", "instruction", "input", "response"), row)) for row in texts])
-    spec, scoring = config.scoring.model, config.scoring.scoring_config()
-    run_sharded_scoring(local, describe_spec(spec), scoring, config.scoring.shard_size,
-                        lambda work: _Done(score_shard(spec, scoring, config.scoring.batch_size, work)))
+    spec = workers_spec(config.scoring, uses_gpus=False, local_cuda=False)
+    run_scorer(local, spec.build(), dispatch=lambda work: Done(score_shard(spec, work)),
+               page_size=config.runner.shard_size)
     local_scores = {row[0]: row[1:] for row in local.execute(SCORES).fetchall()}
     local.close()
     assert ray_scores.keys() == local_scores.keys()

@@ -13,7 +13,8 @@ from capsel.scoring.config import ScoringConfig
 from capsel.scoring.engine import ScoringEngine
 from capsel.scoring.export import export_scores
 from capsel.models.loading import describe_model, load_model
-from capsel.scoring.runner import run_scoring
+from capsel.runner.job import run_scorer
+from capsel.scorers.cap import CapScorer
 from capsel.selection.scoring_key import resolve_scoring_key
 from tests.fixtures.candidates import mixed_candidates
 from tests.fixtures.pool import append_candidates, tiny_model_dir
@@ -31,7 +32,7 @@ def scored_db(tmp_path_factory):
     con = open_db(root / "capsel.duckdb")
     append_candidates(con, mixed_candidates(prefix="m"), domain="math")
     append_candidates(con, mixed_candidates(seed=9, prefix="c")[:4], domain="code")
-    run_scoring(con, ScoringEngine(loaded, ScoringConfig(), batch_size=4))
+    run_scorer(con, CapScorer.of(ScoringEngine(loaded, ScoringConfig(), batch_size=4)))
     yield con, loaded
     con.close()
 

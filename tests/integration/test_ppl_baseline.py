@@ -8,14 +8,15 @@ import pytest
 import torch
 
 from capsel.baselines.ppl import PplConfig, PplScorer
-from capsel.baselines.runner import run_baseline
+from capsel.runner.job import run_scorer
 from capsel.db import open_db
 from capsel.scoring.config import ScoringConfig
 from capsel.scoring.engine import ScoringEngine
 from capsel.scoring.inputs import CandidateText
 from capsel.models.loading import load_model
-from capsel.scoring.runner import run_scoring
-from capsel.scoring.store import Scope
+from capsel.runner.job import run_scorer
+from capsel.scorers.cap import CapScorer
+from capsel.store.scope import Scope
 from tests.fixtures.candidates import mixed_candidates
 from tests.fixtures.pool import append_candidates
 from tests.reference.naive_cap import naive_prompt_and_response
@@ -91,7 +92,7 @@ def test_only_the_last_256_prompt_and_first_48_response_ids_count(info):
 
 def test_ppl_is_taken_from_cap_scoring_with_the_same_model_and_limits(con, info):
     # a different depth split does not change PPL: CAP's rows are reusable
-    run_scoring(con, ScoringEngine(load_model(info), ScoringConfig(early=0.25), batch_size=4))
+    run_scorer(con, CapScorer.of(ScoringEngine(load_model(info), ScoringConfig(early=0.25), batch_size=4)))
     cap = dict(con.execute("select candidate_id, ppl from divergences").fetchall())
     reasons = dict(con.execute("select candidate_id, excluded_reason from divergences").fetchall())
     empty = [cid for cid, reason in reasons.items() if reason == "empty_generation"]
@@ -100,7 +101,7 @@ def test_ppl_is_taken_from_cap_scoring_with_the_same_model_and_limits(con, info)
     # first without the candidates whose y-hat is empty: everything comes from CAP
     con.execute("delete from candidates where list_contains(?, candidate_id)", [empty])
     scorer = PplScorer(PplConfig(), info)
-    summary = run_baseline(con, scorer)
+    summary = run_scorer(con, scorer)
     assert scorer._loaded is None, "every PPL came from CAP: the model must not be loaded"
     assert summary.n_reused == summary.n_processed == len(by_id) - len(empty)
     stored = stored_scores(con)
@@ -111,7 +112,7 @@ def test_ppl_is_taken_from_cap_scoring_with_the_same_model_and_limits(con, info)
             assert (score, reason) == (cap[candidate_id], None)
     # an empty y-hat leaves CAP without a PPL: that one is computed, and it is the reference's
     append_candidates(con, [by_id[cid] for cid in empty])
-    summary = run_baseline(con, scorer)
+    summary = run_scorer(con, scorer)
     assert (summary.n_processed, summary.n_reused) == (len(empty), 0)
     stored = stored_scores(con)
     for cid in empty:
@@ -119,23 +120,23 @@ def test_ppl_is_taken_from_cap_scoring_with_the_same_model_and_limits(con, info)
 
 
 def test_cap_scored_with_other_limits_is_not_reused(con, info):
-    run_scoring(con, ScoringEngine(load_model(info), ScoringConfig(horizon=12), batch_size=4))
-    summary = run_baseline(con, PplScorer(PplConfig(), info, batch_size=4))
+    run_scorer(con, CapScorer.of(ScoringEngine(load_model(info), ScoringConfig(horizon=12), batch_size=4)))
+    summary = run_scorer(con, PplScorer(PplConfig(), info, batch_size=4))
     assert summary.n_reused == 0 and summary.n_processed == len(mixed_candidates())
 
 
 def test_cap_scored_in_another_prompt_format_is_not_reused(db, pool, chat_info):
     append_candidates(db, pool)
-    run_scoring(db, ScoringEngine(load_model(chat_info), ScoringConfig(prompt_format="chat"), batch_size=4))
-    raw = run_baseline(db, PplScorer(PplConfig(prompt_format="raw"), chat_info, batch_size=4))
+    run_scorer(db, CapScorer.of(ScoringEngine(load_model(chat_info), ScoringConfig(prompt_format="chat"), batch_size=4)))
+    raw = run_scorer(db, PplScorer(PplConfig(prompt_format="raw"), chat_info, batch_size=4))
     assert raw.n_reused == 0 and raw.n_processed == len(pool)
-    chat = run_baseline(db, PplScorer(PplConfig(prompt_format="chat"), chat_info, batch_size=4))
+    chat = run_scorer(db, PplScorer(PplConfig(prompt_format="chat"), chat_info, batch_size=4))
     assert chat.n_reused > 0
 
 
 def test_incremental_and_resumable(con, info):
     scorer = PplScorer(PplConfig(), info, batch_size=3)
-    first = run_baseline(con, scorer, Scope(limit=5))
+    first = run_scorer(con, scorer, Scope(limit=5))
     assert first.n_processed == 5 and len(stored_scores(con)) == 5
 
     class Crash(Exception):
@@ -151,17 +152,17 @@ def test_incremental_and_resumable(con, info):
 
     scorer.score = crashing
     with pytest.raises(Crash):
-        run_baseline(con, scorer)
+        run_scorer(con, scorer)
     assert len(stored_scores(con)) == 5 + calls[0]
     status = con.execute("select status from runs where kind = 'score-baseline' order by started_at").fetchall()
     assert [s[0] for s in status] == ["completed", "failed"]
     del scorer.score
-    resumed = run_baseline(con, scorer)
+    resumed = run_scorer(con, scorer)
     assert resumed.n_already_done == 5 + calls[0]
     assert resumed.n_processed == len(mixed_candidates()) - 5 - calls[0]
     # new candidates land: only they are scored
     append_candidates(con, mixed_candidates(seed=11, prefix="n"))
-    again = run_baseline(con, scorer)
+    again = run_scorer(con, scorer)
     assert again.n_processed == len(mixed_candidates())
     assert len(stored_scores(con)) == 2 * len(mixed_candidates())
     assert con.execute("select count(*) from (select distinct candidate_id from method_scores)").fetchone()[0] == \

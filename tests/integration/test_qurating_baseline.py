@@ -7,9 +7,10 @@ import torch
 import transformers as tf
 
 from capsel.baselines.example_text import example_text
-from capsel.baselines.qurating import from_options
-from capsel.baselines.runner import run_baseline
-from capsel.baselines.scorer import ScorerOptions
+from capsel.baselines.qurating import qurating_scorer
+from capsel.runner.job import run_scorer
+from capsel.cli.specs import build_spec, spec_values
+from capsel.scorers.specs import LocalModelSpec, QuratingSpec
 from capsel.db import open_db
 from capsel.errors import CapselError
 from capsel.scoring.inputs import CandidateText
@@ -36,7 +37,7 @@ def direct_logits(rater_dir, texts: list[str], max_length: int = 512) -> torch.T
 
 
 def test_scores_are_the_educational_value_logit_of_a_direct_forward(rater_dir):
-    scorer = from_options(ScorerOptions(rater=str(rater_dir), device="cpu", batch_size=5))
+    scorer = qurating_scorer(QuratingSpec(rater=LocalModelSpec(path=str(rater_dir), device="cpu"), batch_size=5))
     long = CandidateText("long", " ".join(f"w{i % 1000}" for i in range(450)), "w7 w8",
                          " ".join(f"w{i}" for i in range(200)))
     candidates = [long, *(CandidateText(**c) for c in mixed_candidates())]  # from 2 to over 512 tokens
@@ -51,23 +52,23 @@ def test_scores_are_the_educational_value_logit_of_a_direct_forward(rater_dir):
 
 
 def test_another_label_and_a_missing_label(rater_dir):
-    scorer = from_options(ScorerOptions(rater=str(rater_dir), rater_label="Writing_Style", device="cpu"))
+    scorer = qurating_scorer(QuratingSpec(rater=LocalModelSpec(path=str(rater_dir), device="cpu"), rater_label="Writing_Style"))
     (result,) = scorer.score([CandidateText("a", "w1 w2", "", "w3 w4")])
     assert result.score == pytest.approx(float(direct_logits(rater_dir, ["w1 w2\nw3 w4"])[0, 0]), abs=1e-5)
     with pytest.raises(CapselError, match="no label 'helpfulness'.*educational_value"):
-        from_options(ScorerOptions(rater=str(rater_dir), rater_label="helpfulness", device="cpu"))
+        qurating_scorer(QuratingSpec(rater=LocalModelSpec(path=str(rater_dir), device="cpu"), rater_label="helpfulness"))
 
 
 def test_without_a_rater_the_error_says_what_to_provide(tmp_path):
-    with pytest.raises(CapselError, match="--rater PATH.*sequence classifier.*educational_value"):
-        from_options(ScorerOptions())
+    with pytest.raises(CapselError, match="--rater is required.*sequence classifier.*educational_value"):
+        build_spec(spec_values("qurating", {"path": None}))
     with pytest.raises(CapselError, match="not a local model folder"):
-        from_options(ScorerOptions(rater=str(tmp_path / "nothing")))
+        qurating_scorer(QuratingSpec(rater=LocalModelSpec(path=str(tmp_path / "nothing"))))
 
 
 def test_a_rater_without_pad_token_scores_one_row_at_a_time(tmp_path):
     rater_dir = save_rater_dir(tmp_path / "nopad", seed=1, with_pad=False)
-    scorer = from_options(ScorerOptions(rater=str(rater_dir), device="cpu", batch_size=4))
+    scorer = qurating_scorer(QuratingSpec(rater=LocalModelSpec(path=str(rater_dir), device="cpu"), batch_size=4))
     candidates = [CandidateText(**c) for c in mixed_candidates()[2:6]]
     scorer.tokenizer.pad_token = None
     scorer.tokenizer.eos_token = None  # nothing to pad with: rows must run alone
@@ -79,9 +80,9 @@ def test_a_rater_without_pad_token_scores_one_row_at_a_time(tmp_path):
 def test_rater_scores_are_stored_once_per_rater_and_config(tmp_path, rater_dir):
     con = open_db(tmp_path / "capsel.duckdb")
     append_candidates(con, mixed_candidates())
-    scorer = from_options(ScorerOptions(rater=str(rater_dir), device="cpu", batch_size=4))
-    first = run_baseline(con, scorer)
-    again = run_baseline(con, scorer)
+    scorer = qurating_scorer(QuratingSpec(rater=LocalModelSpec(path=str(rater_dir), device="cpu"), batch_size=4))
+    first = run_scorer(con, scorer)
+    again = run_scorer(con, scorer)
     assert (first.n_processed, again.n_processed, again.n_already_done) == (14, 0, 14)
     model = con.execute("select name_or_path, architecture, n_layers from models").fetchone()
     assert model == (str(rater_dir), "LlamaForSequenceClassification", 2)

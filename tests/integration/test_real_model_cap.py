@@ -15,7 +15,8 @@ from capsel.scoring.config import ScoringConfig
 from capsel.scoring.engine import ScoringEngine
 from capsel.scoring.inputs import CandidateText
 from capsel.models.loading import describe_model, load_model
-from capsel.scoring.runner import run_scoring
+from capsel.runner.job import run_scorer
+from capsel.scorers.cap import CapScorer
 from tests.fixtures.pool import append_candidates
 from tests.reference.naive_cap import naive_cap
 
@@ -75,8 +76,8 @@ def test_raw_prompts_lose_most_answers_and_the_summary_says_which_format_to_try(
     for prompt_format in ("raw", "chat"):
         con = open_db(tmp_path / f"{prompt_format}.duckdb")
         append_candidates(con, candidates)
-        summaries[prompt_format] = run_scoring(
-            con, ScoringEngine(loaded, ScoringConfig(prompt_format=prompt_format), batch_size=6))
+        summaries[prompt_format] = run_scorer(
+            con, CapScorer.of(ScoringEngine(loaded, ScoringConfig(prompt_format=prompt_format), batch_size=6)))
         con.close()
     raw, chat = summaries["raw"], summaries["chat"]
     assert raw.excluded["empty_generation"] > 0.2 * len(candidates)

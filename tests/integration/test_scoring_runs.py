@@ -11,8 +11,10 @@ from capsel.scoring.engine import ScoringEngine
 from capsel.scoring.generation import HFGenerator
 from capsel.scoring.inputs import CandidateText
 from capsel.models.loading import load_model
-from capsel.scoring.runner import run_generation, run_scoring
-from capsel.scoring.store import Scope
+from capsel.scoring.generation_run import run_generation
+from capsel.runner.job import run_scorer
+from capsel.scorers.cap import CapScorer
+from capsel.store.scope import Scope
 from tests.fixtures.candidates import mixed_candidates
 from tests.fixtures.pool import append_candidates
 
@@ -47,7 +49,7 @@ class Recorder:
 
 def test_results_in_db_equal_the_pure_engine(con, loaded, pool):
     engine = ScoringEngine(loaded, ScoringConfig(), batch_size=BATCH)
-    summary = run_scoring(con, engine)
+    summary = run_scorer(con, CapScorer.of(engine))
     expected = engine.generate_and_score(engine.prepare([CandidateText(**c) for c in pool]))
     stored = {
         row[0]: row[1:] for row in con.execute(
@@ -78,32 +80,32 @@ def test_results_in_db_equal_the_pure_engine(con, loaded, pool):
 
 def test_rerun_scores_only_what_is_missing(con, loaded, pool):
     engine = ScoringEngine(loaded, ScoringConfig(), batch_size=BATCH)
-    first = run_scoring(con, engine, Scope(limit=10))
+    first = run_scorer(con, CapScorer.of(engine), Scope(limit=10))
     assert first.n_processed == 10
     before = _rows(con, "divergences")
     sink = Recorder()
-    second = run_scoring(con, engine, sink=sink)
+    second = run_scorer(con, CapScorer.of(engine), sink=sink)
     assert second.n_already_done == 10 and second.n_processed == len(pool) - 10
     assert sink.total == len(pool) - 10 == sum(r.n_candidates for r in sink.reports)
     after = _rows(con, "divergences")
     assert set(before) <= set(after) and len(after) == len(pool)
-    third = run_scoring(con, engine)
+    third = run_scorer(con, CapScorer.of(engine))
     assert third.n_processed == 0 and _rows(con, "divergences") == after
 
 
 def test_domain_scope_and_limit(con, loaded, pool):
     append_candidates(con, mixed_candidates(seed=5, prefix="z"), domain="code")
     engine = ScoringEngine(loaded, ScoringConfig(), batch_size=BATCH)
-    summary = run_scoring(con, engine, Scope(domain="code", limit=5))
+    summary = run_scorer(con, CapScorer.of(engine), Scope(domain="code", limit=5))
     ids = [row[0] for row in _rows(con, "divergences")]
     assert summary.n_in_scope == len(mixed_candidates()) and len(ids) == 5
     assert all(candidate_id.startswith("z") for candidate_id in ids)
 
 
 def test_changed_horizon_scores_afresh_and_leaves_old_rows(con, loaded, pool):
-    run_scoring(con, ScoringEngine(loaded, ScoringConfig(horizon=48), batch_size=BATCH))
+    run_scorer(con, CapScorer.of(ScoringEngine(loaded, ScoringConfig(horizon=48), batch_size=BATCH)))
     old = con.execute("select * from divergences order by candidate_id").fetchall()
-    summary = run_scoring(con, ScoringEngine(loaded, ScoringConfig(horizon=24), batch_size=BATCH))
+    summary = run_scorer(con, CapScorer.of(ScoringEngine(loaded, ScoringConfig(horizon=24), batch_size=BATCH)))
     assert summary.n_already_done == 0 and summary.n_processed == len(pool)
     hashes = con.execute("select config_hash, count(*) from divergences group by all").fetchall()
     assert sorted(count for _, count in hashes) == [len(pool), len(pool)]
@@ -119,10 +121,10 @@ def test_changed_horizon_scores_afresh_and_leaves_old_rows(con, loaded, pool):
 
 def test_split_change_reuses_stored_generations(con, loaded, pool):
     config = ScoringConfig(prompt_format="raw")
-    run_scoring(con, ScoringEngine(loaded, config, batch_size=BATCH))
+    run_scorer(con, CapScorer.of(ScoringEngine(loaded, config, batch_size=BATCH)))
     changed = ScoringConfig(early=0.25, late=0.75, prompt_format="raw")
     assert changed.generation_hash == config.generation_hash != changed.scoring_hash
-    summary = run_scoring(con, ScoringEngine(loaded, changed, batch_size=BATCH))
+    summary = run_scorer(con, CapScorer.of(ScoringEngine(loaded, changed, batch_size=BATCH)))
     assert summary.n_processed == len(pool) and summary.n_generated == 0
     assert con.execute("select count(*) from generations").fetchone()[0] == len(pool)
 
@@ -132,12 +134,12 @@ def test_generate_then_score_matches_fused(tmp_path, con, loaded, pool):
     generator = HFGenerator(loaded, config.horizon, batch_size=BATCH)
     generated = run_generation(con, loaded.info, generator, config)
     assert generated.n_processed == len(pool)
-    scored = run_scoring(con, ScoringEngine(loaded, config, batch_size=BATCH))
+    scored = run_scorer(con, CapScorer.of(ScoringEngine(loaded, config, batch_size=BATCH)))
     assert scored.n_generated == 0 and scored.n_processed == len(pool)
 
     fused_con = open_db(tmp_path / "fused.duckdb")
     append_candidates(fused_con, pool)
-    run_scoring(fused_con, ScoringEngine(loaded, config, batch_size=BATCH))
+    run_scorer(fused_con, CapScorer.of(ScoringEngine(loaded, config, batch_size=BATCH)))
     query = "select candidate_id, excluded_reason, d_early, d_late, ppl from divergences order by candidate_id"
     stored_path, fused_path = con.execute(query).fetchall(), fused_con.execute(query).fetchall()
     assert [row[:2] for row in stored_path] == [row[:2] for row in fused_path]
@@ -153,7 +155,7 @@ def test_interrupt_between_batches_then_resume(con, loaded, pool):
     engine = ScoringEngine(loaded, ScoringConfig(), batch_size=BATCH)
     sink = Recorder(stop_after=2)
     with pytest.raises(KeyboardInterrupt):
-        run_scoring(con, engine, sink=sink)
+        run_scorer(con, CapScorer.of(engine), sink=sink)
     committed = sum(report.n_candidates for report in sink.reports)
     assert con.execute("select count(*) from divergences").fetchone()[0] == committed
     assert con.execute("select status from runs").fetchall() == [("interrupted",)]
@@ -172,7 +174,7 @@ def test_interrupt_inside_a_batch_loses_only_that_batch(con, loaded, pool):
     handle = loaded.model.register_forward_pre_hook(stop_in_second_model_batch)
     try:
         with pytest.raises(KeyboardInterrupt):
-            run_scoring(con, engine, sink=sink)
+            run_scorer(con, CapScorer.of(engine), sink=sink)
     finally:
         handle.remove()
     assert len(sink.reports) == 2
@@ -184,7 +186,7 @@ def test_interrupt_inside_a_batch_loses_only_that_batch(con, loaded, pool):
 
 
 def _resume_and_check(con, engine, pool) -> None:
-    summary = run_scoring(con, engine)
+    summary = run_scorer(con, CapScorer.of(engine))
     assert summary.n_already_done + summary.n_processed == len(pool)
     counts = con.execute("select candidate_id, count(*) from divergences group by all").fetchall()
     assert len(counts) == len(pool) and {count for _, count in counts} == {1}

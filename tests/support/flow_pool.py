@@ -39,8 +39,9 @@ def flow_config(tmp_path: Path, model: Path, paths: list[str], **overrides) -> P
         "db_path": str(tmp_path / "capsel.duckdb"),
         "output_root": str(tmp_path / "out"),
         "sources": {"paths": paths},
-        "scoring": {"model": {"path": str(model), "dtype": "float32", "device": "cpu"},
-                    "horizon": HORIZON, "batch_size": 8, "shard_size": 8},
+        "scoring": {"method": "cap", "model": {"path": str(model), "dtype": "float32", "device": "cpu"},
+                    "horizon": HORIZON, "batch_size": 8},
+        "runner": {"shard_size": 8},
         "selection": {"budget": "5", "out": "selections"},
     }
     for section, values in overrides.items():

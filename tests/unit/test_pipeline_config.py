@@ -1,11 +1,12 @@
-"""Flow parameters: strict pydantic models mapping onto the library's own options."""
+"""Flow parameters: strict pydantic models, one spec per method, mapping onto the library's own options."""
 
 import pytest
 from pydantic import ValidationError
 
 from capsel.errors import CapselError
-from capsel.orchestration.shard_worker import resolved_spec
-from capsel.pipeline_config import ModelSpec, PipelineConfig, ScoringParams, SelectionParams
+from capsel.pipeline_config import PipelineConfig, SelectionParams
+from capsel.runner.work import host_spec, workers_spec
+from capsel.scorers.specs import CapSpec, KCenterSpec, ModelSpec, PplSpec
 from capsel.scoring.config import ScoringConfig
 
 MODEL = {"path": "/models/m"}
@@ -13,23 +14,46 @@ MODEL = {"path": "/models/m"}
 
 def test_unknown_fields_are_refused_at_every_level():
     with pytest.raises(ValidationError):
-        PipelineConfig.model_validate({"scoring": {"model": MODEL}, "budget": "5"})
+        PipelineConfig.model_validate({"scoring": {"method": "cap", "model": MODEL}, "budget": "5"})
     with pytest.raises(ValidationError):
-        PipelineConfig.model_validate({"scoring": {"model": {**MODEL, "dtpye": "float32"}}})
+        PipelineConfig.model_validate({"scoring": {"method": "cap", "model": {**MODEL, "dtpye": "float32"}}})
+    with pytest.raises(ValidationError):
+        PipelineConfig.model_validate({"scoring": {"method": "ppl", "model": MODEL, "early": 0.2}})
 
 
 def test_defaults_are_the_papers_and_round_trip_through_json():
-    config = PipelineConfig.model_validate({"scoring": {"model": MODEL}})
+    config = PipelineConfig.model_validate({"scoring": {"method": "cap", "model": MODEL}})
     assert config.scoring.scoring_config() == ScoringConfig()
     assert PipelineConfig.model_validate(config.record()) == config
     assert config.runner.kind == "local" and config.selection.method == "cap"
 
 
+def test_the_spec_is_chosen_by_method():
+    config = PipelineConfig.model_validate({"scoring": {"method": "ppl", "model": MODEL},
+                                            "selection": {"method": "ppl", "order": "low"}})
+    assert isinstance(config.scoring, PplSpec) and config.selection.request().order == "low"
+    kcenter = PipelineConfig.model_validate({"scoring": {"method": "kcenter"}, "selection": {"method": "kcenter"}})
+    assert isinstance(kcenter.scoring, KCenterSpec) and kcenter.scoring.batch_size == 256
+
+
+@pytest.mark.parametrize(("scoring", "selection", "problem"), [
+    ("ppl", "cap", "selects by cap scores"),
+    ("cap", "ppl", "selects by ppl scores"),
+    ("ppl", "random", "random draws from CAP"),
+])
+def test_a_selection_must_read_what_the_run_scores(scoring, selection, problem):
+    with pytest.raises(ValidationError, match=problem):
+        PipelineConfig.model_validate({"scoring": {"method": scoring, "model": MODEL},
+                                       "selection": {"method": selection}})
+    with pytest.raises(ValidationError, match="set scoring.target"):
+        PipelineConfig.model_validate({"scoring": {"method": "less", "model": MODEL}, "selection": {"method": "less"}})
+
+
 def test_scoring_and_selection_map_to_library_types():
-    params = ScoringParams(model=ModelSpec(**MODEL), horizon=24, early=0.25, late=0.75)
-    assert params.scoring_config() == ScoringConfig(horizon=24, early=0.25, late=0.75)
+    spec = CapSpec(model=ModelSpec(**MODEL), horizon=24, early=0.25, late=0.75)
+    assert spec.scoring_config() == ScoringConfig(horizon=24, early=0.25, late=0.75)
     with pytest.raises(ValidationError, match="early fraction"):
-        ScoringParams(model=ModelSpec(**MODEL), early=0.7, late=0.6)
+        CapSpec(model=ModelSpec(**MODEL), early=0.7, late=0.6)
     request = SelectionParams(budget="10%", total=True, domains=["math"]).request("fp", "cfg")
     assert (request.budget.mode, request.budget.text, request.domains, request.model) == ("total", "10%", ("math",), "fp")
     with pytest.raises(CapselError, match="budget"):
@@ -42,7 +66,11 @@ def test_scoring_and_selection_map_to_library_types():
     ("auto", False, True, ("cuda", "bfloat16")),
     ("cpu", True, True, ("cpu", "float32")),
 ])
-def test_resolved_spec_fixes_device_and_dtype_once(device, uses_gpus, local_cuda, expected):
-    spec = resolved_spec(ModelSpec(path="/m", device=device), uses_gpus, local_cuda)
-    assert (spec.device, spec.dtype) == expected
-    assert resolved_spec(ModelSpec(path="/m", dtype="float32"), True, False).dtype == "float32"
+def test_workers_spec_fixes_device_and_dtype_once_for_every_model(device, uses_gpus, local_cuda, expected):
+    spec = workers_spec(CapSpec(model=ModelSpec(path="/m", device=device)), uses_gpus, local_cuda)
+    assert (spec.model.device, spec.model.dtype) == expected
+    encoder = workers_spec(KCenterSpec(), uses_gpus, local_cuda).encoder
+    assert (encoder.device, encoder.dtype) == expected if device == "auto" else True
+    assert workers_spec(CapSpec(model=ModelSpec(path="/m", dtype="float32")), True, False).model.dtype == "float32"
+    # the writer's host keeps the workers' dtype (the fingerprint hashes it) on its own device
+    assert host_spec(spec).model.dtype == expected[1]

@@ -4,7 +4,7 @@ from pathlib import Path
 
 from capsel.ingest.summary import DomainCounts, FileOutcome, IngestReport
 from capsel.orchestration.run_report import FlowReport, gate_failure_markdown, preview, summary_markdown
-from capsel.scoring.runner import RunSummary
+from capsel.runner.progress import RunSummary
 from capsel.selection.residualize import DomainFit
 
 

@@ -19,8 +19,9 @@ from pydantic import ConfigDict, Field
 from capsel.baselines.ifd import ifd_inputs
 from capsel.baselines.less.countsketch import CountSketch
 from capsel.baselines.less.lora_gradients import GradientSketcher, LoraSpec, attach_lora
-from capsel.baselines.lm_scorer import LmConfig, LmScorer, lm_info, lm_prompt_format
-from capsel.baselines.scorer import BaselineResult, ScorerOptions
+from capsel.baselines.lm_scorer import LmConfig, LmScorer, describe_lm, lm_prompt_format
+from capsel.baselines.scorer import BaselineResult
+from capsel.scorers.specs import LessSpec
 from capsel.scoring.inputs import SHORT_PROMPT, CandidateText
 from capsel.models.loading import ModelInfo
 
@@ -96,9 +97,8 @@ def _feature(candidate_id: str, loss: float, sketched: torch.Tensor) -> Baseline
     return BaselineResult(candidate_id, embedding=(sketched.double() / norm).float().tolist())
 
 
-def from_options(options: ScorerOptions) -> LessFeatureScorer:
-    """The LESS feature scorer for the LM named in `options`."""
-    info = lm_info(options, "less", "the model whose LoRA gradients to take")
-    config = LessConfig(max_length=options.max_length or 1024, prompt_format=lm_prompt_format(options, info))
-    return LessFeatureScorer(config, info, options.batch_size)
-
+def less_scorer(spec: LessSpec) -> LessFeatureScorer:
+    """The LESS feature scorer for the spec's LM (its target is scored after the features)."""
+    info = describe_lm(spec.model)
+    config = LessConfig(max_length=spec.max_length, prompt_format=lm_prompt_format(spec.model, info))
+    return LessFeatureScorer(config, info, spec.batch_size)

@@ -1,6 +1,6 @@
 """`score-baseline --method less`: stored gradient features for the pool, then the scores against one target.
 
-Features are scored by the shared resumable runner (`run_baseline`) under (model, feature config);
+Features are scored by the one resumable runner (`run_scorer`) under (model, feature config);
 the target aggregate is computed once per target fingerprint; the scores are one SQL insert of
 cosines, so a new target costs its own examples' gradients and no candidate's.
 """
@@ -13,12 +13,11 @@ import duckdb
 
 from capsel.baselines.less.scorer import LessFeatureScorer
 from capsel.baselines.less.target import TargetFile, compute_target, stored_target
-from capsel.baselines.runner import BaselineSummary, run_baseline
-from capsel.db import run_sql
+from capsel.db import run_sql, transaction
+from capsel.runner.job import run_scorer
+from capsel.runner.progress import ProgressSink, RunSummary
 from capsel.runs import recorded_run
-from capsel.scoring.runner import ProgressSink
-from capsel.db import transaction
-from capsel.scoring.store import Scope
+from capsel.store.scope import Scope
 
 METHOD = "less"
 
@@ -27,7 +26,7 @@ METHOD = "less"
 class LessSummary:
     """What one LESS scoring run did: the feature run, the target it scored against, the scores written."""
 
-    features: BaselineSummary
+    features: RunSummary
     target: dict | None = None
     target_computed: bool = False
     n_scores_written: int = 0
@@ -40,7 +39,7 @@ def score_target(con: duckdb.DuckDBPyConnection, scorer: LessFeatureScorer, targ
     counters: dict = {}
     config = {"method": METHOD, **target.config(model, scorer.config.hash), "target_path": str(target.path),
               "target_fingerprint": fingerprint}
-    summary = LessSummary(features=BaselineSummary())
+    summary = LessSummary(features=RunSummary())
     with recorded_run(con, "less-target", counters, config=config, model_fingerprint=model) as run_id:
         summary.target = stored_target(con, fingerprint)
         if summary.target is None:
@@ -66,7 +65,7 @@ def score_less(
 ) -> LessSummary:
     """Feature every pending candidate in scope (resumable), then score them all against `target` if given."""
     run_config = {"target_sha256": target.sha256, "target_max": target.target_max} if target else {}
-    features = run_baseline(con, scorer, scope, sink, run_config=run_config)
+    features = run_scorer(con, scorer, scope, sink, run_config=run_config)
     if target is None:
         return LessSummary(features=features)
     summary = score_target(con, scorer, target)

@@ -41,9 +41,9 @@ class TargetFile:
     def of(cls, path: Path, target_max: int = TARGET_MAX) -> "TargetFile":
         """Hash the file (a missing one is a CapselError)."""
         if not path.is_file():
-            raise CapselError(f"--target {path}: no such file")
+            raise CapselError(f"[[target]] {path}: no such file")
         if target_max < 1:
-            raise CapselError("--target-max must be at least 1")
+            raise CapselError("[[target_max]] must be at least 1")
         return cls(path, file_sha256(path), target_max)
 
     def fingerprint(self, model_fingerprint: str, feature_config_hash: str) -> str:
@@ -71,14 +71,14 @@ def read_target(target: TargetFile) -> list[CandidateText]:
                 raw.value, FieldMap(), "target", MAX_FIELD_CHARS)
             if isinstance(fields, Rejection):
                 raise CapselError(
-                    f"--target {target.path} row {raw.row}: {fields.reason.value} ({fields.detail}); "
+                    f"[[target]] {target.path} row {raw.row}: {fields.reason.value} ({fields.detail}); "
                     "each row needs an instruction and a response (or messages)"
                 )
             examples.append(CandidateText(f"target:{raw.row}", fields.instruction, fields.input, fields.response))
             if len(examples) == target.target_max:
                 break
     if not examples:
-        raise CapselError(f"--target {target.path} holds no examples")
+        raise CapselError(f"[[target]] {target.path} holds no examples")
     return examples
 
 
@@ -127,7 +127,7 @@ def compute_target(
 def targets_of_file(con: duckdb.DuckDBPyConnection, path: Path, target_max: int | None) -> list[dict]:
     """Stored targets computed from this file's content (any model), optionally only with this --target-max."""
     if not path.is_file():
-        raise CapselError(f"--target {path}: no such file")
+        raise CapselError(f"[[target]] {path}: no such file")
     return fetch_records(con, "less_targets_of_file", {"target_sha256": file_sha256(path), "target_max": target_max})
 
 
@@ -136,7 +136,7 @@ def target_scores_hash(con: duckdb.DuckDBPyConnection, path: Path, target_max: i
     rows = targets_of_file(con, path, target_max)
     if not rows:
         raise CapselError(
-            f"no LESS target stored for {path} (this content{'' if target_max is None else f', --target-max {target_max}'}"
+            f"no LESS target stored for {path} (this content{'' if target_max is None else f', [[target_max]] {target_max}'}"
             f"): run `capsel score-baseline --method less --model PATH --target {path}` first"
         )
     if len(rows) > 1:
@@ -144,5 +144,5 @@ def target_scores_hash(con: duckdb.DuckDBPyConnection, path: Path, target_max: i
             f"{row['target_fingerprint']}: model {row['model_fingerprint']}, --target-max {row['target_max']}, "
             f"{row['n_used']} examples used" for row in rows
         )
-        raise CapselError(f"several LESS targets come from {path}; pass --target-max or --config-hash:\n  {listing}")
+        raise CapselError(f"several LESS targets come from {path}; set [[target_max]] or [[config_hash]]:\n  {listing}")
     return rows[0]["target_fingerprint"]

@@ -24,7 +24,7 @@ from capsel.lab.real_sources import bundled_real_sources
 from capsel.lab.scored_pool import ScoredLabPool, build_scored_pool, clean_pool_spec
 from capsel.lab.world.pools import build_pool
 from capsel.scoring.config import ScoringConfig
-from capsel.scoring.runner import ProgressSink
+from capsel.runner.progress import ProgressSink
 
 SUMMARY_FILE, FIGURE_FILE, SCORES_FILE = "noise.json", "noise.png", "scores.parquet"
 PoolKind = Literal["world", "real"]

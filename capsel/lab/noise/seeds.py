@@ -14,7 +14,7 @@ from capsel.lab.noise.experiment import NoiseResult, NoiseSpec, run_noise
 from capsel.lab.noise.plot import plot_junk_percentiles
 from capsel.lab.noise.selections import SELECTION_METHODS
 from capsel.lab.noise.stats import METHOD_COLUMNS
-from capsel.scoring.runner import ProgressSink
+from capsel.runner.progress import ProgressSink
 
 SUMMARY_FILE, FIGURE_FILE, JUNK_FILE = "noise.json", "junk_percentiles.png", "junk.parquet"
 RANK_STATS = ("median", "below_p5", "above_p95")

@@ -11,7 +11,7 @@ import duckdb
 import pandas as pd
 
 from capsel.baselines.ppl import PplConfig, PplScorer
-from capsel.baselines.runner import run_baseline
+from capsel.runner.job import run_scorer
 from capsel.db.records import fetch_records
 from capsel.lab.noise.stats import CLEAN_LABELS, junk_kind
 from capsel.scoring.config import ScoringConfig
@@ -37,7 +37,7 @@ def ppl_key(con: duckdb.DuckDBPyConnection, info: ModelInfo, config: ScoringConf
                                  min_prompt_tokens=config.min_prompt_tokens,
                                  min_response_tokens=config.min_response_tokens,
                                  prompt_format=config.prompt_format), info, batch_size)
-    run_baseline(con, scorer, run_config={"lab": True})
+    run_scorer(con, scorer, run_config={"lab": True})
     return resolve_scoring_key(con, info.fingerprint, scorer.config.hash, method="ppl")
 
 

@@ -22,7 +22,7 @@ from capsel.lab.sft.stats import summarise_runs
 from capsel.lab.world.facts import build_world
 from capsel.lab.world.pools import build_pool
 from capsel.models.loading import load_causal_lm
-from capsel.scoring.runner import ProgressSink
+from capsel.runner.progress import ProgressSink
 from capsel.selection.budget import parse_budget
 from capsel.selection.plan import SelectionRequest, build_selection
 

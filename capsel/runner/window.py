@@ -1,21 +1,22 @@
-"""What every sharded run shares: a bounded window of shards in flight, and one transaction per merged shard.
+"""A bounded window of work in flight, results merged in submission order, and one transaction per merged shard.
 
-Workers (threads, processes, Ray tasks) only compute; the process running the window alone
-writes to DuckDB. A shard commits with its own `runs` row (kind 'score_shard') under the parent
-run, so a crash loses at most the shards in flight and a rerun plans only what is still pending.
+Workers (the writer's own thread, other threads, processes, Ray tasks) only compute; the process running
+the window alone writes to DuckDB. A remote shard commits with its own `runs` row (kind 'score_shard')
+under the parent run, so a crash loses at most the shards in flight and a rerun finds only what is still
+pending.
 """
 
 from __future__ import annotations
 
 from collections import deque
 from contextlib import contextmanager
-from typing import Callable, Iterable, Iterator, Protocol, TypeVar
+from typing import Callable, Generic, Iterable, Iterator, Protocol, TypeVar
 
 import duckdb
 
+from capsel.db import transaction
 from capsel.errors import CapselError
 from capsel.runs import finish_run, start_run
-from capsel.db import transaction
 
 W = TypeVar("W")
 R = TypeVar("R", covariant=True)
@@ -25,6 +26,17 @@ class ResultHandle(Protocol[R]):
     """A submitted shard: a concurrent.futures or Prefect future, or anything with `result()`."""
 
     def result(self) -> R: ...
+
+
+class Done(Generic[W]):
+    """A result computed on the spot (inline dispatch: the window's own thread scores the work)."""
+
+    def __init__(self, value: W):
+        self.value = value
+
+    def result(self) -> W:
+        """The value, at once."""
+        return self.value
 
 
 def run_window(

@@ -1,4 +1,4 @@
-"""`capsel-score-baseline`: LESS through the local runner and a local CPU Ray cluster equals `run_baseline`."""
+"""`capsel-score`: LESS through the local runner and a local CPU Ray cluster equals the in-process run."""
 
 from __future__ import annotations
 
@@ -8,12 +8,11 @@ import numpy as np
 import orjson
 import pytest
 
-from capsel.baselines.less import scorer as less
 from capsel.baselines.less.scoring import score_target
 from capsel.baselines.less.target import TargetFile
-from capsel.baselines.runner import run_baseline
+from capsel.runner.job import run_scorer
 from capsel.db import open_db
-from capsel.pipeline_config import BaselineFlowConfig
+from capsel.pipeline_config import ScoreFlowConfig
 from tests.fixtures.candidates import mixed_candidates
 from tests.fixtures.pool import append_candidates, tiny_model_dir
 
@@ -45,29 +44,30 @@ def _assert_same(rows, expected):
             np.testing.assert_allclose(value, reference, rtol=1e-5, atol=1e-7)
 
 
-def test_less_flow_on_local_and_ray_runners_equals_run_baseline(prefect_api, tmp_path):
-    from flows.score_baseline_flow import score_baseline_flow_for
+def test_less_flow_on_local_and_ray_runners_equals_the_in_process_run(prefect_api, tmp_path):
+    from flows.score_flow import score_flow_for
 
     model = tiny_model_dir(tmp_path / "model" / "llama")
     pool = mixed_candidates() + mixed_candidates(seed=4, prefix="b")
     target = tmp_path / "target.jsonl"
     target.write_bytes(b"\n".join(orjson.dumps({"instruction": c["instruction"], "response": c["response"]})
                                   for c in mixed_candidates(seed=9)[2:6]))
-    body = {"method": "less", "model": str(model), "max_length": 100, "dtype": "float32", "device": "cpu",
-            "batch_size": 4, "shard_size": 8, "target": str(target), "target_max": 3}
+    scoring = {"method": "less", "model": {"path": str(model), "dtype": "float32", "device": "cpu"},
+               "max_length": 100, "batch_size": 4, "target": str(target), "target_max": 3}
 
     reference = open_db(_pool_db(tmp_path / "reference.duckdb", pool))
-    scorer = less.from_options(BaselineFlowConfig(**body).scorer_options())
-    run_baseline(reference, scorer)
+    scorer = ScoreFlowConfig(scoring=scoring).scoring.build()
+    run_scorer(reference, scorer)
     score_target(reference, scorer, TargetFile.of(target, 3))
     reference.close()
     expected_features, expected_scores, _ = _rows(tmp_path / "reference.duckdb")
 
-    runners = {"local": {"kind": "local", "max_workers": 2},
-               "ray": {"kind": "ray", "ray_num_cpus": 2, "num_gpus": 0, "max_in_flight": 3}}
+    runners = {"local": {"kind": "local", "max_workers": 2, "shard_size": 8},
+               "ray": {"kind": "ray", "ray_num_cpus": 2, "num_gpus": 0, "max_in_flight": 3, "shard_size": 8}}
     for name, runner in runners.items():
-        config = BaselineFlowConfig(**body, db_path=str(_pool_db(tmp_path / f"{name}.duckdb", pool)), runner=runner)
-        counters = score_baseline_flow_for(config)(config)
+        config = ScoreFlowConfig(scoring=scoring, db_path=str(_pool_db(tmp_path / f"{name}.duckdb", pool)),
+                                 runner=runner)
+        counters = score_flow_for(config)(config).counters()
         assert counters["score"]["n_processed"] == len(pool) and counters["target"]["target_computed"]
         assert counters["target"]["n_scores_written"] == len(pool)
         features, scores, workers = _rows(config.db_path)
@@ -76,6 +76,6 @@ def test_less_flow_on_local_and_ray_runners_equals_run_baseline(prefect_api, tmp
         in_this_process = {worker for worker in workers if worker.endswith(f":{os.getpid()}")}
         assert in_this_process == (workers if name == "local" else set())  # Ray shards ran in worker processes
 
-    again = score_baseline_flow_for(config)(config)
+    again = score_flow_for(config)(config).counters()
     assert again["score"]["n_processed"] == 0 and again["score"]["n_already_done"] == len(pool)
     assert not again["target"]["target_computed"] and again["target"]["n_scores_written"] == 0

@@ -1,9 +1,7 @@
--- Candidates in scope with no generation yet for this model and generation config, by candidate id.
-with candidates_in_scope as (
+-- One page of the candidates in scope with no y-hat yet for this model and generation config, by candidate id.
+with pending as (
     select candidate_id, instruction, input, response
-    from candidates
-    where (cast($domain as varchar) is null or domain = $domain)
-        and candidate_id > $after_candidate_id
+    from candidates_in_scope($domain, $after_candidate_id)
 ),
 
 generated as (
@@ -19,7 +17,7 @@ final as (
         pending.instruction,
         pending.input,
         pending.response
-    from candidates_in_scope as pending
+    from pending
     anti join generated on pending.candidate_id = generated.candidate_id
     order by pending.candidate_id
     limit $n_rows

@@ -1,0 +1,23 @@
+"""The one table from a parameter's field name to the command-line flag that sets it."""
+
+from __future__ import annotations
+
+FLAGS = {
+    "path": "--model", "model": "--model", "dtype": "--dtype", "device": "--device",
+    "trust_remote_code": "--trust-remote-code", "prompt_format": "--prompt-format",
+    "prompt_tokens": "--prompt-tokens", "horizon": "--horizon", "early": "--early", "late": "--late",
+    "min_prompt_tokens": "--min-prompt-tokens", "min_response_tokens": "--min-response-tokens",
+    "batch_size": "--batch-size", "max_length": "--max-length", "rater": "--rater", "rater_label": "--rater-label",
+    "encoder": "--encoder", "target": "--target", "target_max": "--target-max", "budget": "--budget",
+    "method": "--method", "ppl_guard": "--ppl-guard", "shard_size": "--shard-size", "threads": "--threads",
+    "num_gpus": "--num-gpus", "paths": "--input", "field_map": "--map", "domain": "--domain",
+    "domains": "--domain", "sample_size": "--sample", "generator": "--generator", "db_path": "--db",
+    "config_hash": "--config-hash", "out": "--out", "n_clean": "--n-clean", "junk_share": "--junk-share",
+    "verify": "--no-verify",
+}
+
+
+def flag(field: str) -> str:
+    """The flag that sets `field` (a dotted path names its last part): --field-name when the table has none."""
+    name = field.rsplit(".", 1)[-1]
+    return FLAGS.get(name) or f"--{name.replace('_', '-')}"

@@ -1,0 +1,1 @@
+"""The one runner of every scoring job: pending pages cut into work, dispatched inline or to workers, merged by one writer."""

@@ -1,0 +1,146 @@
+"""The single writer of every scoring job, CAP and baselines alike: pending pages out, results merged atomically.
+
+In-process (no `dispatch`), the writer's own scorer scores each batch and each batch commits on its own, so
+Ctrl-C loses at most the batch in flight; this is datatrove's trick of running one worker through the same
+code as many. With `dispatch` (a flow's threads or Ray tasks), each page is one shard scored by a worker that
+builds its scorer from a spec, and each merged shard commits with its own 'score_shard' runs row. A rerun
+finds only what is still pending either way.
+"""
+
+from __future__ import annotations
+
+import math
+from contextlib import contextmanager
+from typing import Callable, Iterable, Iterator
+
+import duckdb
+
+from capsel.db import transaction
+from capsel.runner.progress import ProgressSink, RunSummary, Tally
+from capsel.runner.window import Done, ResultHandle, check_fingerprint, check_window, run_window, shard_run
+from capsel.runner.work import Work, WorkResult, score_work
+from capsel.runs import recorded_run
+from capsel.scorers.base import Scorer
+from capsel.errors import CapselError
+from capsel.store.notes import result_notes
+from capsel.store.results import PENDING_SQL, ResultKey, pending_params, progress, register, write_results
+from capsel.store.scope import Scope, pending_pages
+
+PAGE_SIZE = 1024
+Dispatch = Callable[[Work], ResultHandle[WorkResult]]
+
+
+def run_scorer(
+    con: duckdb.DuckDBPyConnection,
+    scorer: Scorer,
+    scope: Scope = Scope(),
+    sink: ProgressSink | None = None,
+    run_config: dict | None = None,
+    *,
+    dispatch: Dispatch | None = None,
+    page_size: int = PAGE_SIZE,
+    max_in_flight: int = 4,
+    parent_run_id: str | None = None,
+    prefect_flow_run_id: str | None = None,
+) -> RunSummary:
+    """Score every candidate in scope that has no result for the scorer's method, model and config.
+
+    `scorer` is the writer's copy: it keys the run, pages the pending rows and (in-process) scores them;
+    with `dispatch` its model is never loaded here.
+    """
+    check_window(max_in_flight)
+    if page_size < 1:
+        raise CapselError(f"shard size must be at least 1, got {page_size}")
+    with scoring_run(con, scorer, scope, sink, run_config, page_size, parent_run_id=parent_run_id,
+                     prefect_flow_run_id=prefect_flow_run_id) as (tally, key, params):
+        pages = pending_pages(con, PENDING_SQL, params, scope, page_size)
+        if dispatch is None:
+            def inline(work: Work) -> Done[WorkResult]:
+                with tally.timing("model"):
+                    return Done(score_work(scorer, work))
+
+            run_window(batch_works(scorer, pages), inline, lambda result: _commit(con, tally, key, scorer, result), 1)
+        else:
+            shards = (Work(index, *split_pending(scorer, rows)) for index, rows in enumerate(pages))
+            run_window(shards, dispatch,
+                       lambda result: _merge_shard(con, tally, key, scorer, result, prefect_flow_run_id), max_in_flight)
+    summary = tally.finished()
+    summary.notes = result_notes(con, scorer, key)
+    return summary
+
+
+@contextmanager
+def scoring_run(
+    con: duckdb.DuckDBPyConnection, scorer: Scorer, scope: Scope, sink: ProgressSink | None,
+    run_config: dict | None, page_size: int, **start_kwargs: object,
+) -> Iterator[tuple[Tally, ResultKey, dict]]:
+    """Register the scorer, record the run (kind `scorer.run_kind`) and count what is already done."""
+    key = register(con, scorer)
+    tally = Tally(sink)
+    n_in_scope, n_done = progress(con, key, scope)
+    pending = n_in_scope - n_done if scope.limit is None else min(n_in_scope - n_done, scope.limit)
+    config = {**scorer.run_config(), "domain": scope.domain, "limit": scope.limit, "shard_size": page_size,
+              "n_shards_planned": math.ceil(pending / page_size), **(run_config or {})}
+    with recorded_run(con, scorer.run_kind, tally.counters, config=config, model_fingerprint=key.model_fingerprint,
+                      **start_kwargs) as run_id:
+        tally.begin(run_id, n_in_scope, n_done, scope.limit)
+        yield tally, key, pending_params(con, scorer, key)
+
+
+def split_pending(scorer: Scorer, rows: list[dict]) -> tuple[list, list]:
+    """(items the model must score, results the scorer takes from the rows themselves)."""
+    answered = {row["candidate_id"]: scorer.reuse(row) for row in rows}
+    items = [scorer.item(row) for row in rows if answered[row["candidate_id"]] is None]
+    return items, [result for result in answered.values() if result is not None]
+
+
+def batch_works(scorer: Scorer, pages: Iterable[list[dict]]) -> Iterator[Work]:
+    """In-process work: per page, the reused results first, then one work per batch of items."""
+    index = 0
+    for rows in pages:
+        items, reused = split_pending(scorer, rows)
+        if reused:
+            yield Work(index, [], reused)
+            index += 1
+        for batch in scorer.batches(items):
+            yield Work(index, batch)
+            index += 1
+
+
+def _counted(tally: Tally, scorer: Scorer, result: WorkResult) -> None:
+    reused = [r.excluded_reason for r in result.results[:result.n_reused] if r.excluded_reason]
+    counted = scorer.counted(result.scored)
+    tally.committed(len(result.results), reused + counted.excluded, counted.n_generated, result.n_reused)
+
+
+def _commit(con: duckdb.DuckDBPyConnection, tally: Tally, key: ResultKey, scorer: Scorer, result: WorkResult) -> None:
+    with tally.timing("write"), transaction(con):
+        write_results(con, key, scorer.table, tally.summary.run_id, result.results)
+    _counted(tally, scorer, result)
+
+
+def _merge_shard(
+    con: duckdb.DuckDBPyConnection, tally: Tally, key: ResultKey, scorer: Scorer, result: WorkResult,
+    prefect_flow_run_id: str | None,
+) -> None:
+    """Write one shard's results and its 'score_shard' run row in one transaction."""
+    check_fingerprint(result.index, result.model_fingerprint, key.model_fingerprint)
+    if result.config_hash != key.config_hash:
+        raise CapselError(f"shard {result.index} was scored under config {result.config_hash}, but this run "
+                          f"scores {key.config_hash}: the worker runs other capsel code")
+    counted = scorer.counted(result.scored)
+    counters = {"n_candidates": len(result.results), "n_reused": result.n_reused, "n_generated": counted.n_generated,
+                "n_excluded": _reasons(result), "worker": result.worker, "wall_s": round(result.wall_s, 3)}
+    config = {"shard_index": result.index, "method": key.method, "config_hash": key.config_hash}
+    with tally.timing("write"), shard_run(con, tally.summary.run_id, key.model_fingerprint, config, counters,
+                                          prefect_flow_run_id) as shard_run_id:
+        write_results(con, key, scorer.table, shard_run_id, result.results)
+    _counted(tally, scorer, result)
+
+
+def _reasons(result: WorkResult) -> dict[str, int]:
+    reasons: dict[str, int] = {}
+    for item in result.results:
+        if item.excluded_reason:
+            reasons[item.excluded_reason] = reasons.get(item.excluded_reason, 0) + 1
+    return reasons

@@ -1,0 +1,85 @@
+"""Units of scoring work and what a worker sends back; the worker side builds its scorer from a spec, once per thread."""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Hashable, TypeVar
+
+from capsel.models.devices import host_device, worker_device
+from capsel.scorers.base import Scorer
+from capsel.scorers.specs import ScorerSpec
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Work:
+    """Items for the scorer, and results the writer already took from the rows themselves (`reused`)."""
+
+    index: int
+    items: list[Any]
+    reused: list[Any] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class WorkResult:
+    """What a worker returns: results (reused ones first) under the key its scorer computed, where and how fast."""
+
+    index: int
+    model_fingerprint: str
+    config_hash: str
+    results: list[Any]
+    n_reused: int
+    worker: str
+    wall_s: float
+
+    @property
+    def scored(self) -> list[Any]:
+        """The results the model computed."""
+        return self.results[self.n_reused:]
+
+
+def worker_name() -> str:
+    """host:pid of the process computing a shard, kept in the shard's runs row."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def score_work(scorer: Scorer, work: Work) -> WorkResult:
+    """Score the work's items batch by batch with the scorer's pure `score`."""
+    started = time.perf_counter()
+    scored = [result for batch in scorer.batches(work.items) for result in scorer.score(batch)] if work.items else []
+    return WorkResult(work.index, scorer.identity.fingerprint, scorer.config_hash, list(work.reused) + scored,
+                      len(work.reused), worker_name(), time.perf_counter() - started)
+
+
+# One scorer (and so one model) per thread: CAP observes blocks through forward hooks and LESS hooks its
+# parameters, so threads must not share a model.
+_SCORERS = threading.local()
+
+
+def thread_cached(store: threading.local, key: Hashable, build: Callable[[], T]) -> T:
+    """`build()`, made once per thread and kept while the key stays the same; the old one is dropped first."""
+    cached = getattr(store, "entry", None)
+    if cached is None or cached[0] != key:
+        store.entry = None  # free the old model before loading another
+        store.entry = (key, build())
+    return store.entry[1]
+
+
+def score_shard(spec: ScorerSpec, work: Work) -> WorkResult:
+    """A worker's shard: the spec's scorer, built once per thread and kept for the next shard, scores the work."""
+    return score_work(thread_cached(_SCORERS, spec, spec.build), work)
+
+
+def workers_spec(spec: ScorerSpec, uses_gpus: bool, local_cuda: bool) -> ScorerSpec:
+    """The spec with every model's device and dtype fixed, so all workers score under one fingerprint."""
+    return spec.with_models(lambda model: model.on(*worker_device(model.device, model.dtype, uses_gpus, local_cuda)))
+
+
+def host_spec(spec: ScorerSpec) -> ScorerSpec:
+    """A workers' spec as the writer's host describes it: its own device (maybe no GPU), the workers' dtype."""
+    return spec.with_models(lambda model: model.on(host_device(model.device), model.dtype))

@@ -1,0 +1,30 @@
+"""Where a stage runs: the database, the run it belongs to, how its work is dispatched and who watches progress."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import duckdb
+
+from capsel.config import Settings
+from capsel.runner.job import PAGE_SIZE, Dispatch
+from capsel.runner.progress import ProgressSink
+
+
+@dataclass
+class RunContext:
+    """The single writer's connection and settings, the flow run a stage belongs to (if any) and its dispatch.
+
+    Without `dispatch` scoring runs in this process, batch by batch; a flow passes its workers' submit and
+    its shard size as `page_size`.
+    """
+
+    con: duckdb.DuckDBPyConnection
+    settings: Settings
+    sink: ProgressSink | None = None
+    parent_run_id: str | None = None
+    prefect_flow_run_id: str | None = None
+    dispatch: Dispatch | None = None
+    page_size: int = PAGE_SIZE
+    max_in_flight: int = 4
+    run_config: dict = field(default_factory=dict)

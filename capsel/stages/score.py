@@ -1,0 +1,83 @@
+"""Stage: score the pool with any method's scorer, CAP included (resumable); LESS then scores its target."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from capsel.baselines.less.scoring import LessSummary, score_target
+from capsel.baselines.less.target import TargetFile, read_target
+from capsel.runner.job import run_scorer
+from capsel.runner.progress import RunSummary
+from capsel.scorers.base import Scorer
+from capsel.scorers.specs import ScorerSpec
+from capsel.scoring.generation import Generator
+from capsel.scoring.generation_run import run_generation
+from capsel.stages.context import RunContext
+from capsel.store.results import ResultKey, result_key
+from capsel.store.scope import Scope
+
+
+@dataclass(frozen=True)
+class ScoreRequest:
+    """What to score: a method's spec and the candidates in scope; CAP may take y-hat from a `generator` first."""
+
+    spec: ScorerSpec
+    scope: Scope = Scope()
+    generator: Generator | None = None
+
+
+@dataclass
+class ScoreSummary:
+    """What the stage did: the scoring run, its key, the y-hat pre-pass and the LESS target, when they ran."""
+
+    scoring: RunSummary
+    key: ResultKey
+    generation: RunSummary | None = None
+    target: LessSummary | None = None
+
+    def counters(self) -> dict:
+        """JSON-ready counters: the method, its key, the scoring run and the target it scored against."""
+        counters = {"method": self.key.method, "scorer_fingerprint": self.key.model_fingerprint,
+                    "config_hash": self.key.config_hash, "score": self.scoring.counters()}
+        if self.generation is not None:
+            counters["generate"] = self.generation.counters()
+        if self.target is not None:
+            less = self.target
+            counters["target"] = {"target_fingerprint": less.target["target_fingerprint"],
+                                  "target_computed": less.target_computed, "n_used": less.target["n_used"],
+                                  "n_examples": less.target["n_examples"], "n_scores_written": less.n_scores_written}
+        return counters
+
+
+def target_of(spec: ScorerSpec) -> TargetFile | None:
+    """The LESS target file a spec names, read once so a bad row fails before any gradient is taken."""
+    target = getattr(spec, "target", None)
+    if target is None:
+        return None
+    file = TargetFile.of(Path(target), spec.target_max)
+    read_target(file)
+    return file
+
+
+def score(request: ScoreRequest, ctx: RunContext, scorer: Scorer | None = None) -> ScoreSummary:
+    """Score every pending candidate in scope with the spec's scorer (`scorer`: one already built from it)."""
+    target = target_of(request.spec)
+    scorer = scorer or request.spec.build()
+    generation = None
+    if request.generator is not None:
+        # the generator writes every missing y-hat first, then exits (freeing its GPU memory); the scorer then
+        # finds every y-hat stored
+        try:
+            generation = run_generation(ctx.con, scorer.info, request.generator, scorer.config, request.scope,
+                                        ctx.sink, {"generator": request.generator.name})
+        finally:
+            if hasattr(request.generator, "close"):
+                request.generator.close()
+    run_config = {**ctx.run_config, **({"target": str(target.path), "target_max": target.target_max} if target else {})}
+    summary = run_scorer(
+        ctx.con, scorer, request.scope, ctx.sink, run_config, dispatch=ctx.dispatch, page_size=ctx.page_size,
+        max_in_flight=ctx.max_in_flight, parent_run_id=ctx.parent_run_id, prefect_flow_run_id=ctx.prefect_flow_run_id,
+    )
+    less = score_target(ctx.con, scorer, target) if target is not None else None
+    return ScoreSummary(summary, result_key(scorer), generation, less)

@@ -1,0 +1,72 @@
+"""Stage: pick a selection by any method under a budget, run the data-quality gate and publish it, as one run."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Callable
+
+from capsel.baselines.less.target import target_scores_hash
+from capsel.errors import CapselError
+from capsel.publish.publish import PublishedSelection, publish_selection
+from capsel.runs import recorded_run
+from capsel.selection.plan import Selection, SelectionRequest, build_selection
+from capsel.selection.scoring_key import ScoringKey, resolve_scoring_key
+from capsel.stages.context import RunContext
+
+
+@dataclass(frozen=True)
+class SelectRequest:
+    """The selection wanted, where it is published, and (LESS) the target file its scores were taken against."""
+
+    selection: SelectionRequest
+    out_dir: Path
+    target: Path | None = None
+    target_max: int | None = None
+
+
+@dataclass
+class SelectSummary:
+    """The selection picked and where it was published."""
+
+    selection: Selection
+    published: PublishedSelection
+    run_id: str
+
+
+def selection_key(ctx: RunContext, request: SelectRequest) -> ScoringKey | None:
+    """The scores a selection reads: the method's own, CAP's for the random control (all candidates when nothing
+    is scored), and for LESS the scores against the named target."""
+    wanted = request.selection
+    if request.target is not None or request.target_max is not None:
+        if wanted.method != "less" or request.target is None:
+            raise CapselError("[[target]] (and [[target_max]]) select with [[method]] less")
+        wanted = replace(wanted, config_hash=wanted.config_hash
+                         or target_scores_hash(ctx.con, request.target, request.target_max))
+    # random draws from CAP's eligible pool when there is one; every other method needs its own scores
+    scores_of = "cap" if wanted.method == "random" else wanted.method
+    return resolve_scoring_key(ctx.con, wanted.model, wanted.config_hash, required=wanted.method != "random",
+                               method=scores_of)
+
+
+def select_and_publish(
+    request: SelectRequest, ctx: RunContext, key: ScoringKey | None = None,
+    on_step: Callable[[str], None] = lambda step: None,
+) -> SelectSummary:
+    """Build the selection from `key` (resolved from the request when not given), gate it and publish it.
+
+    Recorded as one 'select' run; a gate failure publishes nothing (GateFailedError).
+    """
+    key = key if key is not None else selection_key(ctx, request)
+    counters: dict = {}
+    with recorded_run(ctx.con, "select", counters, config=request.selection.as_dict(),
+                      model_fingerprint=key.model_fingerprint if key else None, parent_run_id=ctx.parent_run_id,
+                      prefect_flow_run_id=ctx.prefect_flow_run_id) as run_id:
+        on_step("selecting")
+        selection = build_selection(ctx.con, request.selection, key)
+        counters.update(n_members=len(selection.members), n_domains=len(selection.quotas))
+        on_step("data-quality gate and publish")
+        published = publish_selection(ctx.con, selection, request.out_dir, run_id, ctx.settings.report_max_points,
+                                      on_file_written=lambda path: on_step(f"wrote {path.name}"))
+        counters["selection_id"] = published.selection_id
+    return SelectSummary(selection, published, run_id)

@@ -1,0 +1,94 @@
+"""Results of any scorer in the store: the key they carry, registration, progress, pending rows and writes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import duckdb
+import orjson
+
+from capsel.db import run_sql
+from capsel.db.records import fetch_records
+from capsel.scorers.base import Scorer
+from capsel.store.scope import Scope
+from capsel.store.tables import append_method_results, insert_divergences, insert_generations
+
+PENDING_SQL = "result_pending"
+
+
+@dataclass(frozen=True)
+class ResultKey:
+    """The key of every row a scorer writes: method, model fingerprint, config hash (and CAP's generation hash)."""
+
+    method: str
+    model_fingerprint: str
+    config_hash: str
+    generation_hash: str | None = None
+
+    def params(self) -> dict[str, str | None]:
+        """Bound parameters naming the key."""
+        return {"method": self.method, "model_fingerprint": self.model_fingerprint, "config_hash": self.config_hash,
+                "generation_hash": self.generation_hash}
+
+
+def result_key(scorer: Scorer) -> ResultKey:
+    """The key a scorer writes under (without registering anything)."""
+    return ResultKey(scorer.method, scorer.identity.fingerprint, scorer.config_hash, scorer.generation_hash)
+
+
+def register(con: duckdb.DuckDBPyConnection, scorer: Scorer) -> ResultKey:
+    """Record the scorer's model (LM, encoder or rater) and its configs once each; return the key."""
+    identity = scorer.identity
+    run_sql(con, "scoring_model_register", {
+        "model_fingerprint": identity.fingerprint,
+        "name_or_path": identity.name_or_path,
+        "revision": identity.revision,
+        "weight_files": orjson.dumps(identity.weight_files).decode(),
+        "dtype": identity.dtype,
+        "architecture": identity.architecture,
+        "n_layers": identity.n_layers,
+    })
+    for row in scorer.config_rows():
+        run_sql(con, "scoring_config_register", {
+            "config_hash": row.config_hash, "config": orjson.dumps(row.body).decode(),
+            "generation_hash": row.generation_hash,
+        })
+    return result_key(scorer)
+
+
+def known_configs(con: duckdb.DuckDBPyConnection) -> list[dict]:
+    """Every stored config as {"config_hash", "config" (parsed)}."""
+    return [
+        {"config_hash": row["config_hash"], "config": orjson.loads(row["config"])}
+        for row in fetch_records(con, "scoring_configs_list")
+    ]
+
+
+def progress(con: duckdb.DuckDBPyConnection, key: ResultKey, scope: Scope) -> tuple[int, int]:
+    """(candidates in scope, how many already have a result under `key`)."""
+    n_in_scope, n_done = run_sql(con, "result_progress", {"domain": scope.domain, "method": key.method,
+                                                           "model_fingerprint": key.model_fingerprint,
+                                                           "config_hash": key.config_hash}).fetchone()
+    return int(n_in_scope), int(n_done)
+
+
+def pending_params(con: duckdb.DuckDBPyConnection, scorer: Scorer, key: ResultKey) -> dict:
+    """The bound parameters of `result_pending` for this scorer: its key and the CAP configs it may reuse."""
+    return {**key.params(), "cap_config_hashes": scorer.reusable_cap_configs(known_configs(con))}
+
+
+def write_results(
+    con: duckdb.DuckDBPyConnection, key: ResultKey, table: str, run_id: str, results: Sequence
+) -> None:
+    """Append a batch of results to the scorer's table (inside a transaction): CAP's y-hat and divergences, or a
+    baseline's scores, embeddings or gradient features."""
+    if not results:
+        return
+    if table != "divergences":
+        append_method_results(con, table, key.method, key.model_fingerprint, key.config_hash, run_id, results)
+        return
+    generations = [result.generation for result in results if result.generation is not None]
+    if generations:
+        insert_generations(con, key.model_fingerprint, key.generation_hash, run_id, generations)
+    insert_divergences(con, key.model_fingerprint, key.config_hash, run_id, [result.divergence for result in results])

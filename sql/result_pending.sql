@@ -1,0 +1,55 @@
+-- One page of the candidates in scope with no result yet for ($method, model, config), in candidate-id order,
+-- with what a scorer may take instead of running its model: CAP's stored y-hat under $generation_hash (null for
+-- the baselines), and CAP's measurement under one of $cap_config_hashes (PPL passes the configs with its own
+-- limits and reuses that PPL; the others pass []).
+with pending as (
+    select candidate_id, instruction, input, response
+    from candidates_in_scope($domain, $after_candidate_id)
+),
+
+done as (
+    select candidate_id
+    from method_results
+    where method = $method
+        and model_fingerprint = $model_fingerprint
+        and config_hash = $config_hash
+),
+
+generated as (
+    select candidate_id, prompt_ids, response_ids, generated_ids, excluded_reason
+    from generations
+    where model_fingerprint = $model_fingerprint
+        and config_hash = $generation_hash
+),
+
+cap as (
+    select candidate_id, ppl, excluded_reason
+    from divergences
+    where model_fingerprint = $model_fingerprint
+        and list_contains($cap_config_hashes::varchar[], config_hash)
+    qualify row_number() over (partition by candidate_id order by created_at, config_hash) = 1
+),
+
+final as (
+    select
+        pending.candidate_id,
+        pending.instruction,
+        pending.input,
+        pending.response,
+        generated.candidate_id is not null as has_generation,
+        generated.prompt_ids,
+        generated.response_ids,
+        generated.generated_ids,
+        generated.excluded_reason as generation_excluded_reason,
+        cap.candidate_id is not null as has_cap,
+        cap.ppl as cap_ppl,
+        cap.excluded_reason as cap_excluded_reason
+    from pending
+    anti join done on pending.candidate_id = done.candidate_id
+    left join generated on generated.candidate_id = pending.candidate_id
+    left join cap on cap.candidate_id = pending.candidate_id
+    order by pending.candidate_id
+    limit $n_rows
+)
+
+select * from final
