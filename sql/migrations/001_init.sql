@@ -144,26 +144,53 @@ create table selection_members (
     primary key (selection_id, candidate_id)
 );
 
--- selection: the CAP score, defined once here so `select` and the score export read the same numbers.
--- A scored candidate is eligible when the engine recorded no exclusion reason for it.
-create view eligible_scores as
-with scores as (
-    select candidate_id, model_fingerprint, config_hash, d_early, d_late
+-- baselines: scores of the paper's baseline selectors (ppl, ifd, qurating, ...), one row per
+-- (candidate, method, scorer, config); model_fingerprint names the LM, encoder or rater that scored.
+-- An excluded row may keep its score (ifd_ge_1) so reports can show what was left out and why.
+create table method_scores (
+    candidate_id varchar not null,
+    method varchar not null,
+    model_fingerprint varchar not null,
+    config_hash varchar not null,
+    score double,
+    excluded_reason varchar,
+    run_id varchar not null,
+    created_at timestamp not null default current_timestamp,
+    primary key (candidate_id, method, model_fingerprint, config_hash)
+);
+
+-- selection: every eligible result of every method with its domain, defined once here so `select`, the
+-- score export and compare read the same rows. A result is eligible when it records no exclusion reason.
+create view eligible_results as
+with measured as (
+    select candidate_id, 'cap' as method, model_fingerprint, config_hash, d_early, d_late, null::double as score
     from divergences
+    where excluded_reason is null
+    union all
+    select candidate_id, method, model_fingerprint, config_hash, null::double, null::double, score
+    from method_scores
     where excluded_reason is null
 ),
 final as (
     select
-        scores.candidate_id,
-        scores.model_fingerprint,
-        scores.config_hash,
+        measured.candidate_id,
+        measured.method,
+        measured.model_fingerprint,
+        measured.config_hash,
         candidates.domain,
-        scores.d_early,
-        scores.d_late
-    from scores
-    join candidates on candidates.candidate_id = scores.candidate_id
+        measured.d_early,
+        measured.d_late,
+        measured.score
+    from measured
+    join candidates on candidates.candidate_id = measured.candidate_id
 )
 select * from final;
+
+-- CAP's eligible rows (the regression's pool).
+create view eligible_scores as
+select candidate_id, model_fingerprint, config_hash, domain, d_early, d_late
+from eligible_results
+where method = 'cap';
 
 -- Per (model, config, domain): OLS of d_late on d_early. regr_slope is NaN for one row or a
 -- constant d_early, so n_invalid and var_early are kept for the caller's guard.
@@ -222,20 +249,6 @@ final as (
 )
 select * from final;
 
--- baselines: scores of the paper's baseline selectors (ppl, ifd, qurating, ...), one row per
--- (candidate, method, scorer, config); model_fingerprint names the LM, encoder or rater that scored.
--- An excluded row may keep its score (ifd_ge_1) so reports can show what was left out and why.
-create table method_scores (
-    candidate_id varchar not null,
-    method varchar not null,
-    model_fingerprint varchar not null,
-    config_hash varchar not null,
-    score double,
-    excluded_reason varchar,
-    run_id varchar not null,
-    created_at timestamp not null default current_timestamp,
-    primary key (candidate_id, method, model_fingerprint, config_hash)
-);
 
 -- baselines: unit-normalised text embeddings (k-center); the greedy selection runs at select time.
 create table embeddings (
@@ -335,20 +348,6 @@ select * from final;
 
 -- baselines: a score method's eligible rows with their domain, read by selection and compare alike.
 create view eligible_method_scores as
-with scored as (
-    select candidate_id, method, model_fingerprint, config_hash, score
-    from method_scores
-    where excluded_reason is null
-),
-final as (
-    select
-        scored.candidate_id,
-        scored.method,
-        scored.model_fingerprint,
-        scored.config_hash,
-        candidates.domain,
-        scored.score
-    from scored
-    join candidates on candidates.candidate_id = scored.candidate_id
-)
-select * from final;
+select candidate_id, method, model_fingerprint, config_hash, domain, score
+from eligible_results
+where method != 'cap';

@@ -59,7 +59,7 @@ def test_score_every_baseline_select_and_compare_on_the_sample_pool(tmp_path):
     ok(capsel(tmp_path, "score-baseline", "--method", "ifd", "--model", str(lm), "--max-length", "128"))
     ok(capsel(tmp_path, "score-baseline", "--method", "kcenter", "--encoder", str(encoder)))
     missing = capsel(tmp_path, "score-baseline", "--method", "qurating")
-    assert missing.returncode == 2 and "--rater PATH" in missing.stderr and "Traceback" not in missing.stderr
+    assert missing.returncode == 2 and "--rater is required" in missing.stderr and "Traceback" not in missing.stderr
     ok(capsel(tmp_path, "score-baseline", "--method", "qurating", "--rater", str(rater)))
 
     selected = ok(capsel(tmp_path, "select", "--method", "qurating", "--budget", str(BUDGET), "--out", "sels"))

@@ -53,7 +53,7 @@ def test_killed_scoring_resumes_without_duplicates_and_selects_the_same(prefect_
     model = tiny_flow_model(tmp_path / "model")
     source = write_pool_file(tmp_path / "in" / "pool.jsonl", 20, seed=5)
     config = flow_config(tmp_path / "killed", model, [str(source)],
-                         scoring={"shard_size": 2, "batch_size": 2}, runner={"max_in_flight": 1})
+                         scoring={"batch_size": 2}, runner={"max_in_flight": 1, "shard_size": 2})
     config_file = tmp_path / "flow.json"
     config_file.write_bytes(orjson.dumps(config.record()))
 

@@ -102,3 +102,34 @@ def test_deploy_run_and_read_artifacts(prefect_api, worker, tmp_path):
     assert Path(report_link[len("file://"):]).is_file()
     deployments = _prefect(prefect_api, "deployment", "inspect", "capsel-rescore/nightly-rescore")
     assert "0 2 * * *" in deployments
+
+
+def _run_deployment(server, config, timeout_s: float = 240):
+    started = _prefect(server, "deployment", "run", "capsel-select/on-demand-select",
+                       "--params", json.dumps({"config": config.record()}))
+    flow_run_id = re.search(r"UUID:\s*([0-9a-f-]{36})", started).group(1)
+    return asyncio.run(_wait_for_final_state(flow_run_id, timeout_s))
+
+
+def test_a_deployment_selects_by_ppl_and_by_kcenter(prefect_api, worker, tmp_path):
+    from tests.fixtures.tiny_aux_models import save_encoder_dir
+
+    model = tiny_flow_model(tmp_path / "model")
+    encoder = save_encoder_dir(tmp_path / "encoder")
+    _prefect(prefect_api, "deploy", "--all", "--prefect-file", "infra/prefect.yaml",
+             CAPSEL_PROJECT_DIR=str(ROOT), CAPSEL_MODEL=str(model), CAPSEL_INCOMING_DIR=str(tmp_path / "incoming"))
+    source = write_pool_file(tmp_path / "in" / "pool.jsonl", 12, seed=5)
+    scorings = {
+        "ppl": {"method": "ppl", "model": {"path": str(model), "dtype": "float32", "device": "cpu"}},
+        "kcenter": {"method": "kcenter", "encoder": {"path": str(encoder), "device": "cpu"}},
+    }
+    for method, scoring in scorings.items():
+        config = flow_config(tmp_path / method, model, [str(source)], scoring=scoring, check_profile=False,
+                             selection={"budget": "3", "method": method})
+        run = _run_deployment(prefect_api, config)
+        assert run.state.is_completed(), f"{run.state}\n{worker.read_text()[-4000:]}"
+        (published,) = sorted((tmp_path / method / "out" / "selections").glob("sel-*"))
+        manifest = orjson.loads((published / "manifest.json").read_bytes())
+        assert manifest["method"] == method and manifest["gate"]["success"]
+        assert manifest["n_members"] == 6 and sorted(d["k"] for d in manifest["domains"]) == [3, 3]
+        assert manifest["request"]["method"] == method

@@ -45,5 +45,8 @@ def flow_config(tmp_path: Path, model: Path, paths: list[str], **overrides) -> P
         "selection": {"budget": "5", "out": "selections"},
     }
     for section, values in overrides.items():
-        body[section] = {**body.get(section, {}), **values} if isinstance(values, dict) else values
+        if section == "scoring" and values.get("method", "cap") != "cap":
+            body[section] = values  # another method's spec: CAP's fields do not apply
+        else:
+            body[section] = {**body.get(section, {}), **values} if isinstance(values, dict) else values
     return PipelineConfig.model_validate(body)
