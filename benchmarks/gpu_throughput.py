@@ -222,7 +222,7 @@ def main() -> None:
             engine = ScoringEngine(loaded, config, resolve_batch_size(args.batch_size, loaded, config))
             phases["scoring"] = phase(run_scorer(con, CapScorer.of(engine)))
         phases["scoring"].update(batch_size=engine.batch_size, attn_implementation=attn)
-        tokens = fetch_records(con, "scoring_token_counts", {
+        tokens = fetch_records(con, "scoring/scoring_token_counts", {
             "model_fingerprint": info.fingerprint, "generation_hash": config.generation_hash,
             "scoring_hash": config.scoring_hash, "horizon": config.horizon})[0]
         con.close()

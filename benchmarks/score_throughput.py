@@ -123,7 +123,7 @@ def paper_style(loaded, inputs, horizon: int, batch_size: int) -> dict[str, list
 
 def real_pool(n: int) -> list[CandidateText]:
     """The first n clean rows of the bundled real pool, math and code alternating."""
-    from capsel.lab.real_pool import real_pool_dir
+    from capsel_lab.real_pool import real_pool_dir
 
     records = [orjson.loads(line) for line in (real_pool_dir() / "pool.jsonl").read_bytes().splitlines()]
     by_domain = {domain: [r for r in records if r["domain"] == domain and r["lab_label"] == "clean"]

@@ -18,12 +18,12 @@ from pathlib import Path
 import pandas as pd
 
 from capsel.db import open_db, run_sql
-from capsel.lab.demo_pool import demo_pool_dir, stage_demo_pool
-from capsel.lab.labels import candidate_labels
-from capsel.lab.noise.selections import junk_in_selections, ppl_key
-from capsel.lab.noise.stats import noise_summary
-from capsel.lab.real_demo_pool import stage_real_demo_pool
-from capsel.lab.real_pool import real_pool_dir
+from capsel_lab.demo_pool import demo_pool_dir, stage_demo_pool
+from capsel_lab.labels import candidate_labels
+from capsel_lab.noise.selections import junk_in_selections, ppl_key
+from capsel_lab.noise.stats import noise_summary
+from capsel_lab.real_demo_pool import stage_real_demo_pool
+from capsel_lab.real_pool import real_pool_dir
 from capsel.models import demo_model_path
 from capsel.pipeline_config import PipelineConfig
 from capsel.scoring.config import ScoringConfig
@@ -120,7 +120,7 @@ def demo_result(config: PipelineConfig, counters: dict, records: list[dict], opt
     key_hashes = manifest["model"]["fingerprint"], manifest["scoring_config"]["config_hash"]
     con = open_db(config.settings().db_path)
     try:
-        scores = run_sql(con, "scores_export", {
+        scores = run_sql(con, "scoring/scores_export", {
             "model_fingerprint": key_hashes[0], "scoring_hash": key_hashes[1], "domain": None,
         }).df().merge(labels, on="candidate_id", how="left", validate="one_to_one")
         scored_config = ScoringConfig.model_validate(

@@ -32,7 +32,7 @@ def start_run(
     Prefect tasks pass their flow run id in; the library itself never imports Prefect.
     """
     run_id = run_id or new_run_id()
-    run_sql(con, "runs_start", {
+    run_sql(con, "runs/runs_start", {
         "run_id": run_id,
         "kind": kind,
         "prefect_flow_run_id": prefect_flow_run_id,
@@ -52,7 +52,7 @@ def finish_run(
     error: str | None = None,
 ) -> None:
     """Close a run with its final status, counters and error message."""
-    run_sql(con, "runs_finish", {
+    run_sql(con, "runs/runs_finish", {
         "run_id": run_id,
         "status": status,
         "counters": orjson.dumps(counters or {}).decode(),

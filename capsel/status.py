@@ -33,9 +33,9 @@ class SourceTotals:
 
 def domain_status(con: duckdb.DuckDBPyConnection) -> list[DomainStatus]:
     """Per-domain counts, ordered by domain."""
-    return [DomainStatus(*row) for row in run_sql(con, "status_domains").fetchall()]
+    return [DomainStatus(*row) for row in run_sql(con, "status/status_domains").fetchall()]
 
 
 def source_totals(con: duckdb.DuckDBPyConnection) -> SourceTotals:
     """Totals over every ingested source file."""
-    return SourceTotals(*run_sql(con, "status_sources").fetchone())
+    return SourceTotals(*run_sql(con, "status/status_sources").fetchone())

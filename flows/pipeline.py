@@ -28,12 +28,12 @@ from capsel.scorers.specs import ModelSpec
 from capsel.stages.context import RunContext
 from capsel.stages.select import SelectRequest, selection_key
 from capsel.store.results import ResultKey
-from flows.artifacts import publish_gate_failure, publish_run_artifacts
-from flows.score_flow import score_flow_for
-from tasks.ingest import ingest_files
-from tasks.profile import check_rank_profile
-from tasks.residualize import residualize
-from tasks.select import select_and_publish_task
+from capsel.flows.artifacts import publish_gate_failure, publish_run_artifacts
+from capsel.flows.score_flow import score_flow_for
+from capsel.tasks.ingest import ingest_files
+from capsel.tasks.profile import check_rank_profile
+from capsel.tasks.residualize import residualize
+from capsel.tasks.select import select_and_publish_task
 
 
 def run_pipeline(config: PipelineConfig, flow_key: str, publish_unchanged: bool) -> dict:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from prefect import flow
 
 from capsel.pipeline_config import PipelineConfig
-from flows.pipeline import run_pipeline
+from capsel.flows.pipeline import run_pipeline
 
 
 @flow(name="capsel-rescore", log_prints=True)

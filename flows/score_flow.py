@@ -15,8 +15,8 @@ from capsel.scorers.specs import ScorerSpec
 from capsel.stages.context import RunContext
 from capsel.stages.score import ScoreRequest, ScoreSummary, score
 from capsel.store.scope import Scope
-from flows.artifacts import ProgressArtifact
-from tasks.score import describe_scorer_task, score_shard_task
+from capsel.flows.artifacts import ProgressArtifact
+from capsel.tasks.score import describe_scorer_task, score_shard_task
 
 
 def task_runner_for(runner: RunnerParams):

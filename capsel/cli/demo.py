@@ -23,7 +23,7 @@ from capsel.cli.common import console, settings_for
 from capsel.cli.scoring_options import PromptFormatOption, ThreadsOption, apply_threads
 from capsel.demo import DEFAULT_MODEL, PROFILE_DIR, TOY_MODEL, DemoOptions, DemoResult, demo_result, prepare_demo
 from capsel.errors import CapselError
-from capsel.lab.noise.stats import METHOD_NAMES
+from capsel_lab.noise.stats import METHOD_NAMES
 from capsel.models.installed import installed_model_path
 from capsel.paths import inside_root
 from capsel.profile.check import check_model
@@ -63,7 +63,7 @@ def demo(
     console.rule("select_flow: ingest → generate + score → residualize → gate → publish")
     # the temporary server's telemetry write races its own startup and prints a 'database is locked' traceback
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-    from flows.select_flow import select_flow  # Prefect only here: the library and `capsel --help` stay light
+    from capsel.flows.select_flow import select_flow  # Prefect only here: the library and `capsel --help` stay light
 
     state = select_flow(config, return_state=True)
     if not state.is_completed():
@@ -92,7 +92,7 @@ def _check_profile(options: DemoOptions) -> list[Path]:
     else:
         console.print(f"[yellow]warning:[/] the model's hidden states show no U-shape over depth ({verdict.reason}); "
                       "the paper ties CAP's signal to that pattern, so treat its ranks with care "
-                      "(capsel/lab/README.md has what the demo models do show)")
+                      "(capsel_lab/README.md has what the demo models do show)")
     return files
 
 

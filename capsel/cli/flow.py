@@ -89,7 +89,7 @@ def select(config: ConfigOption = None, input: InputOption = None, domain: Domai
            ray_address: RayAddressOption = None, max_in_flight: InFlightOption = None, db: DbOption = None) -> None:
     """Run the selection flow: ingest, score by the method (sharded, resumable), gate, publish."""
     config = _pipeline_config(**locals())
-    from flows.select_flow import select_flow
+    from capsel.flows.select_flow import select_flow
 
     run_flow(select_flow, config)
 
@@ -104,7 +104,7 @@ def rescore(config: ConfigOption = None, input: InputOption = None, domain: Doma
             ray_address: RayAddressOption = None, max_in_flight: InFlightOption = None, db: DbOption = None) -> None:
     """Run the rescoring flow: new files only, score the new candidates, refit, publish a new version."""
     config = _pipeline_config(**locals())
-    from flows.rescore_flow import rescore_flow
+    from capsel.flows.rescore_flow import rescore_flow
 
     run_flow(rescore_flow, config)
 
@@ -126,7 +126,7 @@ def score(method: MethodOption = None, model: ModelOption = None, encoder: Encod
         "runner": _runner(runner, shard_size, threads, num_gpus, ray_address, max_in_flight),
     }
     config = validated(ScoreFlowConfig, {key: value for key, value in body.items() if value is not None})
-    from flows.score_flow import score_flow_for
+    from capsel.flows.score_flow import score_flow_for
 
     run_flow(score_flow_for(config), config)
 

@@ -45,9 +45,13 @@ def _root(
     """capsel: model-aware SFT data selection."""
 
 
+# the lab's commands live with the lab (capsel_lab), which the product never imports to select or score
+GROUP_MODULES = {"flow": "capsel.cli.flow", "lab": "capsel_lab.cli.lab", "models": "capsel.cli.models"}
+
+
 @functools.cache
 def _group(name: str) -> typer.Typer:
-    return import_module(f"capsel.cli.{name}").app
+    return import_module(GROUP_MODULES[name]).app
 
 
 @functools.cache

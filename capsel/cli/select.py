@@ -78,7 +78,7 @@ def select(
         "--ppl-guard", min=0.0, max=100.0, show_default=False,
         help="cap and random only: within each domain, candidates whose reference PPL (stored by `capsel score`) "
         "lies above this percentile are not eligible, e.g. 95. Off by default, which is the paper's method; on "
-        "small models CAP can rank high-perplexity junk near the top (capsel/lab/README.md).",
+        "small models CAP can rank high-perplexity junk near the top (capsel_lab/README.md).",
     )] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the random control.")] = 0,
     model: Annotated[Optional[str], typer.Option(

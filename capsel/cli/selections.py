@@ -16,7 +16,7 @@ def selections(db: DbOption = None) -> None:
     settings = settings_for(db)
     con = open_db(settings.db_path, read_only=True)
     try:
-        rows = fetch_records(con, "selections_list")
+        rows = fetch_records(con, "publish/selections_list")
     finally:
         con.close()
     if not rows:

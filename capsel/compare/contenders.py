@@ -73,7 +73,7 @@ def gather(con: duckdb.DuckDBPyConnection, budget: Budget, seed: int = 0, ppl_or
 def _scores(con: duckdb.DuckDBPyConnection, key: ScoringKey | None) -> pd.DataFrame | None:
     if key is None or (key.method != "cap" and BASELINES[key.method].selects_by != "score"):
         return None
-    return run_sql(con, "compare_scores", {
+    return run_sql(con, "compare/compare_scores", {
         "method": key.method, "model_fingerprint": key.model_fingerprint, "config_hash": key.config_hash,
     }).df()
 
@@ -86,7 +86,7 @@ def _ppl(con: duckdb.DuckDBPyConnection, keys: list[ScoringKey]) -> tuple[pd.Ser
             return frame.set_index("candidate_id")["score"], f"ppl scores of {key.model_fingerprint}"
     for key in keys:
         if key.method == "cap":
-            frame = run_sql(con, "compare_cap_ppl", {
+            frame = run_sql(con, "compare/compare_cap_ppl", {
                 "model_fingerprint": key.model_fingerprint, "config_hash": key.config_hash,
             }).df()
             return frame.set_index("candidate_id")["score"], f"PPL measured by CAP scoring with {key.model_fingerprint}"

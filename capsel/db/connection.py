@@ -40,8 +40,8 @@ def open_db(
 
 
 def _check_readable(con: duckdb.DuckDBPyConnection, path: str) -> None:
-    exists = run_sql(con, "schema_version_exists").fetchone()[0]
-    version = int(run_sql(con, "schema_version_current").fetchone()[0]) if exists else 0
+    exists = run_sql(con, "db/schema_version_exists").fetchone()[0]
+    version = int(run_sql(con, "db/schema_version_current").fetchone()[0]) if exists else 0
     check_not_newer(version, path)
     if version < latest_version():
         raise CapselError(

@@ -48,8 +48,8 @@ def latest_version() -> int:
 
 def current_version(con: duckdb.DuckDBPyConnection) -> int:
     """Schema version stored in the database (0 for an empty file)."""
-    run_sql(con, "schema_version_create")
-    return int(run_sql(con, "schema_version_current").fetchone()[0])
+    run_sql(con, "db/schema_version_create")
+    return int(run_sql(con, "db/schema_version_current").fetchone()[0])
 
 
 def check_not_newer(version: int, path: str) -> None:
@@ -71,6 +71,6 @@ def migrate(con: duckdb.DuckDBPyConnection, path: str) -> int:
             continue
         with transaction(con):
             con.execute(sql_text(migration.sql_name))
-            run_sql(con, "schema_version_record", {"version": migration.version, "name": migration.name})
+            run_sql(con, "db/schema_version_record", {"version": migration.version, "name": migration.name})
         version = migration.version
     return version

@@ -155,12 +155,12 @@ def _ingest_file(
 ) -> FileOutcome:
     """Stream one file into candidates, duplicates and quarantine, unless its content is already a source."""
     sha256 = file_sha256(path)
-    known = run_sql(con, "ingest_source_find", {"sha256": sha256}).fetchone()
+    known = run_sql(con, "ingest/ingest_source_find", {"sha256": sha256}).fetchone()
     if known is not None:
         return FileOutcome(path, known[0], 0, already_ingested_by=known[2])
     source_id = sha256[:16]
     n_bytes = os.path.getsize(path)
-    run_sql(con, "ingest_source_insert", {
+    run_sql(con, "ingest/ingest_source_insert", {
         "source_id": source_id, "path": str(path), "sha256": sha256, "n_bytes": n_bytes,
         "domain_option": options.domain, "field_map": orjson.dumps(options.fields.as_dict()).decode(),
         "run_id": run_id,
@@ -193,10 +193,10 @@ def _write_chunk(con: duckdb.DuckDBPyConnection, chunk: Chunk, ids: dict) -> Non
     """Append one chunk: duplicates first (they test against candidates before this chunk joins them)."""
     if chunk.staged.num_rows:
         staged = _with_ids(chunk.staged, ids)
-        _run_over(con, staged, "staged_chunk", "ingest_chunk_duplicates")
-        _run_over(con, staged, "staged_chunk", "ingest_chunk_candidates")
+        _run_over(con, staged, "staged_chunk", "ingest/ingest_chunk_duplicates")
+        _run_over(con, staged, "staged_chunk", "ingest/ingest_chunk_candidates")
     if chunk.quarantined.num_rows:
-        _run_over(con, _with_ids(chunk.quarantined, ids), "quarantine_chunk", "ingest_quarantine_append")
+        _run_over(con, _with_ids(chunk.quarantined, ids), "quarantine_chunk", "ingest/ingest_quarantine_append")
 
 
 def _with_ids(table: pa.Table, ids: dict) -> pa.Table:
@@ -216,15 +216,15 @@ def _run_over(con: duckdb.DuckDBPyConnection, table: pa.Table, view: str, statem
 
 def _draw_sample(con: duckdb.DuckDBPyConnection, run_id: str, options: IngestOptions) -> None:
     """Keep `sample_size` of this run's new candidates per domain; move the rest to sampled_out."""
-    run_sql(con, "ingest_draw_create", {"run_id": run_id, "seed": options.seed, "sample_size": options.sample_size})
-    run_sql(con, "ingest_draw_record")
-    run_sql(con, "ingest_draw_remove")
-    run_sql(con, "ingest_draw_drop")
+    run_sql(con, "ingest/ingest_draw_create", {"run_id": run_id, "seed": options.seed, "sample_size": options.sample_size})
+    run_sql(con, "ingest/ingest_draw_record")
+    run_sql(con, "ingest/ingest_draw_remove")
+    run_sql(con, "ingest/ingest_draw_drop")
 
 
 def _record_counts(con: duckdb.DuckDBPyConnection, outcome: FileOutcome) -> None:
     """Store a source's counts and refuse to commit if they do not add up to the rows read."""
-    counts = run_sql(con, "ingest_source_counts", {
+    counts = run_sql(con, "ingest/ingest_source_counts", {
         "source_id": outcome.source_id, "n_rows_read": outcome.n_rows_read,
     }).fetchone()
     n_read, landed = counts[0], sum(counts[1:])

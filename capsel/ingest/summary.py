@@ -59,5 +59,5 @@ _COUNT_FIELDS = ("n_read", "n_inserted", "n_duplicates", "n_quarantined", "n_sam
 
 def run_summary(con: duckdb.DuckDBPyConnection, run_id: str) -> list[DomainCounts]:
     """Per-domain counts of one ingest run; quarantined rows without a domain count under '(none)'."""
-    rows = run_sql(con, "ingest_run_summary", {"run_id": run_id}).fetchall()
+    rows = run_sql(con, "ingest/ingest_run_summary", {"run_id": run_id}).fetchall()
     return [DomainCounts(*row) for row in rows]

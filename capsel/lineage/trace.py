@@ -36,24 +36,24 @@ class SelectionLineage:
 
 def trace(con: duckdb.DuckDBPyConnection, identifier: str) -> CandidateLineage | SelectionLineage:
     """Lineage of `identifier`, a candidate id or a selection id."""
-    selection = fetch_records(con, "lineage_selection", {"selection_id": identifier})
+    selection = fetch_records(con, "lineage/lineage_selection", {"selection_id": identifier})
     if selection:
         params = {"selection_id": identifier}
         return SelectionLineage(
             selection=selection[0],
-            sources=fetch_records(con, "lineage_selection_sources", params),
-            runs=fetch_records(con, "lineage_selection_runs", params),
+            sources=fetch_records(con, "lineage/lineage_selection_sources", params),
+            runs=fetch_records(con, "lineage/lineage_selection_runs", params),
         )
-    candidate = fetch_records(con, "lineage_candidate", {"candidate_id": identifier})
+    candidate = fetch_records(con, "lineage/lineage_candidate", {"candidate_id": identifier})
     if candidate:
         params = {"candidate_id": identifier}
         return CandidateLineage(
             candidate=candidate[0],
-            duplicates=fetch_records(con, "lineage_candidate_duplicates", params),
-            generations=fetch_records(con, "lineage_candidate_generations", params),
-            scores=fetch_records(con, "lineage_candidate_scores", params),
-            selections=fetch_records(con, "lineage_candidate_selections", params),
-            baseline_scores=fetch_records(con, "lineage_candidate_baseline_scores", params),
+            duplicates=fetch_records(con, "lineage/lineage_candidate_duplicates", params),
+            generations=fetch_records(con, "lineage/lineage_candidate_generations", params),
+            scores=fetch_records(con, "lineage/lineage_candidate_scores", params),
+            selections=fetch_records(con, "lineage/lineage_candidate_selections", params),
+            baseline_scores=fetch_records(con, "lineage/lineage_candidate_baseline_scores", params),
         )
     raise CapselError(
         f"{identifier!r} is neither a candidate id nor a selection id in this database; "

@@ -35,7 +35,7 @@ def adopt_run(
     con: duckdb.DuckDBPyConnection, run_id: str, parent_run_id: str, prefect_flow_run_id: str | None
 ) -> None:
     """Record that `run_id` ran inside the flow run `parent_run_id` (and its Prefect flow run)."""
-    run_sql(con, "runs_adopt", {
+    run_sql(con, "runs/runs_adopt", {
         "run_id": run_id, "parent_run_id": parent_run_id, "prefect_flow_run_id": prefect_flow_run_id,
     })
 
@@ -44,6 +44,6 @@ def ingested_files(con: duckdb.DuckDBPyConnection, report: IngestReport) -> list
     """(path as given to this run, sha256) of every file the ingest read or found already ingested."""
     known = {
         row["source_id"]: row["sha256"]
-        for row in fetch_records(con, "flow_source_files", {"source_ids": [f.source_id for f in report.files]})
+        for row in fetch_records(con, "flows/flow_source_files", {"source_ids": [f.source_id for f in report.files]})
     }
     return [(str(outcome.path), known[outcome.source_id]) for outcome in report.files if outcome.source_id in known]

@@ -53,7 +53,7 @@ class FlowReport:
 
 def extreme_examples(con: duckdb.DuckDBPyConnection, key: ScoringKey, n_examples: int = 3) -> list[dict]:
     """The top and bottom `n_examples` candidates by z in every domain, with a short instruction preview."""
-    rows = fetch_records(con, "flow_examples", {
+    rows = fetch_records(con, "flows/flow_examples", {
         "model_fingerprint": key.model_fingerprint, "config_hash": key.config_hash, "n_examples": n_examples,
     })
     return [{**row, "instruction": preview(row["instruction"])} for row in rows]

@@ -19,7 +19,7 @@ def record_selection(
     `created_at` (timezone-aware) is stored as naive UTC.
     """
     request = manifest["request"]
-    run_sql(con, "selection_insert", {
+    run_sql(con, "publish/selection_insert", {
         "selection_id": manifest["selection_id"],
         "method": manifest["method"],
         "budget": request["budget"],

@@ -23,7 +23,7 @@ def report_points(
     con: duckdb.DuckDBPyConnection, key: ScoringKey, domains: Sequence[str], max_points: int
 ) -> pd.DataFrame:
     """Scored pool points to plot: at most `max_points` per domain (a stable sample), with the pool size."""
-    return run_sql(con, "report_points", {
+    return run_sql(con, "publish/report_points", {
         "model_fingerprint": key.model_fingerprint,
         "config_hash": key.config_hash,
         "domains": list(domains),

@@ -23,7 +23,7 @@ def export_scores(
     """Write the export query's rows to `out` (format from its suffix); returns the row count."""
     if out.suffix not in FORMATS:
         raise CapselError(f"[[out]] must end in {' or '.join(FORMATS)}, got {out.name!r}")
-    cursor = run_sql(con, "scores_export", {
+    cursor = run_sql(con, "scoring/scores_export", {
         "model_fingerprint": model_fingerprint, "scoring_hash": scoring_hash, "domain": domain,
     })
     with warnings.catch_warnings():

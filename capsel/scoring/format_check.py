@@ -36,7 +36,7 @@ def empty_generations(
     con: duckdb.DuckDBPyConnection, model_fingerprint: str, generation_hash: str
 ) -> list[EmptyGenerations]:
     """Per domain, the generations stored for this model and generation config and how many are empty."""
-    rows = fetch_records(con, "generation_empty_by_domain",
+    rows = fetch_records(con, "store/generation_empty_by_domain",
                          {"model_fingerprint": model_fingerprint, "generation_hash": generation_hash})
     return [EmptyGenerations(row["domain"], int(row["n_generations"]), int(row["n_empty"])) for row in rows]
 

@@ -39,9 +39,9 @@ def run_generation(
     run_config = {**keys.run_config(), "domain": scope.domain, "limit": scope.limit, **(run_config or {})}
     with recorded_run(con, "generate", tally.counters, config=run_config, model_fingerprint=key.model_fingerprint) \
             as run_id:
-        n_in_scope, n_generated = run_sql(con, "generation_progress", {"domain": scope.domain, **params}).fetchone()
+        n_in_scope, n_generated = run_sql(con, "store/generation_progress", {"domain": scope.domain, **params}).fetchone()
         tally.begin(run_id, n_in_scope, n_generated, scope.limit)
-        for rows in pending_pages(con, "generation_pending", params, scope, max(PAGE_SIZE, generator.batch_size)):
+        for rows in pending_pages(con, "store/generation_pending", params, scope, max(PAGE_SIZE, generator.batch_size)):
             for batch in input_batches(keys.prepare([candidate_text(row) for row in rows]), generator.batch_size):
                 with tally.timing("model"):
                     results = generation_results(batch, generator)

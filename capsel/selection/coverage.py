@@ -26,11 +26,11 @@ def domain_embeddings(con: duckdb.DuckDBPyConnection, key: ScoringKey, domain: s
     straight to its id's row, so memory peaks near the array itself (n·d·4 bytes), not at copies of it.
     """
     params = {"model_fingerprint": key.model_fingerprint, "config_hash": key.config_hash, "domain": domain}
-    ids = sql_relation(con, "kcenter_embedding_ids", params).to_arrow_table().column(0).to_numpy(
+    ids = sql_relation(con, "selection/kcenter_embedding_ids", params).to_arrow_table().column(0).to_numpy(
         zero_copy_only=False).astype(str)
     points: np.ndarray | None = None
     filled = 0
-    for batch in sql_relation(con, "kcenter_embeddings", params).to_arrow_reader(READ_BATCH_ROWS):
+    for batch in sql_relation(con, "selection/kcenter_embeddings", params).to_arrow_reader(READ_BATCH_ROWS):
         column = batch.column(1)
         lengths = pc.list_value_length(column).to_numpy(zero_copy_only=False)
         if points is None:

@@ -15,7 +15,7 @@ def member_lineage(
     con: duckdb.DuckDBPyConnection, candidate_ids: Sequence[str], key: ScoringKey | None
 ) -> pd.DataFrame:
     """One row per distinct id: instruction/input/response, source, is_quarantined, excluded_reason."""
-    return run_sql(con, "member_lineage", {
+    return run_sql(con, "selection/member_lineage", {
         "candidate_ids": list(candidate_ids),
         "method": key.method if key else "cap",
         "model_fingerprint": key.model_fingerprint if key else None,

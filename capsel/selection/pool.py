@@ -42,7 +42,7 @@ def domain_pools(
 
     `ppl_guard` (CAP's pool only) holds back the candidates above that percentile of PPL in their domain.
     """
-    rows = fetch_records(con, "domain_pool_counts", {
+    rows = fetch_records(con, "selection/domain_pool_counts", {
         "method": key.method if key else "cap",
         "model_fingerprint": key.model_fingerprint if key else None,
         "config_hash": key.config_hash if key else None,
@@ -53,7 +53,7 @@ def domain_pools(
     if domains:
         missing = sorted(set(domains) - {pool.domain for pool in pools})
         if missing:
-            known = sorted(row["domain"] for row in fetch_records(con, "domain_pool_counts", {
+            known = sorted(row["domain"] for row in fetch_records(con, "selection/domain_pool_counts", {
                 "method": "cap",
                 "model_fingerprint": None, "config_hash": None, "domains": None, "ppl_guard": None,
             }))

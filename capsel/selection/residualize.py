@@ -43,7 +43,7 @@ def fit_domains(
     con: duckdb.DuckDBPyConnection, key: ScoringKey, domains: Sequence[str] | None = None
 ) -> list[DomainFit]:
     """Fit every domain with eligible scores for `key` (optionally only `domains`); refuse degenerate ones."""
-    rows = fetch_records(con, "residualize", {
+    rows = fetch_records(con, "selection/residualize", {
         "model_fingerprint": key.model_fingerprint,
         "config_hash": key.config_hash,
         "domains": list(domains) if domains else None,

@@ -41,7 +41,7 @@ class ScoringKey:
 
 def scored_pairs(con: duckdb.DuckDBPyConnection, method: str = "cap") -> list[ScoringKey]:
     """Every (model, config) pair that has results of `method` (CAP: divergences) in the store."""
-    rows = fetch_records(con, "scored_pairs", {"method": method})
+    rows = fetch_records(con, "selection/scored_pairs", {"method": method})
     return [
         ScoringKey(
             model_fingerprint=row["model_fingerprint"],

@@ -60,7 +60,7 @@ def select_members(
     if method != "random" and (key is None or key.method != method):
         raise CapselError(f"{method} selection needs {method} scores: score the pool first")
     if method == "cap":
-        ranked = run_sql(con, "select_top", {
+        ranked = run_sql(con, "selection/select_top", {
             "quotas": quota_rows,
             "model_fingerprint": key.model_fingerprint,
             "config_hash": key.config_hash,
@@ -68,7 +68,7 @@ def select_members(
         }).df()
         ranked["score"] = ranked["cap"]
     elif method == "random":
-        ranked = run_sql(con, "select_random", {
+        ranked = run_sql(con, "selection/select_random", {
             "quotas": quota_rows,
             "use_scores": key is not None,
             "model_fingerprint": key.model_fingerprint if key else None,
@@ -80,7 +80,7 @@ def select_members(
     elif BASELINES[method].selects_by == "coverage":
         ranked = select_coverage(con, quotas, key)
     else:
-        ranked = run_sql(con, "select_by_score", {
+        ranked = run_sql(con, "selection/select_by_score", {
             "quotas": quota_rows,
             "method": method,
             "model_fingerprint": key.model_fingerprint,

@@ -14,7 +14,7 @@ from capsel.scorers.base import Scorer
 from capsel.store.scope import Scope
 from capsel.store.tables import append_method_results, insert_divergences, insert_generations
 
-PENDING_SQL = "result_pending"
+PENDING_SQL = "store/result_pending"
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,7 @@ def result_key(scorer: Scorer) -> ResultKey:
 def register(con: duckdb.DuckDBPyConnection, scorer: Scorer) -> ResultKey:
     """Record the scorer's model (LM, encoder or rater) and its configs once each; return the key."""
     identity = scorer.identity
-    run_sql(con, "scoring_model_register", {
+    run_sql(con, "store/scoring_model_register", {
         "model_fingerprint": identity.fingerprint,
         "name_or_path": identity.name_or_path,
         "revision": identity.revision,
@@ -50,7 +50,7 @@ def register(con: duckdb.DuckDBPyConnection, scorer: Scorer) -> ResultKey:
         "n_layers": identity.n_layers,
     })
     for row in scorer.config_rows():
-        run_sql(con, "scoring_config_register", {
+        run_sql(con, "store/scoring_config_register", {
             "config_hash": row.config_hash, "config": orjson.dumps(row.body).decode(),
             "generation_hash": row.generation_hash,
         })
@@ -61,13 +61,13 @@ def known_configs(con: duckdb.DuckDBPyConnection) -> list[dict]:
     """Every stored config as {"config_hash", "config" (parsed)}."""
     return [
         {"config_hash": row["config_hash"], "config": orjson.loads(row["config"])}
-        for row in fetch_records(con, "scoring_configs_list")
+        for row in fetch_records(con, "store/scoring_configs_list")
     ]
 
 
 def progress(con: duckdb.DuckDBPyConnection, key: ResultKey, scope: Scope) -> tuple[int, int]:
     """(candidates in scope, how many already have a result under `key`)."""
-    n_in_scope, n_done = run_sql(con, "result_progress", {"domain": scope.domain, "method": key.method,
+    n_in_scope, n_done = run_sql(con, "store/result_progress", {"domain": scope.domain, "method": key.method,
                                                            "model_fingerprint": key.model_fingerprint,
                                                            "config_hash": key.config_hash}).fetchone()
     return int(n_in_scope), int(n_done)

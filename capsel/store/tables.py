@@ -84,4 +84,4 @@ def _insert(con: duckdb.DuckDBPyConnection, table: pa.Table, target: str) -> Non
     rates (50-150 candidates/s, two rows each) would be a tenth of the run or more.
     """
     if table.num_rows:
-        con.from_arrow(table).query(f"batch_{target}", sql_text(f"{target}_insert"))
+        con.from_arrow(table).query(f"batch_{target}", sql_text(f"store/{target}_insert"))

@@ -12,9 +12,9 @@ import pandas as pd
 import pytest
 
 from capsel.db import open_db
-from capsel.lab.demo_pool import MALFORMED_LINES, demo_pool_dir, read_pool, stage_demo_pool
-from capsel.lab.labels import candidate_labels
-from capsel.lab.noise.stats import percentiles_among
+from capsel_lab.demo_pool import MALFORMED_LINES, demo_pool_dir, read_pool, stage_demo_pool
+from capsel_lab.labels import candidate_labels
+from capsel_lab.noise.stats import percentiles_among
 from tests.fixtures.real_models import REAL_MODELS_DIR, smollm2_instruct  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.e2e

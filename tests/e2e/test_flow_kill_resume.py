@@ -48,7 +48,7 @@ def _kill_after_merges(prefect_server, config_file, n_merges: int, cwd) -> list[
 
 
 def test_killed_scoring_resumes_without_duplicates_and_selects_the_same(prefect_api, tmp_path):
-    from flows.select_flow import select_flow
+    from capsel.flows.select_flow import select_flow
 
     model = tiny_flow_model(tmp_path / "model")
     source = write_pool_file(tmp_path / "in" / "pool.jsonl", 20, seed=5)

@@ -39,8 +39,8 @@ def incremental(tmp_path_factory, prefect_server):
     """First file selected; a second file arrives and is rescored; a rescore with nothing new; a from-scratch run."""
     from prefect.settings import PREFECT_API_URL, PREFECT_LOGGING_TO_API_ENABLED, temporary_settings
 
-    from flows.rescore_flow import rescore_flow
-    from flows.select_flow import select_flow
+    from capsel.flows.rescore_flow import rescore_flow
+    from capsel.flows.select_flow import select_flow
 
     root = tmp_path_factory.mktemp("incremental")
     model = tiny_flow_model(root / "model")

@@ -19,7 +19,7 @@ SCORES = "select candidate_id, excluded_reason, n_aligned, layer_divergence, d_e
 
 
 def test_ray_shards_score_like_the_local_runner(prefect_api, tmp_path):
-    from flows.select_flow import select_flow
+    from capsel.flows.select_flow import select_flow
 
     model = tiny_flow_model(tmp_path / "model")
     source = write_pool_file(tmp_path / "in" / "pool.jsonl", 10, seed=7)

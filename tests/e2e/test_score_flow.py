@@ -45,7 +45,7 @@ def _assert_same(rows, expected):
 
 
 def test_less_flow_on_local_and_ray_runners_equals_the_in_process_run(prefect_api, tmp_path):
-    from flows.score_flow import score_flow_for
+    from capsel.flows.score_flow import score_flow_for
 
     model = tiny_model_dir(tmp_path / "model" / "llama")
     pool = mixed_candidates() + mixed_candidates(seed=4, prefix="b")

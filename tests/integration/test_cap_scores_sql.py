@@ -1,4 +1,4 @@
-"""CAP in SQL (sql/residualize.sql, sql/cap_scores.sql) against numpy's OLS on the same rows."""
+"""CAP in SQL (sql/selection/residualize.sql, sql/scoring/cap_scores.sql) against numpy's OLS on the same rows."""
 
 import numpy as np
 import pandas as pd
@@ -64,7 +64,7 @@ def test_domain_fits_equal_numpy_ols(store):
 def test_cap_and_z_per_candidate_equal_numpy(store):
     con, tables, _ = store
     _, expected = numpy_reference(tables)
-    got = run_sql(con, "cap_scores", {"model_fingerprint": MODEL, "config_hash": CONFIG, "domains": None}).df()
+    got = run_sql(con, "scoring/cap_scores", {"model_fingerprint": MODEL, "config_hash": CONFIG, "domains": None}).df()
     got = got.set_index("candidate_id").sort_index()
     # excluded candidates are not scored at all
     assert list(got.index) == list(expected.index)
@@ -74,7 +74,7 @@ def test_cap_and_z_per_candidate_equal_numpy(store):
 
 def test_cap_scores_export_covers_every_pair(store):
     con, _, other = store
-    every = run_sql(con, "cap_scores", {"model_fingerprint": None, "config_hash": None, "domains": None}).df()
+    every = run_sql(con, "scoring/cap_scores", {"model_fingerprint": None, "config_hash": None, "domains": None}).df()
     assert set(every["model_fingerprint"]) == {MODEL, "fp-model-b"}
     _, expected_b = numpy_reference(other, model="fp-model-b")
     only_b = every[every["model_fingerprint"] == "fp-model-b"].set_index("candidate_id").sort_index()

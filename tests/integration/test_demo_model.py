@@ -7,10 +7,10 @@ import sys
 
 import pytest
 
-from capsel.lab.evaluate import answer_accuracy
-from capsel.lab.pretrain import world_spec_of
-from capsel.lab.world.facts import build_world
-from capsel.lab.world.pools import PoolSpec, build_pool
+from capsel_lab.evaluate import answer_accuracy
+from capsel_lab.pretrain import world_spec_of
+from capsel_lab.world.facts import build_world
+from capsel_lab.world.pools import PoolSpec, build_pool
 from capsel.models import demo_model_path
 from capsel.models.loading import load_causal_lm
 

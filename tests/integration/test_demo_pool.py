@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections import Counter
 
 from capsel.demo import DemoOptions, prepare_demo
-from capsel.lab.demo_pool import MALFORMED_FILE, MANIFEST_FILE, POOL_FILE, demo_pool_dir, stage_demo_pool, write_demo_pool
-from capsel.lab.pretrain import world_spec_of
+from capsel_lab.demo_pool import MALFORMED_FILE, MANIFEST_FILE, POOL_FILE, demo_pool_dir, stage_demo_pool, write_demo_pool
+from capsel_lab.pretrain import world_spec_of
 from capsel.models import demo_model_path
 
 

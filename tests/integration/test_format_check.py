@@ -1,4 +1,4 @@
-"""Empty-generation shares per domain (sql/generation_empty_by_domain.sql) and the prompt-format warning."""
+"""Empty-generation shares per domain (sql/store/generation_empty_by_domain.sql) and the prompt-format warning."""
 
 from __future__ import annotations
 

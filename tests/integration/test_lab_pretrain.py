@@ -7,11 +7,11 @@ from safetensors.torch import load_file
 from typer.testing import CliRunner
 
 from capsel.cli.main import app
-from capsel.lab.model_card import write_model_card
-from capsel.lab.packing import document_ids
-from capsel.lab.pretrain import PretrainConfig, pretrain
-from capsel.lab.world.corpus import Document
-from capsel.lab.world.facts import WorldSpec
+from capsel_lab.model_card import write_model_card
+from capsel_lab.packing import document_ids
+from capsel_lab.pretrain import PretrainConfig, pretrain
+from capsel_lab.world.corpus import Document
+from capsel_lab.world.facts import WorldSpec
 from capsel.models.loading import load_causal_lm
 
 TINY = PretrainConfig(

@@ -10,9 +10,9 @@ import torch
 from typer.testing import CliRunner
 
 from capsel.cli.main import app
-from capsel.lab.evaluate import greedy_answer, greedy_answers
-from capsel.lab.sft.examples import IGNORE, collate, sft_example
-from capsel.lab.sft.stats import summarise_runs
+from capsel_lab.evaluate import greedy_answer, greedy_answers
+from capsel_lab.sft.examples import IGNORE, collate, sft_example
+from capsel_lab.sft.stats import summarise_runs
 from capsel.models import demo_model_path
 from capsel.models.loading import load_causal_lm
 

@@ -11,7 +11,7 @@ from capsel.errors import CapselError, SchemaVersionError
 def test_new_file_gets_latest_schema(tmp_path):
     path = tmp_path / "capsel.duckdb"
     con = open_db(path)
-    assert run_sql(con, "schema_version_current").fetchone()[0] == latest_version()
+    assert run_sql(con, "db/schema_version_current").fetchone()[0] == latest_version()
     tables = {row[0] for row in con.execute("select table_name from information_schema.tables").fetchall()}
     assert {"candidates", "sources", "quarantine", "generations", "divergences", "selections", "runs"} <= tables
     con.close()
@@ -21,12 +21,12 @@ def test_old_database_is_upgraded(tmp_path):
     path = tmp_path / "old.duckdb"
     first = available_migrations()[0]
     raw = duckdb.connect(str(path))
-    run_sql(raw, "schema_version_create")
+    run_sql(raw, "db/schema_version_create")
     raw.execute(sql_text(first.sql_name))
-    run_sql(raw, "schema_version_record", {"version": 1, "name": first.name})
+    run_sql(raw, "db/schema_version_record", {"version": 1, "name": first.name})
     raw.close()
     con = open_db(path)
-    assert run_sql(con, "schema_version_current").fetchone()[0] == latest_version()
+    assert run_sql(con, "db/schema_version_current").fetchone()[0] == latest_version()
     con.close()
     # reopening is a no-op, not a second application
     open_db(path).close()
@@ -36,7 +36,7 @@ def test_newer_database_is_refused_with_clear_message(tmp_path):
     path = tmp_path / "future.duckdb"
     open_db(path).close()
     raw = duckdb.connect(str(path))
-    run_sql(raw, "schema_version_record", {"version": latest_version() + 5, "name": "future"})
+    run_sql(raw, "db/schema_version_record", {"version": latest_version() + 5, "name": "future"})
     raw.close()
     with pytest.raises(SchemaVersionError, match="upgrade capsel"):
         open_db(path)

@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 
 from capsel.db import open_db
-from capsel.lab.real_pool import RealPoolSpec, real_pool_records
-from capsel.lab.real_sources import bundled_real_sources
+from capsel_lab.real_pool import RealPoolSpec, real_pool_records
+from capsel_lab.real_sources import bundled_real_sources
 from capsel.scoring.config import ScoringConfig
 from capsel.scoring.engine import ScoringEngine
 from capsel.scoring.inputs import CandidateText

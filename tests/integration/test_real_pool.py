@@ -10,9 +10,9 @@ from typer.testing import CliRunner
 
 from capsel.cli.main import app
 from capsel.ingest.pipeline import IngestOptions, ingest
-from capsel.lab.demo_pool import read_pool
-from capsel.lab.real_pool import LABELS_FILE, MANIFEST_FILE, POOL_FILE, RealPoolSpec, real_pool_dir, write_real_pool
-from capsel.lab.real_sources import bundled_real_sources
+from capsel_lab.demo_pool import read_pool
+from capsel_lab.real_pool import LABELS_FILE, MANIFEST_FILE, POOL_FILE, RealPoolSpec, real_pool_dir, write_real_pool
+from capsel_lab.real_sources import bundled_real_sources
 from tests.integration.pool_files import table
 
 

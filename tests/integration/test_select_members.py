@@ -1,4 +1,4 @@
-"""Members from sql/select_top.sql and sql/select_random.sql against independent references."""
+"""Members from sql/selection/select_top.sql and select_random.sql against independent references."""
 
 import hashlib
 

@@ -6,9 +6,9 @@ from collections import Counter
 
 import pytest
 
-from capsel.lab.world.corpus import build_corpus
-from capsel.lab.world.facts import DOMAINS, WorldSpec, build_world
-from capsel.lab.world.pools import PoolSpec, build_pool
+from capsel_lab.world.corpus import build_corpus
+from capsel_lab.world.facts import DOMAINS, WorldSpec, build_world
+from capsel_lab.world.pools import PoolSpec, build_pool
 
 # written here, not imported: how each science relation is worded, as a reader of the corpus would spot it
 KEYWORDS = {

@@ -8,9 +8,9 @@ from collections import Counter
 import pytest
 
 from capsel.ingest.dedup_key import dedup_key
-from capsel.lab.demo_pool import POOL_FILE, read_pool
-from capsel.lab.real_demo_pool import demo_records
-from capsel.lab.real_pool import real_pool_dir
+from capsel_lab.demo_pool import POOL_FILE, read_pool
+from capsel_lab.real_demo_pool import demo_records
+from capsel_lab.real_pool import real_pool_dir
 
 
 @pytest.fixture(scope="module")

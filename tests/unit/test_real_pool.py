@@ -12,8 +12,8 @@ from collections import Counter
 import pytest
 
 from capsel.errors import CapselError
-from capsel.lab.real_pool import RealPoolSpec, real_pool_records, write_real_pool
-from capsel.lab.real_sources import (
+from capsel_lab.real_pool import RealPoolSpec, real_pool_records, write_real_pool
+from capsel_lab.real_sources import (
     PROVENANCE_FILE, REAL_SOURCES, bundled_real_sources, draw_rows, source_sha256s,
 )
 

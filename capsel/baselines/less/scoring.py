@@ -46,7 +46,7 @@ def score_target(con: duckdb.DuckDBPyConnection, scorer: LessFeatureScorer, targ
             summary.target = compute_target(con, scorer, target, run_id)
             summary.target_computed = True
         with transaction(con):
-            (written,) = run_sql(con, "less_scores_insert", {
+            (written,) = run_sql(con, "baselines/less_scores_insert", {
                 "target_fingerprint": fingerprint, "model_fingerprint": model,
                 "feature_config_hash": scorer.config.hash, "run_id": run_id,
             }).fetchone()

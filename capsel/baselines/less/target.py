@@ -93,7 +93,7 @@ def aggregate(features: np.ndarray) -> np.ndarray:
 
 def stored_target(con: duckdb.DuckDBPyConnection, fingerprint: str) -> dict | None:
     """The stored aggregate row of a target fingerprint, or None."""
-    rows = fetch_records(con, "less_target_get", {"target_fingerprint": fingerprint})
+    rows = fetch_records(con, "baselines/less_target_get", {"target_fingerprint": fingerprint})
     return rows[0] if rows else None
 
 
@@ -117,7 +117,7 @@ def compute_target(
     }
     frame = pd.DataFrame({name: value if name == "aggregate" else [value] for name, value in row.items()})
     con.append("less_targets", frame, by_name=True)
-    run_sql(con, "scoring_config_register", {
+    run_sql(con, "store/scoring_config_register", {
         "config_hash": fingerprint, "config": orjson.dumps(target.config(key, scorer.config.hash)).decode(),
         "generation_hash": None,
     })
@@ -128,7 +128,7 @@ def targets_of_file(con: duckdb.DuckDBPyConnection, path: Path, target_max: int 
     """Stored targets computed from this file's content (any model), optionally only with this --target-max."""
     if not path.is_file():
         raise CapselError(f"[[target]] {path}: no such file")
-    return fetch_records(con, "less_targets_of_file", {"target_sha256": file_sha256(path), "target_max": target_max})
+    return fetch_records(con, "baselines/less_targets_of_file", {"target_sha256": file_sha256(path), "target_max": target_max})
 
 
 def target_scores_hash(con: duckdb.DuckDBPyConnection, path: Path, target_max: int | None) -> str:

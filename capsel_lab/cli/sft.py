@@ -1,0 +1,100 @@
+"""`capsel lab sft`: fine-tune the demo model on CAP-top vs random subsets of one budget, test on held-out questions."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Annotated, Optional
+
+import torch
+import typer
+from rich.table import Table
+
+from capsel.cli.common import console, settings_for
+from capsel.cli.progress import THREADS_HELP, CandidateProgress
+from capsel.errors import CapselError
+from capsel_lab.sft.experiment import SftSpec, run_sft
+from capsel_lab.sft.finetune import FinetuneConfig
+from capsel.models import demo_model_path
+from capsel.paths import inside_root
+from capsel.selection.budget import parse_budget
+
+_DEFAULT = SftSpec()
+# --quick: a pool of 48, two tiny budgets, two seeds, 8 steps, 30 held-out questions (the test's setting)
+_QUICK = SftSpec(budgets=("2", "4"), n_seeds=2, n_clean=48, junk_share=0.125,
+                 finetune=replace(_DEFAULT.finetune, steps=8, warmup_steps=2, batch_size=4), max_heldout=30)
+
+
+def sft(
+    model: Annotated[Optional[str], typer.Option(
+        "--model", help="A model pretrained by `capsel lab pretrain` (default: the bundled demo model).",
+        show_default=False)] = None,
+    budgets: Annotated[Optional[str], typer.Option(
+        "--budgets", help="2 or 3 comma-separated budgets per domain, counts or shares (default 5%,15%).",
+        show_default=False)] = None,
+    seeds: Annotated[Optional[int], typer.Option("--seeds", min=1, help="Seeds per budget and method (default 3).",
+                                                 show_default=False)] = None,
+    steps: Annotated[Optional[int], typer.Option("--steps", min=1, help="Fine-tuning steps of every run (default 60).",
+                                                 show_default=False)] = None,
+    n_clean: Annotated[Optional[int], typer.Option(
+        "--n-clean", min=6, help="Clean candidates in the lab pool (default 600; 5% junk is added).",
+        show_default=False)] = None,
+    quick: Annotated[bool, typer.Option("--quick", help="A tiny setting that runs in seconds (for tests).")] = False,
+    threads: Annotated[int, typer.Option("--threads", min=1, help=THREADS_HELP)] = 1,
+    out: Annotated[Path, typer.Option(
+        "--out", help="Folder for the pool DB, sft.json and sft.png (inside the output root).")] = Path("lab_sft"),
+) -> None:
+    """Fine-tune on CAP-selected and random subsets (same budget, seed, steps, schedule); print held-out accuracy."""
+    out_dir = inside_root(settings_for().output_root, out)
+    spec = _spec(quick, budgets, seeds, steps, n_clean)
+    source = model or str(demo_model_path())
+    torch.set_num_threads(threads)
+    with CandidateProgress("scoring the pool") as progress:
+        n_runs = 1 + (2 * len(spec.budgets) + 1) * spec.n_seeds
+        done = {"n": 0}
+
+        def report(row: dict) -> None:
+            done["n"] += 1
+            console.print(f"[{done['n']}/{n_runs}] {row['budget']} {row['method']} seed {row['seed']}: "
+                          f"{row['n_train']} examples ({row['n_junk']} junk), accuracy {row['accuracy']:.3f}")
+
+        result = run_sft(source, spec, out_dir, progress, report)
+    console.print(_table(result.table))
+    console.print("correct = the held-out question's expected answer (a number, word or value) occurs as a whole "
+                  "word in the model's greedy answer; held-out questions ask the pool's facts in another form")
+    console.print("wrote " + ", ".join(str(path) for path in result.files.values()))
+
+
+def _spec(quick: bool, budgets: str | None, seeds: int | None, steps: int | None, n_clean: int | None) -> SftSpec:
+    spec = _QUICK if quick else _DEFAULT
+    if budgets is not None:
+        values = tuple(part.strip() for part in budgets.split(",") if part.strip())
+        if not 2 <= len(values) <= 3:
+            raise CapselError(f"--budgets needs 2 or 3 values, got {len(values)}: {budgets!r}")
+        for value in values:
+            parse_budget(value, "per_domain")
+        spec = replace(spec, budgets=values)
+    if seeds is not None:
+        spec = replace(spec, n_seeds=seeds)
+    if steps is not None:
+        spec = replace(spec, finetune=replace(spec.finetune, steps=steps, warmup_steps=min(spec.finetune.warmup_steps, steps)))
+    if n_clean is not None:
+        spec = replace(spec, n_clean=n_clean)
+    return spec
+
+
+def _table(rows: list[dict]) -> Table:
+    table = Table(title="held-out accuracy after SFT (mean ± std over seeds)")
+    for column in ("budget / domain", "method", "seeds", "examples", "junk in set", "learnable in set",
+                   "accuracy", "known facts", "learnable facts"):
+        table.add_column(column, justify="left" if column in ("budget / domain", "method") else "right")
+    for row in rows:
+        table.add_row(row["budget"], row["method"], str(row["n_seeds"]), f"{row['n_train_mean']:.0f}",
+                      f"{row['n_junk_mean']:.1f}", f"{row['n_learnable_mean']:.1f}", _pm(row, "accuracy"),
+                      _pm(row, "accuracy_known"), _pm(row, "accuracy_learnable"))
+    return table
+
+
+def _pm(row: dict, metric: str) -> str:
+    mean = row[f"{metric}_mean"]
+    return "-" if mean is None else f"{mean:.3f} ± {row[f'{metric}_std']:.3f}"

@@ -1,0 +1,97 @@
+"""A lab pool run through capsel itself: written as JSONL, ingested into a fresh DuckDB file, scored."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+
+from capsel.db import open_db, run_sql
+from capsel.errors import CapselError
+from capsel.ingest.pipeline import IngestOptions, ingest
+from capsel.ingest.summary import IngestReport
+from capsel_lab.labels import candidate_labels
+from capsel_lab.world.export import write_jsonl
+from capsel_lab.world.facts import DOMAINS
+from capsel_lab.world.pools import PoolSpec
+from capsel.scoring.config import ScoringConfig
+from capsel.scoring.engine import ScoringEngine
+from capsel.models.loading import describe_model, load_model
+from capsel.runner.progress import ProgressSink, RunSummary
+from capsel.runner.job import run_scorer
+from capsel.scorers.cap import CapScorer
+from capsel.selection.scoring_key import ScoringKey, resolve_scoring_key
+
+POOL_FILE, DB_FILE = "pool.jsonl", "capsel.duckdb"
+
+
+@dataclass
+class ScoredLabPool:
+    """The scored pool: where its DB lives, the key of its scores, and what ingest and scoring counted."""
+
+    db_path: Path
+    key: ScoringKey
+    ingest: IngestReport
+    scoring: RunSummary
+    config: ScoringConfig      # as scored: the prompt format resolved for the model
+
+
+def clean_pool_spec(n_clean: int, junk_share: float, seed: int) -> PoolSpec:
+    """A lab pool of `n_clean` candidates over the domains, half known and half learnable facts, plus junk; no duplicates."""
+    per_group = n_clean // (2 * len(DOMAINS))
+    if per_group < 1:
+        raise CapselError(f"[[n_clean]] {n_clean} is too small: it needs at least {2 * len(DOMAINS)}")
+    if junk_share <= 0:
+        raise CapselError("[[junk_share]] must be above 0: the lab pool needs junk")
+    return PoolSpec(seed=seed, n_known=per_group, n_learnable=per_group, junk_fraction=junk_share,
+                    duplicate_fraction=0.0)
+
+
+def open_fresh_db(path: Path) -> duckdb.DuckDBPyConnection:
+    """A new, empty capsel database at `path` (an earlier file and its WAL are removed first)."""
+    for stale in (path, path.with_name(path.name + ".wal")):
+        stale.unlink(missing_ok=True)
+    return open_db(path)
+
+
+def score_lab_pool(
+    con: duckdb.DuckDBPyConnection, records: list[dict], pool_path: Path, model: str | Path,
+    batch_size: int = 16, sink: ProgressSink | None = None, config: ScoringConfig = ScoringConfig(),
+) -> tuple[ScoringKey, IngestReport, RunSummary, ScoringConfig]:
+    """Write `records` to `pool_path`, ingest it into `con` and score it with `model` on the CPU in float32.
+
+    Returns the scores' key, what ingest and scoring counted, and the config as scored (prompt format resolved).
+    """
+    report = ingest(con, [write_jsonl(records, pool_path)], IngestOptions())
+    info = describe_model(str(model), dtype="float32", device="cpu")
+    engine = ScoringEngine(load_model(info), config, batch_size)
+    summary = run_scorer(con, CapScorer.of(engine), sink=sink, run_config={"lab": True, "batch_size": batch_size})
+    key = resolve_scoring_key(con, info.fingerprint, engine.config.scoring_hash)
+    return key, report, summary, engine.config
+
+
+def labelled_scores(con: duckdb.DuckDBPyConnection, key: ScoringKey, records: list[dict]) -> pd.DataFrame:
+    """Every scored candidate (PPL, CAP, z, exclusion reason) with its ground-truth label."""
+    scores = run_sql(con, "scoring/scores_export", {
+        "model_fingerprint": key.model_fingerprint, "scoring_hash": key.config_hash, "domain": None,
+    }).df()
+    labels = candidate_labels(records).drop(columns="domain")
+    return scores.merge(labels, on="candidate_id", how="left", validate="one_to_one")
+
+
+def build_scored_pool(
+    out_dir: Path, records: list[dict], model: str | Path, batch_size: int = 16, sink: ProgressSink | None = None,
+    config: ScoringConfig = ScoringConfig(),
+) -> tuple[ScoredLabPool, pd.DataFrame]:
+    """Score `records` in a fresh `out_dir/capsel.duckdb`; returns the pool and its labelled scores."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    con = open_fresh_db(out_dir / DB_FILE)
+    try:
+        key, report, summary, scored = score_lab_pool(con, records, out_dir / POOL_FILE, model, batch_size, sink,
+                                                      config)
+        scores = labelled_scores(con, key, records)
+    finally:
+        con.close()
+    return ScoredLabPool(out_dir / DB_FILE, key, report, summary, scored), scores
