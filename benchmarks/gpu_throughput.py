@@ -34,23 +34,29 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from gpu_monitor import GpuMonitor  # noqa: E402
+from synthetic_llama import (  # noqa: E402
+    MAX_LENGTHS,
+    PoolShape,
+    model_info,
+    pool_texts,
+    random_model,
+    synthetic_pool,
+)
+
 from capsel.db import open_db  # noqa: E402
 from capsel.db.records import fetch_records  # noqa: E402
 from capsel.ingest.pipeline import IngestOptions, ingest  # noqa: E402
+from capsel.models.loading import attention_implementation
+from capsel.runner.job import run_scorer
+from capsel.runner.progress import RunSummary
+from capsel.scorers.cap import CapScorer
 from capsel.scoring.batch_memory import resolve_batch_size  # noqa: E402
 from capsel.scoring.config import ScoringConfig  # noqa: E402
 from capsel.scoring.engine import ScoringEngine  # noqa: E402
 from capsel.scoring.generation import HFGenerator  # noqa: E402
-from capsel.models.loading import attention_implementation
-from capsel.runner.progress import RunSummary
 from capsel.scoring.generation_run import run_generation
-from capsel.runner.job import run_scorer
-from capsel.scorers.cap import CapScorer
 from capsel.versioning import code_version  # noqa: E402
-from gpu_monitor import GpuMonitor  # noqa: E402
-from synthetic_llama import (  # noqa: E402
-    MAX_LENGTHS, PoolShape, model_info, pool_texts, random_model, synthetic_pool,
-)
 
 RESULTS = Path(__file__).resolve().parent / "results"
 # Dense bf16 tensor-core peaks (no sparsity), FLOP/s; the first name found in the device name wins.

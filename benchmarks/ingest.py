@@ -143,8 +143,10 @@ def main() -> None:
     if not pool.exists():
         started = time.perf_counter()
         counts = generate_pool(pool, args.rows)
-        print(f"generated {pool} ({pool.stat().st_size / 2**20:.0f} MiB) in {time.perf_counter() - started:.1f}s: {counts}")
-    command = [sys.executable, "-m", "capsel", "ingest", str(pool), "--domain", "bench", "--db", str(args.workdir / "bench.duckdb")]
+        size_mib = pool.stat().st_size / 2**20
+        print(f"generated {pool} ({size_mib:.0f} MiB) in {time.perf_counter() - started:.1f}s: {counts}")
+    command = [sys.executable, "-m", "capsel", "ingest", str(pool), "--domain", "bench",
+               "--db", str(args.workdir / "bench.duckdb")]
     env = dict(os.environ)
     if args.workers is not None:
         env["CAPSEL_INGEST_WORKERS"] = str(args.workers)

@@ -73,7 +73,8 @@ def select_from(path: Path, n_points: int, n_centers: int, memory_limit: str | N
     elapsed = time.perf_counter() - started
     con.close()
     print(f"select_coverage (load from DuckDB + greedy): {elapsed:.1f} s for {len(members)} centers; "
-          f"peak RSS of this select process: {peak_rss_gib():.2f} GiB (DuckDB memory_limit {memory_limit or 'default'})")
+          f"peak RSS of this select process: {peak_rss_gib():.2f} GiB "
+          f"(DuckDB memory_limit {memory_limit or 'default'})")
 
 
 def main() -> None:

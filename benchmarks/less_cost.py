@@ -28,14 +28,14 @@ from capsel.baselines.less.scoring import score_less  # noqa: E402
 from capsel.baselines.less.target import TargetFile  # noqa: E402
 from capsel.db import open_db  # noqa: E402
 from capsel.ingest.pipeline import IngestOptions, ingest  # noqa: E402
+from capsel.models import demo_model_path  # noqa: E402
+from capsel.models.loading import describe_model, load_model
+from capsel.runner.job import run_scoring
+from capsel.scoring.config import ScoringConfig  # noqa: E402
+from capsel.scoring.engine import ScoringEngine  # noqa: E402
 from capsel_lab.pretrain import world_spec_of  # noqa: E402
 from capsel_lab.world.facts import build_world  # noqa: E402
 from capsel_lab.world.pools import PoolSpec, build_pool  # noqa: E402
-from capsel.models import demo_model_path  # noqa: E402
-from capsel.scoring.config import ScoringConfig  # noqa: E402
-from capsel.scoring.engine import ScoringEngine  # noqa: E402
-from capsel.models.loading import describe_model, load_model
-from capsel.runner.job import run_scoring
 
 
 def parse_args() -> argparse.Namespace:

@@ -80,4 +80,4 @@ class Settings(BaseSettings):
 def load_settings(**overrides: object) -> Settings:
     """Settings from the environment and .env, with explicit (CLI) overrides winning."""
     clean = {key: value for key, value in overrides.items() if value is not None}
-    return Settings(**clean)
+    return Settings.model_validate(clean)

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from capsel.config import Settings, load_settings
 from capsel.ingest.pipeline import IngestOptions
 from capsel.ingest.records import parse_field_map
-from capsel.scorers.specs import ScorerSpec
+from capsel.scorers.specs import LessSpec, ScorerSpec
 from capsel.selection.budget import parse_budget
 from capsel.selection.plan import SelectionRequest
 from capsel.selection.select import METHODS
@@ -141,7 +141,7 @@ class PipelineConfig(BaseModel):
         if wanted != self.scoring.method:
             raise ValueError(f"selection.method {self.selection.method} selects by {wanted} scores, but scoring.method "
                              f"is {self.scoring.method}: score {wanted} (random draws from CAP's scored pool)")
-        if wanted == "less" and self.scoring.target is None:
+        if isinstance(self.scoring, LessSpec) and self.scoring.target is None:
             raise ValueError("selection.method less selects by the scores against a target: set scoring.target")
         return self
 

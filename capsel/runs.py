@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Any, Iterator
 
 import duckdb
 import orjson
@@ -62,7 +62,7 @@ def finish_run(
 
 @contextmanager
 def recorded_run(
-    con: duckdb.DuckDBPyConnection, kind: str, counters: dict, **start_kwargs: object
+    con: duckdb.DuckDBPyConnection, kind: str, counters: dict, **start_kwargs: Any
 ) -> Iterator[str]:
     """Run a block as a recorded run: completed on success, interrupted on Ctrl-C, failed otherwise.
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import duckdb
 
-from capsel.db import run_sql
+from capsel.db import one_row, run_sql
 
 
 @dataclass(frozen=True)
@@ -38,4 +38,4 @@ def domain_status(con: duckdb.DuckDBPyConnection) -> list[DomainStatus]:
 
 def source_totals(con: duckdb.DuckDBPyConnection) -> SourceTotals:
     """Totals over every ingested source file."""
-    return SourceTotals(*run_sql(con, "status/status_sources").fetchone())
+    return SourceTotals(*one_row(con, "status/status_sources"))

@@ -13,13 +13,15 @@ from capsel_lab.world.facts import DOMAINS, World
 from capsel_lab.world.render import n_questions, prompt_text, question
 
 
-def greedy_answer(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, prompt: str, max_new_tokens: int = 48) -> str:
+def greedy_answer(
+    model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, prompt: str, max_new_tokens: int = 48
+) -> str:
     """Greedy continuation of `prompt` (with BOS), stopped at EOS, decoded."""
     ids = tokenizer(prompt, return_tensors="pt").input_ids
     with torch.no_grad():
-        out = model.generate(ids, max_new_tokens=max_new_tokens, do_sample=False,
+        out = model.generate(  # type: ignore[operator]  # transformers' stub types generate as a Tensorids, max_new_tokens=max_new_tokens, do_sample=False,
                              eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id)
-    return tokenizer.decode(out[0, ids.shape[1]:], skip_special_tokens=True)
+    return str(tokenizer.decode(out[0, ids.shape[1]:], skip_special_tokens=True))
 
 
 def is_correct(generation: str, answer: str) -> bool:
@@ -37,7 +39,7 @@ def greedy_answers(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, p
         for start in range(0, len(prompts), batch_size):
             batch = tokenizer(list(prompts[start:start + batch_size]), return_tensors="pt", padding=True)
             with torch.no_grad():
-                out = model.generate(**batch, max_new_tokens=max_new_tokens, do_sample=False,
+                out = model.generate(  # type: ignore[operator]  # transformers' stub types generate as a Tensor**batch, max_new_tokens=max_new_tokens, do_sample=False,
                                      eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id)
             answers += tokenizer.batch_decode(out[:, batch.input_ids.shape[1]:], skip_special_tokens=True)
     finally:

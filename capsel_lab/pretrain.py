@@ -84,7 +84,9 @@ def _seed_everything(seed: int, threads: int) -> None:
     torch.set_num_threads(threads)
 
 
-def pretrain(config: PretrainConfig, out_dir: Path, on_step: Callable[[int, float], None] | None = None) -> PretrainResult:
+def pretrain(
+    config: PretrainConfig, out_dir: Path, on_step: Callable[[int, float], None] | None = None
+) -> PretrainResult:
     """Generate the world, train tokenizer and model, and save both (safetensors) to `out_dir`."""
     _seed_everything(config.seed, config.threads)
     docs = build_corpus(build_world(config.world), n_passes=config.n_passes)
@@ -124,10 +126,11 @@ def pretrain(config: PretrainConfig, out_dir: Path, on_step: Callable[[int, floa
     return result
 
 
-def world_spec_of(model_dir: Path) -> WorldSpec:
+def world_spec_of(model_dir: Path | str) -> WorldSpec:
     """The WorldSpec a lab-pretrained model was trained on (from its training.json)."""
     path = Path(model_dir) / TRAINING_LOG
     if not path.is_file():
-        raise CapselError(f"{model_dir} has no {TRAINING_LOG}: the lab needs a model pretrained by `capsel lab pretrain`")
+        raise CapselError(f"{model_dir} has no {TRAINING_LOG}: "
+                          "the lab needs a model pretrained by `capsel lab pretrain`")
     log = json.loads(path.read_text(encoding="utf-8"))
     return WorldSpec(**log["config"]["world"])

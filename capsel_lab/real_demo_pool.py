@@ -24,8 +24,9 @@ DUPLICATE_SHARE = 0.03   # near-duplicates per clean row taken
 
 def demo_records(records: list[dict], per_domain: int, junk_share: float = 0.05, seed: int = 0) -> list[dict]:
     """Per domain: the first `per_domain` clean rows, round(junk_share x per_domain) junk alternating the kinds
-    (the first of each kind in file order, rounded half up) and near-duplicates of a few taken rows; original file order kept."""
-    clean, junk = defaultdict(list), defaultdict(lambda: defaultdict(list))
+    (the first of each kind in file order, rounded half up) and near-duplicates of a few taken rows, in file order."""
+    clean: defaultdict[str, list[dict]] = defaultdict(list)
+    junk: defaultdict[str, defaultdict[str, list[dict]]] = defaultdict(lambda: defaultdict(list))
     for record in records:
         domain = record["domain"]
         if record["lab_label"] == "junk":

@@ -18,7 +18,13 @@ from pathlib import Path
 from capsel.errors import CapselError
 from capsel_lab.labels import record_candidate_id
 from capsel_lab.real_sources import (
-    PROVENANCE_FILE, REAL_SOURCES, RealSource, bundled_real_sources, draw_rows, read_source, source_sha256s,
+    PROVENANCE_FILE,
+    REAL_SOURCES,
+    RealSource,
+    bundled_real_sources,
+    draw_rows,
+    read_source,
+    source_sha256s,
 )
 from capsel_lab.world.export import write_jsonl
 from capsel_lab.world.junk import junk_records

@@ -12,17 +12,17 @@ from capsel.db import open_db, run_sql
 from capsel.errors import CapselError
 from capsel.ingest.pipeline import IngestOptions, ingest
 from capsel.ingest.summary import IngestReport
+from capsel.models.loading import describe_model, load_model
+from capsel.runner.job import run_scorer
+from capsel.runner.progress import ProgressSink, RunSummary
+from capsel.scorers.cap import CapScorer
+from capsel.scoring.config import ScoringConfig
+from capsel.scoring.engine import ScoringEngine
+from capsel.selection.scoring_key import ScoringKey, resolve_scoring_key
 from capsel_lab.labels import candidate_labels
 from capsel_lab.world.export import write_jsonl
 from capsel_lab.world.facts import DOMAINS
 from capsel_lab.world.pools import PoolSpec
-from capsel.scoring.config import ScoringConfig
-from capsel.scoring.engine import ScoringEngine
-from capsel.models.loading import describe_model, load_model
-from capsel.runner.progress import ProgressSink, RunSummary
-from capsel.runner.job import run_scorer
-from capsel.scorers.cap import CapScorer
-from capsel.selection.scoring_key import ScoringKey, resolve_scoring_key
 
 POOL_FILE, DB_FILE = "pool.jsonl", "capsel.duckdb"
 
@@ -39,7 +39,7 @@ class ScoredLabPool:
 
 
 def clean_pool_spec(n_clean: int, junk_share: float, seed: int) -> PoolSpec:
-    """A lab pool of `n_clean` candidates over the domains, half known and half learnable facts, plus junk; no duplicates."""
+    """A lab pool of `n_clean` candidates over the domains, half known, half learnable, plus junk; no duplicates."""
     per_group = n_clean // (2 * len(DOMAINS))
     if per_group < 1:
         raise CapselError(f"[[n_clean]] {n_clean} is too small: it needs at least {2 * len(DOMAINS)}")

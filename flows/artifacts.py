@@ -51,7 +51,8 @@ def publish_run_artifacts(report: FlowReport, flow_key: str) -> None:
     if report.published is None:
         return
     published = report.published
-    create_table_artifact(report.members, key=f"{flow_key}-selection", description=f"members of {published.selection_id}")
+    create_table_artifact(report.members, key=f"{flow_key}-selection",
+                          description=f"members of {published.selection_id}")
     for name, relative in (("report", "report/index.html"), ("gate", "gate/index.html"),
                            ("manifest", "manifest.json"), ("data", "data.jsonl")):
         create_link_artifact(

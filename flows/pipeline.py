@@ -7,9 +7,8 @@ of the DAG). The flow process is DuckDB's single writer; workers only compute.
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Iterator
-
 from pathlib import Path
+from typing import Iterator
 
 from prefect.logging import get_run_logger
 from prefect.runtime import flow_run
@@ -17,6 +16,8 @@ from prefect.runtime import flow_run
 from capsel.config import Settings
 from capsel.db import open_db
 from capsel.errors import CapselError
+from capsel.flows.artifacts import publish_gate_failure, publish_run_artifacts
+from capsel.flows.score_flow import score_flow_for
 from capsel.lineage.openlineage_events import FlowDatasets, event_emitter, run_event
 from capsel.orchestration.flow_runs import adopt_run, incoming_files, ingested_files
 from capsel.orchestration.run_report import FlowReport, extreme_examples, selection_rows
@@ -28,8 +29,6 @@ from capsel.scorers.specs import ModelSpec
 from capsel.stages.context import RunContext
 from capsel.stages.select import SelectRequest, selection_key
 from capsel.store.results import ResultKey
-from capsel.flows.artifacts import publish_gate_failure, publish_run_artifacts
-from capsel.flows.score_flow import score_flow_for
 from capsel.tasks.ingest import ingest_files
 from capsel.tasks.profile import check_rank_profile
 from capsel.tasks.residualize import residualize
@@ -148,7 +147,7 @@ def _lineage(settings: Settings, report: FlowReport, datasets: FlowDatasets, con
         try:
             emit(run_event(state, report.run_id, f"capsel.{flow_key}", settings.openlineage_namespace, datasets,
                            report.prefect_flow_run_id, config.record(), error))
-        except Exception as exc:  # lineage is an audit side channel: its outage must not fail the run
+        except Exception as exc:  # noqa: BLE001 (lineage is an audit side channel: its outage must not fail the run)
             get_run_logger().warning("OpenLineage %s event not sent: %s", state, exc)
 
     send("START")

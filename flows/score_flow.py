@@ -9,13 +9,13 @@ from prefect.task_runners import ThreadPoolTaskRunner
 
 from capsel.config import Settings
 from capsel.db import open_db
+from capsel.flows.artifacts import ProgressArtifact
 from capsel.pipeline_config import RunnerParams, ScoreFlowConfig
 from capsel.runner.work import workers_spec
 from capsel.scorers.specs import ScorerSpec
 from capsel.stages.context import RunContext
 from capsel.stages.score import ScoreRequest, ScoreSummary, score
 from capsel.store.scope import Scope
-from capsel.flows.artifacts import ProgressArtifact
 from capsel.tasks.score import describe_scorer_task, score_shard_task
 
 

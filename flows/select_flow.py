@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from prefect import flow
 
-from capsel.pipeline_config import PipelineConfig
 from capsel.flows.pipeline import run_pipeline
+from capsel.pipeline_config import PipelineConfig
 
 
 @flow(name="capsel-select", log_prints=True)

@@ -14,18 +14,18 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import ClassVar, Sequence
+from typing import ClassVar, Protocol, Sequence
 
 import torch
 from pydantic import ConfigDict, Field
 
-from capsel.baselines.response_loss import response_token_nll
 from capsel.baselines.lm_scorer import LmConfig, LmScorer, describe_lm, lm_prompt_format
+from capsel.baselines.response_loss import response_token_nll
 from capsel.baselines.scorer import BaselineResult
+from capsel.models.loading import ModelInfo
 from capsel.scorers.specs import IfdSpec
 from capsel.scoring.inputs import SHORT_RESPONSE, CandidateText, prompt_text, response_token_ids
 from capsel.scoring.prompt_format import prompt_token_ids
-from capsel.models.loading import ModelInfo
 
 IFD_GE_1 = "ifd_ge_1"
 PROMPT_FILLS_WINDOW = "prompt_fills_window"
@@ -53,8 +53,21 @@ class IfdInput:
     excluded_reason: str | None
 
 
+class Window(Protocol):
+    """What cutting [prompt; response] needs of a config (IFD's and LESS's both have it)."""
+
+    @property
+    def max_length(self) -> int: ...
+
+    @property
+    def prompt_format(self) -> str: ...
+
+    @property
+    def min_response_tokens(self) -> int: ...
+
+
 def ifd_inputs(
-    candidates: Sequence[CandidateText], tokenizer, config: IfdConfig, empty_prefix: Sequence[int]
+    candidates: Sequence[CandidateText], tokenizer, config: Window, empty_prefix: Sequence[int]
 ) -> list[IfdInput]:
     """Tokenise and truncate as the module docstring says; too-long prompts and short responses are excluded."""
     if not candidates:
@@ -84,6 +97,8 @@ def ifd_ratio(conditional: torch.Tensor, unconditional: torch.Tensor) -> float:
 class IfdScorer(LmScorer):
     """Two forwards per batch: [prompt; response] and [empty-text prefix; response], response ids scored."""
 
+    config: IfdConfig
+
     def __init__(self, config: IfdConfig, info: ModelInfo, batch_size: int = 16):
         super().__init__(config, info, batch_size)
         self.empty_prefix = list(info.tokenizer("").input_ids)
@@ -107,6 +122,7 @@ class IfdScorer(LmScorer):
 def _result(item: IfdInput, ratio: float | None) -> BaselineResult:
     if item.excluded_reason:
         return BaselineResult(item.candidate_id, excluded_reason=item.excluded_reason)
+    assert ratio is not None  # every eligible input was measured
     if not math.isfinite(ratio):
         return BaselineResult(item.candidate_id, excluded_reason=NON_FINITE)
     return BaselineResult(item.candidate_id, score=ratio, excluded_reason=IFD_GE_1 if ratio >= 1 else None)

@@ -18,9 +18,10 @@ from pydantic import ConfigDict, Field
 
 from capsel.baselines.example_text import SEPARATOR, example_text
 from capsel.baselines.scorer import BaselineConfig, BaselineResult, BaselineScorer
-from capsel.scorers.specs import PACKAGED_ENCODER, KCenterSpec
 from capsel.baselines.scorer_models import LocalModel, describe_local_model, load_local_model
 from capsel.errors import CapselError
+from capsel.scorers.base import Table
+from capsel.scorers.specs import PACKAGED_ENCODER, KCenterSpec
 
 
 class KCenterConfig(BaselineConfig):
@@ -44,7 +45,9 @@ def mean_pooled(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 class KCenterScorer(BaselineScorer):
     """Embeds examples with a local encoder; results go to the `embeddings` table."""
 
-    table: ClassVar[str] = "embeddings"
+    config: KCenterConfig
+
+    table: ClassVar[Table] = "embeddings"
 
     def __init__(self, config: KCenterConfig, encoder: LocalModel, batch_size: int = 256):
         super().__init__(config, encoder.identity, batch_size)

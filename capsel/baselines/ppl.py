@@ -15,13 +15,13 @@ from pydantic import ConfigDict, Field
 
 from capsel.baselines.lm_scorer import LmConfig, LmScorer, describe_lm, lm_prompt_format
 from capsel.baselines.scorer import BaselineResult
-from capsel.scoring.batching import right_padded
+from capsel.models.loading import LoadedModel
 from capsel.scorers.specs import PplSpec
+from capsel.scoring.batching import right_padded
 from capsel.scoring.config import ScoringConfig
 from capsel.scoring.divergence import token_nll
 from capsel.scoring.forward import extend, pad_id, prefill
 from capsel.scoring.inputs import SHORT_PROMPT, SHORT_RESPONSE, CandidateText, build_inputs
-from capsel.models.loading import LoadedModel
 
 
 class PplConfig(LmConfig):
@@ -55,6 +55,8 @@ class PplConfig(LmConfig):
 
 class PplScorer(LmScorer):
     """exp(mean NLL) of the kept response ids after the kept prompt: one prompt prefill, one y branch."""
+
+    config: PplConfig
 
     def reusable_cap_configs(self, known_configs: Sequence[dict]) -> list[str]:
         """The CAP configs with PPL's own limits: their stored PPL is this PPL."""

@@ -15,9 +15,9 @@ from pydantic import ConfigDict, Field
 
 from capsel.baselines.example_text import SEPARATOR, example_text
 from capsel.baselines.scorer import BaselineConfig, BaselineResult, BaselineScorer
-from capsel.scorers.specs import QuratingSpec
 from capsel.baselines.scorer_models import LocalModel, describe_local_model, load_local_model
 from capsel.errors import CapselError
+from capsel.scorers.specs import QuratingSpec
 
 DEFAULT_LABEL = "educational_value"
 
@@ -41,12 +41,15 @@ def label_index(config, label: str) -> int:
         if str(name).lower() == label.lower():
             return index
     raise CapselError(
-        f"the rater has no label {label!r}; its labels are {sorted(labels.values())}: set [[rater_label]] to one of them"
+        f"the rater has no label {label!r}; its labels are {sorted(labels.values())}: "
+        "set [[rater_label]] to one of them"
     )
 
 
 class QuratingScorer(BaselineScorer):
     """Batched classifier forwards; the score is the chosen label's logit."""
+
+    config: QuratingConfig
 
     def __init__(self, config: QuratingConfig, rater: LocalModel, batch_size: int = 16):
         super().__init__(config, rater.identity, batch_size)

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from torch import nn
 
-from capsel.scorers.base import ScorerIdentity
 from capsel.errors import CapselError
-from capsel.models.load_lock import MODEL_LOAD_LOCK
 from capsel.models.devices import DTYPES, resolve_device, resolve_dtype
+from capsel.models.load_lock import MODEL_LOAD_LOCK
 from capsel.models.source import ModelSource, resolve_model
+from capsel.scorers.base import ScorerIdentity
 
 
 @dataclass(frozen=True)
@@ -21,7 +22,7 @@ class LocalModel:
     source: ModelSource
     dtype: str
     device: str
-    tokenizer: object
+    tokenizer: Any  # a transformers tokenizer; its type depends on the checkpoint
     config: object
     trust_remote_code: bool
 

@@ -59,7 +59,8 @@ RaterOption = Annotated[Optional[str], typer.Option("--rater", help="qurating: l
 TargetOption = Annotated[Optional[Path], typer.Option("--target", help="less: file of examples to select toward.")]
 TargetMaxOption = Annotated[Optional[int], typer.Option("--target-max", min=1, help="less: first N target examples.")]
 MaxLengthOption = Annotated[Optional[int], typer.Option("--max-length", min=2, help="Token window of the method.")]
-BudgetOption = Annotated[Optional[str], typer.Option("--budget", help="Members per domain: a count or a share like 10%.")]
+BudgetOption = Annotated[Optional[str], typer.Option(
+    "--budget", help="Members per domain: a count or a share like 10%.")]
 GuardOption = Annotated[Optional[float], typer.Option(
     "--ppl-guard", min=0.0, max=100.0, help="cap, random: no candidate above this PPL percentile of its domain.")]
 OutOption = Annotated[Optional[str], typer.Option("--out", help="Folder inside the output root for the selection.")]
@@ -79,8 +80,8 @@ InFlightOption = Annotated[Optional[int], typer.Option(
     "--max-in-flight", min=1, help="Shards submitted and not yet merged, at most (default 4).")]
 
 
-def select(config: ConfigOption = None, input: InputOption = None, domain: DomainOption = None,
-           map: MapOption = None, method: MethodOption = None, model: ModelOption = None,
+def select(config: ConfigOption = None, inputs: InputOption = None, domain: DomainOption = None,
+           field_map: MapOption = None, method: MethodOption = None, model: ModelOption = None,
            encoder: EncoderOption = None, rater: RaterOption = None, target: TargetOption = None,
            target_max: TargetMaxOption = None, max_length: MaxLengthOption = None, budget: BudgetOption = None,
            ppl_guard: GuardOption = None, out: OutOption = None, shard_size: ShardOption = None,
@@ -88,14 +89,14 @@ def select(config: ConfigOption = None, input: InputOption = None, domain: Domai
            threads: ThreadsOption = None, runner: RunnerOption = None, num_gpus: GpusOption = None,
            ray_address: RayAddressOption = None, max_in_flight: InFlightOption = None, db: DbOption = None) -> None:
     """Run the selection flow: ingest, score by the method (sharded, resumable), gate, publish."""
-    config = _pipeline_config(**locals())
+    pipeline = _pipeline_config(**locals())
     from capsel.flows.select_flow import select_flow
 
-    run_flow(select_flow, config)
+    run_flow(select_flow, pipeline)
 
 
-def rescore(config: ConfigOption = None, input: InputOption = None, domain: DomainOption = None,
-            map: MapOption = None, method: MethodOption = None, model: ModelOption = None,
+def rescore(config: ConfigOption = None, inputs: InputOption = None, domain: DomainOption = None,
+            field_map: MapOption = None, method: MethodOption = None, model: ModelOption = None,
             encoder: EncoderOption = None, rater: RaterOption = None, target: TargetOption = None,
             target_max: TargetMaxOption = None, max_length: MaxLengthOption = None, budget: BudgetOption = None,
             ppl_guard: GuardOption = None, out: OutOption = None, shard_size: ShardOption = None,
@@ -103,10 +104,10 @@ def rescore(config: ConfigOption = None, input: InputOption = None, domain: Doma
             threads: ThreadsOption = None, runner: RunnerOption = None, num_gpus: GpusOption = None,
             ray_address: RayAddressOption = None, max_in_flight: InFlightOption = None, db: DbOption = None) -> None:
     """Run the rescoring flow: new files only, score the new candidates, refit, publish a new version."""
-    config = _pipeline_config(**locals())
+    pipeline = _pipeline_config(**locals())
     from capsel.flows.rescore_flow import rescore_flow
 
-    run_flow(rescore_flow, config)
+    run_flow(rescore_flow, pipeline)
 
 
 def score(method: MethodOption = None, model: ModelOption = None, encoder: EncoderOption = None,
@@ -163,7 +164,7 @@ def _runner(runner, shard_size, threads, num_gpus, ray_address, max_in_flight, b
     return {**(base or {}), **{key: value for key, value in values.items() if value is not None}}
 
 
-def _pipeline_config(config: Path | None, input, domain, map, method, model, encoder, rater, target, target_max,
+def _pipeline_config(config: Path | None, inputs, domain, field_map, method, model, encoder, rater, target, target_max,
                      max_length, budget, ppl_guard, out, shard_size, batch_size, device, prompt_format, threads,
                      runner, num_gpus, ray_address, max_in_flight, db) -> PipelineConfig:
     """The config file's parameters with the command-line options applied on top."""
@@ -173,7 +174,7 @@ def _pipeline_config(config: Path | None, input, domain, map, method, model, enc
         raise CapselError(f"cannot read flow parameters from {config}: {exc}") from exc
     sources = dict(body.get("sources") or {})
     sources.update({key: value for key, value in {
-        "paths": [str(path) for path in input] if input else None, "domain": domain, "field_map": map,
+        "paths": [str(path) for path in inputs] if inputs else None, "domain": domain, "field_map": field_map,
     }.items() if value is not None})
     selection = dict(body.get("selection") or {})
     selection.update({key: value for key, value in {

@@ -5,11 +5,25 @@ from __future__ import annotations
 from capsel.cli.common import DbOption, console
 from capsel.cli.progress import CandidateProgress, print_summary
 from capsel.cli.scoring_options import (
-    BatchSizeOption, DeviceOption, DomainOption, DtypeOption, GeneratorOption, HorizonOption, LimitOption,
-    ModelOption, PromptFormatOption, PromptTokensOption, ThreadsOption, TrustRemoteCodeOption, described,
-    model_options, scoring_db, scoring_settings,
+    BatchSizeOption,
+    DeviceOption,
+    DomainOption,
+    DtypeOption,
+    GeneratorOption,
+    HorizonOption,
+    LimitOption,
+    ModelOption,
+    PromptFormatOption,
+    PromptTokensOption,
+    ThreadsOption,
+    TrustRemoteCodeOption,
+    described,
+    model_options,
+    scoring_db,
+    scoring_settings,
 )
 from capsel.cli.specs import build_spec, spec_values
+from capsel.scorers.cap import CapScorer
 from capsel.scoring.generation_run import run_generation
 from capsel.scoring.generators import check_generator, generator_for
 from capsel.store.scope import Scope
@@ -36,6 +50,7 @@ def generate(
     spec = build_spec(spec_values("cap", model_options(settings, model, trust_remote_code, prompt_format),
                                   prompt_tokens=prompt_tokens, horizon=horizon, batch_size=settings.score_batch_size))
     scorer = described(spec)
+    assert isinstance(scorer, CapScorer)  # a cap spec builds the CAP scorer
     console.print(f"starting {generator}")
     backend = generator_for(generator, settings, scorer)
     try:

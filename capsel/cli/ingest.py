@@ -8,15 +8,22 @@ from pathlib import Path
 from typing import Annotated, Iterator, Optional
 
 import typer
-from rich.progress import (
-    BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn,
-)
 from rich import box
+from rich.progress import (
+    BarColumn,
+    DownloadColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeRemainingColumn,
+    TransferSpeedColumn,
+)
 from rich.table import Table
 
 from capsel.cli.common import DbOption, console, settings_for
 from capsel.db import open_db
-from capsel.ingest.pipeline import IngestOptions, ProgressFn, ingest as run_ingest, resolve_inputs
+from capsel.ingest.pipeline import IngestOptions, ProgressFn, resolve_inputs
+from capsel.ingest.pipeline import ingest as run_ingest
 from capsel.ingest.records import parse_field_map
 from capsel.ingest.summary import IngestReport
 
@@ -77,7 +84,7 @@ def file_progress() -> Iterator[ProgressFn]:
         TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
         TimeRemainingColumn(),
     )
-    tasks: dict[Path, int] = {}
+    tasks: dict[Path, TaskID] = {}
     with Progress(*columns, console=console, transient=True) as bar:
         def update(path: Path, done: int, total: int) -> None:
             if path not in tasks:
@@ -95,7 +102,8 @@ def print_report(report: IngestReport) -> None:
                 f"already ingested by run {outcome.already_ingested_by}"
             )
         else:
-            console.print(f"[green]ingested[/] {outcome.path}: {outcome.n_rows_read:,} rows (source {outcome.source_id})")
+            console.print(f"[green]ingested[/] {outcome.path}: {outcome.n_rows_read:,} rows "
+                          f"(source {outcome.source_id})")
     if not report.domains:
         console.print("nothing new to ingest")
         return

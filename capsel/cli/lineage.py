@@ -18,7 +18,7 @@ def lineage(
     as_json: Annotated[bool, typer.Option("--json", help="Print the lineage as JSON instead of a tree.")] = False,
     db: DbOption = None,
 ) -> None:
-    """Show where a candidate came from (source, row, runs, model, config, scores, selections) or what a selection rests on."""
+    """Where a candidate came from (source, row, runs, model, config, scores, selections), or a selection's basis."""
     settings = settings_for(db)
     con = open_db(settings.db_path, read_only=True)
     try:

@@ -23,11 +23,13 @@ def profile(
     texts: Annotated[Optional[Path], typer.Option(
         "--texts", help="UTF-8 file of sample texts separated by blank lines. Default: a bundled sample.")] = None,
     out: Annotated[Path, typer.Option(
-        "--out", help="Output folder for profile.csv, profile.png, verdict.json (inside the output root).")] = Path("profile"),
+        "--out", help="Output folder for profile.csv, profile.png, verdict.json (inside the output root).",
+    )] = Path("profile"),
     random_init: Annotated[bool, typer.Option(
         "--random-init", help="Survey the same architecture with fresh random weights instead.")] = False,
     seed: Annotated[int, typer.Option("--seed", help="Seed for --random-init.")] = 0,
-    max_tokens: Annotated[int, typer.Option("--max-tokens", min=2, help="Token rows in each hidden-state matrix.")] = 2048,
+    max_tokens: Annotated[int, typer.Option(
+        "--max-tokens", min=2, help="Token rows in each hidden-state matrix.")] = 2048,
     trust_remote_code: Annotated[bool, typer.Option(
         "--trust-remote-code", help="Allow model code from the model folder (off by default).")] = False,
     prompt_format: PromptFormatOption = "auto",

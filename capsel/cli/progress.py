@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from rich.console import Console
 from rich.progress import (
-    BarColumn, MofNCompleteColumn, Progress, ProgressColumn, Task, TextColumn, TimeElapsedColumn, TimeRemainingColumn,
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    Task,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
 )
 from rich.table import Table
 from rich.text import Text
@@ -46,7 +54,7 @@ class CandidateProgress:
     def __init__(self, description: str):
         self.description = description
         self.progress = progress_bar(console, "cand")
-        self.task = None
+        self.task: TaskID | None = None
 
     def __enter__(self) -> "CandidateProgress":
         self.progress.start()
@@ -61,7 +69,8 @@ class CandidateProgress:
 
     def advance(self, report: BatchReport) -> None:
         """Move the bar by one committed batch."""
-        self.progress.advance(self.task, report.n_candidates)
+        if self.task is not None:
+            self.progress.advance(self.task, report.n_candidates)
 
 
 def print_summary(title: str, summary: RunSummary, done_label: str, extra: dict[str, int] | None = None) -> None:

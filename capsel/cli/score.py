@@ -5,14 +5,31 @@ from __future__ import annotations
 from capsel.cli.common import DbOption
 from capsel.cli.progress import CandidateProgress, print_summary
 from capsel.cli.scoring_options import (
-    BatchSizeOption, DeviceOption, DomainOption, DtypeOption, EarlyOption, GeneratorOption, HorizonOption,
-    LateOption, LimitOption, ModelOption, PromptFormatOption, PromptTokensOption, ThreadsOption,
-    TrustRemoteCodeOption, described, model_options, scoring_db, scoring_settings,
+    BatchSizeOption,
+    DeviceOption,
+    DomainOption,
+    DtypeOption,
+    EarlyOption,
+    GeneratorOption,
+    HorizonOption,
+    LateOption,
+    LimitOption,
+    ModelOption,
+    PromptFormatOption,
+    PromptTokensOption,
+    ThreadsOption,
+    TrustRemoteCodeOption,
+    described,
+    model_options,
+    scoring_db,
+    scoring_settings,
 )
 from capsel.cli.specs import build_spec, spec_values
+from capsel.scorers.cap import CapScorer
 from capsel.scoring.generators import check_generator, generator_for
 from capsel.stages.context import RunContext
-from capsel.stages.score import ScoreRequest, score as score_stage
+from capsel.stages.score import ScoreRequest
+from capsel.stages.score import score as score_stage
 from capsel.store.scope import Scope
 
 
@@ -41,6 +58,7 @@ def score(
         horizon=horizon, early=early, late=late, batch_size=settings.score_batch_size,
     ))
     scorer = described(spec)
+    assert isinstance(scorer, CapScorer)  # a cap spec builds the CAP scorer
     with scoring_db(settings) as con, CandidateProgress("scoring") as progress:
         # vLLM writes every missing y-hat first; the HF scorer then finds them all stored
         pre_pass = generator_for(generator, settings, scorer) if generator == "vllm" else None

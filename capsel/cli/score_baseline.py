@@ -14,13 +14,26 @@ from capsel.baselines.registry import BASELINES
 from capsel.cli.common import DbOption, console
 from capsel.cli.progress import CandidateProgress, print_summary
 from capsel.cli.scoring_options import (
-    BatchSizeOption, DeviceOption, DomainOption, DtypeOption, LimitOption, ModelOption, PromptFormatOption,
-    PromptTokensOption, ThreadsOption, TrustRemoteCodeOption, described, model_options, scoring_db, scoring_settings,
+    BatchSizeOption,
+    DeviceOption,
+    DomainOption,
+    DtypeOption,
+    LimitOption,
+    ModelOption,
+    PromptFormatOption,
+    PromptTokensOption,
+    ThreadsOption,
+    TrustRemoteCodeOption,
+    described,
+    model_options,
+    scoring_db,
+    scoring_settings,
 )
 from capsel.cli.specs import build_spec, spec_values
-from capsel.stages.context import RunContext
-from capsel.stages.score import ScoreRequest, score as score_stage
 from capsel.errors import CapselError
+from capsel.stages.context import RunContext
+from capsel.stages.score import ScoreRequest
+from capsel.stages.score import score as score_stage
 from capsel.store.scope import Scope
 
 

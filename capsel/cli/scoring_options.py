@@ -83,9 +83,9 @@ def described(spec: ScorerSpec) -> Scorer:
     console.print(f"{spec.method}: {identity.name_or_path}, {identity.architecture}, "
                   f"{identity.n_layers or '?'} layers, {identity.dtype}, fingerprint {identity.fingerprint}, "
                   f"config {scorer.config_hash}")
-    if isinstance(getattr(spec, "model", None), ModelSpec):  # a causal LM that tokenises prompts
+    if isinstance(model := getattr(spec, "model", None), ModelSpec):  # a causal LM that tokenises prompts
         how = "the model's chat template" if scorer.prompt_format == "chat" else "tokenizer(prompt), no template"
-        console.print(f"prompt format {scorer.prompt_format} ({how}; asked: {spec.model.prompt_format})")
+        console.print(f"prompt format {scorer.prompt_format} ({how}; asked: {model.prompt_format})")
     return scorer
 
 

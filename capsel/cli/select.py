@@ -12,7 +12,6 @@ from rich.table import Table
 
 from capsel.cli.common import DbOption, console, settings_for
 from capsel.db import open_db
-from capsel.errors import CapselError
 from capsel.paths import inside_root
 from capsel.selection.budget import parse_budget
 from capsel.selection.plan import Selection, SelectionRequest

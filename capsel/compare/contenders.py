@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import duckdb
 import pandas as pd
@@ -82,7 +83,7 @@ def _ppl(con: duckdb.DuckDBPyConnection, keys: list[ScoringKey]) -> tuple[pd.Ser
     """PPL by candidate id: the ppl baseline's when scored, else what CAP scoring measured."""
     for key in keys:
         if key.method == "ppl":
-            frame = _scores(con, key)
+            frame: Any = _scores(con, key)
             return frame.set_index("candidate_id")["score"], f"ppl scores of {key.model_fingerprint}"
     for key in keys:
         if key.method == "cap":

@@ -7,7 +7,7 @@ from pathlib import Path
 import duckdb
 
 from capsel.db.migrations import check_not_newer, latest_version, migrate
-from capsel.db.sqlfiles import run_sql
+from capsel.db.sqlfiles import one_row
 from capsel.errors import CapselError
 
 
@@ -28,7 +28,7 @@ def open_db(
         if not read_only:
             file.parent.mkdir(parents=True, exist_ok=True)
     try:
-        config = {"memory_limit": memory_limit} if memory_limit else {}
+        config: dict[str, str | bool | int | float | list[str]] = {"memory_limit": memory_limit} if memory_limit else {}
         con = duckdb.connect(target, read_only=read_only, config=config)
     except duckdb.IOException as exc:
         raise CapselError(f"cannot open {target}: {exc}") from exc
@@ -40,8 +40,8 @@ def open_db(
 
 
 def _check_readable(con: duckdb.DuckDBPyConnection, path: str) -> None:
-    exists = run_sql(con, "db/schema_version_exists").fetchone()[0]
-    version = int(run_sql(con, "db/schema_version_current").fetchone()[0]) if exists else 0
+    exists = one_row(con, "db/schema_version_exists")[0]
+    version = int(one_row(con, "db/schema_version_current")[0]) if exists else 0
     check_not_newer(version, path)
     if version < latest_version():
         raise CapselError(

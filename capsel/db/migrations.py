@@ -8,7 +8,7 @@ from importlib.resources import files
 
 import duckdb
 
-from capsel.db.sqlfiles import run_sql, sql_text
+from capsel.db.sqlfiles import one_row, run_sql, sql_text
 from capsel.db.transaction import transaction
 from capsel.errors import SchemaVersionError
 
@@ -49,7 +49,7 @@ def latest_version() -> int:
 def current_version(con: duckdb.DuckDBPyConnection) -> int:
     """Schema version stored in the database (0 for an empty file)."""
     run_sql(con, "db/schema_version_create")
-    return int(run_sql(con, "db/schema_version_current").fetchone()[0])
+    return int(one_row(con, "db/schema_version_current")[0])
 
 
 def check_not_newer(version: int, path: str) -> None:

@@ -25,6 +25,14 @@ def run_sql(
     return con.execute(sql_text(name))
 
 
+def one_row(con: duckdb.DuckDBPyConnection, name: str, params: dict[str, Any] | None = None) -> tuple:
+    """The single row an aggregate SQL file returns (a query that returns none is a bug, raised as such)."""
+    row = run_sql(con, name, params).fetchone()
+    if row is None:
+        raise RuntimeError(f"sql/{name}.sql returned no row")
+    return row
+
+
 def sql_relation(
     con: duckdb.DuckDBPyConnection, name: str, params: dict[str, Any] | None = None
 ) -> duckdb.DuckDBPyRelation:

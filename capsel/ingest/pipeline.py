@@ -17,7 +17,7 @@ import duckdb
 import orjson
 import pyarrow as pa
 
-from capsel.db import run_sql, sql_text, transaction
+from capsel.db import one_row, run_sql, sql_text, transaction
 from capsel.errors import CapselError
 from capsel.ingest.chunks import Chunk, ClassifyConfig
 from capsel.ingest.readers import FORMATS, Batch, bytes_through, format_for
@@ -216,7 +216,8 @@ def _run_over(con: duckdb.DuckDBPyConnection, table: pa.Table, view: str, statem
 
 def _draw_sample(con: duckdb.DuckDBPyConnection, run_id: str, options: IngestOptions) -> None:
     """Keep `sample_size` of this run's new candidates per domain; move the rest to sampled_out."""
-    run_sql(con, "ingest/ingest_draw_create", {"run_id": run_id, "seed": options.seed, "sample_size": options.sample_size})
+    run_sql(con, "ingest/ingest_draw_create",
+            {"run_id": run_id, "seed": options.seed, "sample_size": options.sample_size})
     run_sql(con, "ingest/ingest_draw_record")
     run_sql(con, "ingest/ingest_draw_remove")
     run_sql(con, "ingest/ingest_draw_drop")
@@ -224,9 +225,9 @@ def _draw_sample(con: duckdb.DuckDBPyConnection, run_id: str, options: IngestOpt
 
 def _record_counts(con: duckdb.DuckDBPyConnection, outcome: FileOutcome) -> None:
     """Store a source's counts and refuse to commit if they do not add up to the rows read."""
-    counts = run_sql(con, "ingest/ingest_source_counts", {
+    counts = one_row(con, "ingest/ingest_source_counts", {
         "source_id": outcome.source_id, "n_rows_read": outcome.n_rows_read,
-    }).fetchone()
+    })
     n_read, landed = counts[0], sum(counts[1:])
     if n_read != landed:
         raise RuntimeError(

@@ -228,7 +228,7 @@ def _csv_records(records: Iterator[list[str]]) -> Iterator[list[str] | Rejection
 
 def decode_csv(batch: Batch) -> Iterator[RawRow]:
     """Records as {header: value} dicts; every value is a string ('' for an empty cell)."""
-    header = batch.header
+    header = batch.header or []
     for number, fields in enumerate(batch.items, batch.first_row):
         if isinstance(fields, Rejection):
             yield RawRow(number, None, fields)

@@ -143,4 +143,5 @@ def extract_fields(
         return problem._replace(domain=known_domain)
     if not isinstance(domain, str):
         return domain
-    return Fields(domain, instruction, input_text or "", response)
+    # _check_text has checked all three are strings
+    return Fields(domain, str(instruction), str(input_text or ""), str(response))

@@ -16,6 +16,7 @@ from openlineage.client.event_v2 import InputDataset, Job, OutputDataset, Run, R
 from openlineage.client.facet_v2 import RunFacet, dataset_version_dataset, error_message_run, job_type_job
 
 from capsel import __version__
+from capsel.errors import CapselError
 from capsel.versioning import code_version
 
 PRODUCER = f"https://pypi.org/project/capsel/{__version__}"
@@ -107,7 +108,7 @@ def run_event(
         eventType=STATES[state],
         eventTime=datetime.now(timezone.utc).isoformat(),
         run=Run(runId=str(uuid.UUID(hex=run_id)), facets=facets),
-        job=Job(namespace=namespace, name=job_name, facets=job_facets),
+        job=Job(namespace=namespace, name=job_name, facets=dict(job_facets)),
         producer=PRODUCER,
         inputs=inputs,
         # START names no outputs: nothing is written yet, and a FAIL lists what may hold committed shards
@@ -138,6 +139,8 @@ def event_emitter(
     elif transport == "http":
         from openlineage.client.transport.http import HttpConfig, HttpTransport
 
+        if not url:
+            raise CapselError("[[openlineage_url]] is needed for the http OpenLineage transport")
         client = OpenLineageClient(transport=HttpTransport(HttpConfig(url=url)))
     elif transport == "console":
         from openlineage.client.transport.console import ConsoleConfig, ConsoleTransport

@@ -6,7 +6,7 @@ The scorer and the rank survey both find the blocks here, so they always measure
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 import torch
 from torch import nn
@@ -32,7 +32,7 @@ def find_decoder_blocks(model: nn.Module, n_layers: int) -> nn.ModuleList:
     return max(candidates, key=lambda blocks: sum(p.numel() for p in blocks.parameters()))
 
 
-def model_blocks(model: nn.Module) -> nn.ModuleList:
+def model_blocks(model: Any) -> nn.ModuleList:
     """The decoder blocks of a loaded causal LM, by the same rule the scorer uses (the config's layer count)."""
     return find_decoder_blocks(model, int(model.config.get_text_config().num_hidden_layers))
 

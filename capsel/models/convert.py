@@ -97,9 +97,9 @@ def check_prompts(tokenizer: PreTrainedTokenizerBase) -> list[str]:
     """The raw check prompts, plus one rendered through the chat template when the tokenizer has one."""
     prompts = list(CHECK_PROMPTS)
     if getattr(tokenizer, "chat_template", None):
-        prompts.append(tokenizer.apply_chat_template(
+        prompts.append(str(tokenizer.apply_chat_template(
             [{"role": "user", "content": CHAT_CHECK_MESSAGE}], tokenize=False, add_generation_prompt=True
-        ))
+        )))
     return prompts
 
 

@@ -197,7 +197,7 @@ def _manifest(
     entry: RegistryModel, dtype: str, digests: dict[str, str], check: dict | None, threads: int | None, wall_s: float
 ) -> dict:
     """Provenance of the install: where its files came from, how it was converted and checked, and when."""
-    versions = {"capsel": code_version()}
+    versions: dict[str, str | None] = {"capsel": code_version()}
     for package in ("transformers", "torch", "gguf"):
         try:
             versions[package] = metadata.version(package)

@@ -7,7 +7,7 @@ import importlib.util
 import inspect
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
@@ -32,7 +32,7 @@ class ModelInfo:
     source: ModelSource
     dtype: str
     device: str
-    tokenizer: object
+    tokenizer: Any  # a transformers tokenizer
     eos_token_ids: frozenset[int]
     architecture: str
     n_layers: int
@@ -49,7 +49,7 @@ class LoadedModel:
     """An HF causal LM in eval mode with its decoder blocks located."""
 
     info: ModelInfo
-    model: nn.Module
+    model: Any  # a transformers causal LM (PreTrainedModel), typed loosely as transformers types it
     blocks: nn.ModuleList
     input_device: torch.device
     supports_logits_to_keep: bool = False
@@ -110,7 +110,7 @@ def load_model(info: ModelInfo, attn_implementation: str = "auto") -> LoadedMode
     from transformers import AutoModelForCausalLM
 
     attn_implementation = attention_implementation(info, attn_implementation)
-    kwargs = dict(
+    kwargs: dict[str, Any] = dict(
         dtype=DTYPES[info.dtype],
         trust_remote_code=info.trust_remote_code,
         use_safetensors=info.source.uses_safetensors,
@@ -132,11 +132,11 @@ def load_model(info: ModelInfo, attn_implementation: str = "auto") -> LoadedMode
                 raise
             attn_implementation = ATTENTION_FALLBACK[attn_implementation]
     if "device_map" not in kwargs:
-        model.to(info.device)
+        model.to(info.device)  # type: ignore[arg-type]  # transformers' stub misreads nn.Module.to
     return wrap_model(info, model)
 
 
-def wrap_model(info: ModelInfo, model: nn.Module) -> LoadedModel:
+def wrap_model(info: ModelInfo, model: Any) -> LoadedModel:
     """An already-built causal LM (on its device) ready for scoring: eval mode, decoder blocks located."""
     model.eval()
     return LoadedModel(

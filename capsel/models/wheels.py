@@ -8,7 +8,7 @@ import sys
 import zipfile
 from collections.abc import Callable, Sequence
 from pathlib import Path, PurePosixPath
-from typing import BinaryIO
+from typing import IO, BinaryIO
 
 from capsel.errors import CapselError
 
@@ -37,7 +37,7 @@ def download_wheel(requirement: str, dest: Path, pip_args: Sequence[str] = ()) -
     return wheels[0]
 
 
-def _copy(source: BinaryIO, out: BinaryIO, digest: "hashlib._Hash", on_bytes: Callable[[int], None]) -> int:
+def _copy(source: IO[bytes], out: BinaryIO, digest: "hashlib._Hash", on_bytes: Callable[[int], None]) -> int:
     copied = 0
     while chunk := source.read(CHUNK_BYTES):
         out.write(chunk)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Any, Sequence
 
 import duckdb
 import pandas as pd
@@ -130,7 +130,7 @@ def _ingest_section(ingest: IngestReport) -> list[str]:
 
 def _scoring_section(scoring: RunSummary, key: ScoringKey | None) -> list[str]:
     which = f"model `{key.model_fingerprint}`, config `{key.config_hash}`" if key else "no scores"
-    rows = [
+    rows: list[list[Any]] = [
         ["in scope", scoring.n_in_scope], ["already scored", scoring.n_already_done],
         ["scored this run", scoring.n_processed], ["eligible (measured)", scoring.n_done],
         ["y-hat generated", scoring.n_generated],

@@ -28,7 +28,7 @@ def plot_profile(profile: RankProfile, verdict: Verdict, path: Path) -> Path:
     status = "U-shape present" if verdict.present else "no U-shape"
     weights_axis.set_title(f"{profile.model}: {status} (trough at block {verdict.trough_layer})", fontsize=10)
     lines = weights_axis.get_lines()[:1] + hidden_axis.get_lines()[:1]
-    weights_axis.legend(lines, [line.get_label() for line in lines], loc="upper center", fontsize=8)
+    weights_axis.legend(lines, [str(line.get_label()) for line in lines], loc="upper center", fontsize=8)
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)

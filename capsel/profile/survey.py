@@ -73,10 +73,11 @@ def hidden_states(
             ids = torch.tensor([prompt_token_ids(tokenizer, [text], prompt_format)[0][:max_length]])
             model(input_ids=ids.to(device))
             start = 1 if skip_first else 0
-            take = min(current[0].shape[0] - start, max_tokens - n_tokens)
+            outputs = [states for states in current if states is not None]  # every block ran on this text
+            take = min(outputs[0].shape[0] - start, max_tokens - n_tokens)
             if take <= 0:
                 continue
-            for index, states in enumerate(current):
+            for index, states in enumerate(outputs):
                 rows[index].append(states[start:start + take])
             n_tokens += take
             if n_tokens >= max_tokens:

@@ -32,7 +32,8 @@ def has_u_shape(profile: RankProfile, margin: float = DEFAULT_MARGIN) -> Verdict
     """
     values = profile.hidden()
     if len(values) < 3:
-        raise CapselError(f"the U-shape test needs at least 3 decoder blocks; {profile.model or 'this model'} has {len(values)}")
+        raise CapselError(f"the U-shape test needs at least 3 decoder blocks; "
+                          f"{profile.model or 'this model'} has {len(values)}")
     trough_index = min(range(len(values)), key=values.__getitem__)
     trough = values[trough_index]
     left = max(values[:trough_index]) if trough_index > 0 else float("nan")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 import pandas as pd
 
@@ -85,5 +85,5 @@ def source_entries(members: pd.DataFrame) -> list[dict]:
     ]
 
 
-def _float(value: object) -> float | None:
+def _float(value: Any) -> float | None:
     return None if value is None or pd.isna(value) else float(value)

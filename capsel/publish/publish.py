@@ -11,6 +11,7 @@ from pathlib import Path
 import duckdb
 import orjson
 
+from capsel.baselines.registry import BASELINES
 from capsel.db import transaction
 from capsel.errors import CapselError
 from capsel.publish.data_files import FileHook, write_data_files
@@ -19,7 +20,6 @@ from capsel.publish.manifest import build_manifest
 from capsel.publish.record import record_selection
 from capsel.publish.report import report_points, write_report
 from capsel.publish.selection_id import members_digest, new_selection_id
-from capsel.baselines.registry import BASELINES
 from capsel.quality.expectations import gate_spec
 from capsel.quality.gate import GateResult, check_selection
 from capsel.selection.plan import Selection

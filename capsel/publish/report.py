@@ -72,7 +72,8 @@ def _scatter_figure(fit: DomainFit, pool: pd.DataFrame, chosen: pd.DataFrame) ->
     axes.scatter(pool["d_early"], pool["d_late"], s=6, c="#9aa5b1", alpha=0.6, label="pool", linewidths=0)
     axes.scatter(chosen["d_early"], chosen["d_late"], s=10, c="#d6452b", label="selected", linewidths=0)
     xs = np.linspace(pool["d_early"].min(), pool["d_early"].max(), 50)
-    axes.plot(xs, fit.alpha + fit.beta * xs, c="#1f3b73", lw=1.5,
+    alpha, beta = float(fit.alpha or 0.0), float(fit.beta or 0.0)  # a fitted domain has both
+    axes.plot(xs, alpha + beta * xs, c="#1f3b73", lw=1.5,
               label=f"OLS: {fit.alpha:.3g} + {fit.beta:.3g}·D_early (r²={fit.r2:.3f})")
     axes.set_xlabel("D_early")
     axes.set_ylabel("D_late")
@@ -84,7 +85,7 @@ def _scatter_figure(fit: DomainFit, pool: pd.DataFrame, chosen: pd.DataFrame) ->
 def _z_figure(domain: str, pool: pd.DataFrame, chosen: pd.DataFrame, show_cut: bool) -> Figure:
     figure = Figure(figsize=(6.4, 4.0), layout="constrained")
     axes = figure.add_subplot()
-    bins = np.histogram_bin_edges(pool["z"], bins="auto")
+    bins = np.histogram_bin_edges(pool["z"], bins="auto").tolist()
     axes.hist(pool["z"], bins=bins, color="#9aa5b1", label="pool")
     axes.hist(chosen["z"], bins=bins, color="#d6452b", alpha=0.8, label="selected")
     if show_cut and len(chosen):

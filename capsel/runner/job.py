@@ -16,12 +16,12 @@ from typing import Callable, Iterable, Iterator
 import duckdb
 
 from capsel.db import transaction
+from capsel.errors import CapselError
 from capsel.runner.progress import ProgressSink, RunSummary, Tally
 from capsel.runner.window import Done, ResultHandle, check_fingerprint, check_window, run_window, shard_run
 from capsel.runner.work import Work, WorkResult, score_work
 from capsel.runs import recorded_run
 from capsel.scorers.base import Scorer
-from capsel.errors import CapselError
 from capsel.store.notes import result_notes
 from capsel.store.results import PENDING_SQL, ResultKey, pending_params, progress, register, write_results
 from capsel.store.scope import Scope, pending_pages

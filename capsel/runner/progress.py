@@ -70,7 +70,8 @@ class Tally:
 
     def __init__(self, sink: ProgressSink | None):
         self.sink = sink
-        self.summary, self.counters, self.started = RunSummary(), {}, time.perf_counter()
+        self.summary, self.started = RunSummary(), time.perf_counter()
+        self.counters: dict = {}
 
     def begin(self, run_id: str, n_in_scope: int, n_already_done: int, limit: int | None) -> None:
         """Record the run id and what is in scope and already done; size the progress sink."""

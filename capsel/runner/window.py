@@ -20,6 +20,7 @@ from capsel.runs import finish_run, start_run
 
 W = TypeVar("W")
 R = TypeVar("R", covariant=True)
+V = TypeVar("V")
 
 
 class ResultHandle(Protocol[R]):
@@ -40,7 +41,7 @@ class Done(Generic[W]):
 
 
 def run_window(
-    works: Iterable[W], dispatch: Callable[[W], ResultHandle], merge: Callable[[object], object], max_in_flight: int
+    works: Iterable[W], dispatch: Callable[[W], ResultHandle[V]], merge: Callable[[V], object], max_in_flight: int
 ) -> None:
     """Dispatch each work as it is drawn from `works`, merging results in submission order.
 
@@ -48,7 +49,7 @@ def run_window(
     bounded on a large pool; pass a generator so a shard is read only when a slot frees.
     """
     check_window(max_in_flight)
-    in_flight: deque[ResultHandle] = deque()
+    in_flight: deque[ResultHandle[V]] = deque()
     for work in works:
         in_flight.append(dispatch(work))
         if len(in_flight) >= max_in_flight:

@@ -1,4 +1,4 @@
-"""Units of scoring work and what a worker sends back; the worker side builds its scorer from a spec, once per thread."""
+"""Units of scoring work and what a worker sends back; a worker builds its scorer from a spec, once per thread."""
 
 from __future__ import annotations
 

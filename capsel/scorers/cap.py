@@ -84,7 +84,8 @@ class CapScorer(Scorer):
         """The engine, with the weights loaded on first use."""
         if self._engine is None:
             loaded = self._loaded or load_model(self.info)
-            self._engine = ScoringEngine(loaded, self.config, resolve_batch_size(self._batch_setting, loaded, self.config))
+            batch_size = resolve_batch_size(self._batch_setting, loaded, self.config)
+            self._engine = ScoringEngine(loaded, self.config, batch_size)
         return self._engine
 
     def item(self, row: dict) -> CandidateText | GenerationResult:
@@ -105,7 +106,7 @@ class CapScorer(Scorer):
         return build_inputs(texts, self.info.tokenizer, self.config)
 
     def batches(self, items: Sequence[Any]) -> list[list[Any]]:
-        """Stored y-hat first, then the fresh candidates tokenised; each: exclusions together, the rest length-sorted."""
+        """Stored y-hat first, then fresh candidates tokenised; exclusions together, the rest length-sorted."""
         stored = [item for item in items if isinstance(item, GenerationResult)]
         return input_batches(stored, self.batch_size) + input_batches(self._prepared(items), self.batch_size)
 

@@ -6,7 +6,7 @@ from its spec; nothing here imports torch, so help texts and flow schemas stay l
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Literal, Union
+from typing import TYPE_CHECKING, Annotated, Callable, Literal, Self, Union
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -56,7 +56,7 @@ class _Spec(BaseModel):
         return {name: value for name in type(self).model_fields
                 if isinstance(value := getattr(self, name), LocalModelSpec)}
 
-    def with_models(self, change) -> "_Spec":
+    def with_models(self, change: Callable[[LocalModelSpec], LocalModelSpec]) -> Self:
         """This spec with `change(model_spec)` applied to each model it loads."""
         return self.model_copy(update={name: change(spec) for name, spec in self.models().items()})
 
@@ -70,7 +70,8 @@ class CapSpec(_Spec):
 
     method: Literal["cap"] = "cap"
     model: ModelSpec
-    batch_size: Annotated[int, Field(gt=0)] | Literal["auto"] = Field(
+    # CAP alone can size its batches from free GPU memory
+    batch_size: Annotated[int, Field(gt=0)] | Literal["auto"] = Field(  # type: ignore[assignment]
         16, description="candidates per model batch; auto sizes it from free GPU memory")
     prompt_tokens: int = Field(256, gt=0, description="P: keep the last P prompt token ids")
     horizon: int = Field(48, gt=0, description="R: keep the first R response ids; generate at most R tokens")
@@ -129,7 +130,8 @@ class QuratingSpec(_Spec):
     """A QuRater-style classifier's label logit for the whole example."""
 
     method: Literal["qurating"] = "qurating"
-    rater: LocalModelSpec = Field(..., description="local sequence-classifier folder (AutoModelForSequenceClassification)")
+    rater: LocalModelSpec = Field(
+        ..., description="local sequence-classifier folder (AutoModelForSequenceClassification)")
     rater_label: str = Field("educational_value", description="the label whose logit is the score")
     max_length: int = Field(512, gt=1, description="the example is cut to its first max_length rater tokens")
 

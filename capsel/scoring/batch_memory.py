@@ -17,8 +17,8 @@ from dataclasses import dataclass
 import torch
 
 from capsel.errors import CapselError
-from capsel.scoring.config import ScoringConfig
 from capsel.models.loading import LoadedModel
+from capsel.scoring.config import ScoringConfig
 
 DEFAULT_BATCH_SIZE = 16
 MAX_AUTO_BATCH_SIZE = 256

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Callable, Sequence, TypeVar
+from typing import Any, Callable, Sequence, TypeVar
 
 import torch
 
 T = TypeVar("T")
 
 
-def length_sorted_batches(items: Sequence[T], batch_size: int, length: Callable[[T], int]) -> list[list[T]]:
+def length_sorted_batches(items: Sequence[T], batch_size: int, length: Callable[[T], Any]) -> list[list[T]]:
     """Items sorted by length (stable) and cut into batches, so a batch pads little."""
     if batch_size < 1:
         raise ValueError(f"batch size must be at least 1, got {batch_size}")

@@ -12,12 +12,12 @@ from typing import Sequence
 
 import torch
 
-from capsel.scoring.batching import right_padded
 from capsel.models.blocks import observe_blocks
+from capsel.models.loading import LoadedModel
+from capsel.scoring.batching import right_padded
 from capsel.scoring.decoding import GreedyRows, feed_last_tokens
 from capsel.scoring.divergence import BlockStates, DistancesTo, PairMeasure, token_nll
 from capsel.scoring.forward import PromptState, extend, pad_id, prefill, rewind
-from capsel.models.loading import LoadedModel
 
 
 def compare_stored(

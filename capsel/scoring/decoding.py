@@ -6,9 +6,9 @@ from typing import Sequence
 
 import torch
 
+from capsel.models.loading import LoadedModel
 from capsel.scoring.batching import right_padded
 from capsel.scoring.forward import PromptState, extend, pad_id, prefill
-from capsel.models.loading import LoadedModel
 
 
 class GreedyRows:

@@ -41,7 +41,7 @@ class DistancesTo:
 
     def collect(self) -> torch.Tensor:
         """[layers, rows, positions] on the CPU: per-position scalars, copied off the device in one transfer."""
-        return torch.stack(self.parts).cpu()
+        return torch.stack([part for part in self.parts if part is not None]).cpu()
 
 
 @dataclass

@@ -6,15 +6,16 @@ from typing import Callable, Sequence, TypeVar
 
 import torch
 
+from capsel.models.loading import LoadedModel
 from capsel.scoring.batching import length_sorted_batches
 from capsel.scoring.branches import compare_stored, generate_and_compare
 from capsel.scoring.config import ScoringConfig, layer_split
 from capsel.scoring.divergence import PairMeasure, summarize
 from capsel.scoring.generation import HFGenerator, generation_results
 from capsel.scoring.inputs import EMPTY_GENERATION, CandidateText, ScoringInput, build_inputs
-from capsel.models.loading import LoadedModel
 from capsel.scoring.results import DivergenceResult, GenerationResult, ScoredCandidate
 
+Item = TypeVar("Item", GenerationResult, ScoringInput)
 Row = TypeVar("Row")
 
 
@@ -39,11 +40,11 @@ class ScoringEngine:
         """Divergences from stored generations: the prompt runs once, both branches share its cache."""
         def measure(batch: list[GenerationResult]) -> list[DivergenceResult]:
             prompts, responses = [g.prompt_ids for g in batch], [g.response_ids for g in batch]
-            measured = compare_stored(self.loaded, prompts, responses, [g.generated_ids for g in batch])
+            measured = compare_stored(self.loaded, prompts, responses, [g.generated_ids or [] for g in batch])
             return self._summaries(batch, measured)
 
-        def excluded(g: GenerationResult) -> DivergenceResult:
-            return DivergenceResult.excluded(g.candidate_id, g.excluded_reason)
+        def excluded(g: GenerationResult, reason: str) -> DivergenceResult:
+            return DivergenceResult.excluded(g.candidate_id, reason)
 
         return self._batched(generations, measure, excluded)
 
@@ -59,10 +60,9 @@ class ScoringEngine:
             ]
             return [ScoredCandidate(g, d) for g, d in zip(generations, self._summaries(generations, measured))]
 
-        def excluded(item: ScoringInput) -> ScoredCandidate:
-            generation = GenerationResult(item.candidate_id, item.prompt_ids, item.response_ids, None,
-                                          item.excluded_reason, "hf")
-            return ScoredCandidate(generation, DivergenceResult.excluded(item.candidate_id, item.excluded_reason))
+        def excluded(item: ScoringInput, reason: str) -> ScoredCandidate:
+            generation = GenerationResult(item.candidate_id, item.prompt_ids, item.response_ids, None, reason, "hf")
+            return ScoredCandidate(generation, DivergenceResult.excluded(item.candidate_id, reason))
 
         return self._batched(inputs, measure, excluded)
 
@@ -77,14 +77,14 @@ class ScoringEngine:
         ]
 
     def _batched(
-        self, rows: Sequence, measure: Callable[[list], list[Row]], excluded: Callable[[object], Row]
+        self, rows: Sequence[Item], measure: Callable[[list[Item]], list[Row]], excluded: Callable[[Item, str], Row]
     ) -> list[Row]:
         """Results in input order: excluded rows without the model, the rest in length-sorted batches."""
         results: dict[int, Row] = {}
         eligible = []
         for index, row in enumerate(rows):
             if row.excluded_reason:
-                results[index] = excluded(row)
+                results[index] = excluded(row, row.excluded_reason)
             else:
                 eligible.append((index, row))
         batches = length_sorted_batches(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import warnings
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import orjson
@@ -30,7 +31,7 @@ def export_scores(
         # Arrow keeps the SQL types (double[] stays a list of doubles even when all are null);
         # the extra copy it warns about is small next to writing the file.
         warnings.filterwarnings("ignore", message="Arrow output on a DB-API result")
-        table = cursor.to_arrow_table()
+        table: Any = cursor.to_arrow_table()
     out.parent.mkdir(parents=True, exist_ok=True)
     # Written beside the target and renamed, so a reader never sees half a file.
     partial = out.with_name(f".{out.name}.partial")

@@ -3,19 +3,19 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Sequence
 
 import torch
 
-from capsel.scoring.batching import left_padded
 from capsel.models.loading import LoadedModel
+from capsel.scoring.batching import left_padded
 
 
 @dataclass
 class PromptState:
     """A batch's KV cache after the prompt (plus whatever was fed since), its mask and last-prompt logits."""
 
-    cache: object
+    cache: Any  # a transformers DynamicCache
     mask: torch.Tensor
     prompt_lengths: torch.Tensor
     last_logits: torch.Tensor

@@ -6,10 +6,10 @@ from typing import Protocol, Sequence
 
 import torch
 
+from capsel.models.loading import LoadedModel
 from capsel.scoring.batching import length_sorted_batches
 from capsel.scoring.decoding import greedy_generate
 from capsel.scoring.inputs import EMPTY_GENERATION, ScoringInput
-from capsel.models.loading import LoadedModel
 from capsel.scoring.results import GenerationResult
 
 

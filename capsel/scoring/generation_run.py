@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import duckdb
 
-from capsel.db import run_sql, transaction
+from capsel.db import one_row, transaction
 from capsel.models.loading import ModelInfo
 from capsel.runner.progress import ProgressSink, RunSummary, Tally
 from capsel.runs import recorded_run
@@ -34,19 +34,20 @@ def run_generation(
     """
     keys = CapScorer(info, config, generator.batch_size)  # keys, registration and tokenising only
     key = register(con, keys)
+    generation_hash = keys.generation_hash
     params = {"model_fingerprint": key.model_fingerprint, "generation_hash": key.generation_hash}
     tally = Tally(sink)
     run_config = {**keys.run_config(), "domain": scope.domain, "limit": scope.limit, **(run_config or {})}
     with recorded_run(con, "generate", tally.counters, config=run_config, model_fingerprint=key.model_fingerprint) \
             as run_id:
-        n_in_scope, n_generated = run_sql(con, "store/generation_progress", {"domain": scope.domain, **params}).fetchone()
+        n_in_scope, n_generated = one_row(con, "store/generation_progress", {"domain": scope.domain, **params})
         tally.begin(run_id, n_in_scope, n_generated, scope.limit)
         for rows in pending_pages(con, "store/generation_pending", params, scope, max(PAGE_SIZE, generator.batch_size)):
             for batch in input_batches(keys.prepare([candidate_text(row) for row in rows]), generator.batch_size):
                 with tally.timing("model"):
                     results = generation_results(batch, generator)
                 with tally.timing("write"), transaction(con):
-                    insert_generations(con, key.model_fingerprint, key.generation_hash, run_id, results)
+                    insert_generations(con, key.model_fingerprint, generation_hash, run_id, results)
                 reasons = [r.excluded_reason for r in results if r.excluded_reason]
                 tally.committed(len(results), reasons, n_generated=len(results) - len(reasons))
     summary = tally.finished()

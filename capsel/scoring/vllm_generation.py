@@ -11,11 +11,11 @@ from __future__ import annotations
 import gc
 import importlib.util
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Sequence
 
 from capsel.errors import CapselError
-from capsel.scoring.config import ScoringConfig
 from capsel.models.loading import ModelInfo
+from capsel.scoring.config import ScoringConfig
 from capsel.scoring.worker_process import ProcessGenerator
 
 
@@ -111,7 +111,7 @@ class VLLMGenerator:
     def __init__(self, info: ModelInfo, config: ScoringConfig, options: VLLMOptions = VLLMOptions()):
         require_vllm()
         self.batch_size = options.batch_size
-        kwargs = {
+        kwargs: dict[str, Any] = {
             "llm_kwargs": engine_kwargs(info, config, options),
             "params_kwargs": sampling_kwargs(config.horizon, info.eos_token_ids),
             "batch_size": options.batch_size,

@@ -13,12 +13,12 @@ import os
 import signal
 import traceback
 import weakref
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from capsel.errors import CapselError
 
 # A generator built in the child: any picklable callable (a module-level function) and its kwargs.
-Factory = Callable[..., object]
+Factory = Callable[..., Any]
 JOIN_TIMEOUT_S = 60.0
 
 

@@ -28,6 +28,7 @@ class Budget:
         """Members this budget asks for out of a pool of `pool_size` (percentages round half up)."""
         if self.count is not None:
             return self.count
+        assert self.percent is not None  # a budget is a count or a percentage
         return math.floor(Fraction(pool_size) * self.percent / 100 + Fraction(1, 2))
 
 

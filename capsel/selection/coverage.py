@@ -48,7 +48,7 @@ def domain_embeddings(con: duckdb.DuckDBPyConnection, key: ScoringKey, domain: s
 
 
 def select_coverage(con: duckdb.DuckDBPyConnection, quotas: Sequence[Quota], key: ScoringKey) -> pd.DataFrame:
-    """Members per domain in greedy pick order; `score` is a pick's distance to the earlier picks (none for the first)."""
+    """Members per domain in greedy pick order; `score` is a pick's distance to the earlier picks (none: the first)."""
     frames = []
     for quota in quotas:
         if quota.k == 0:

@@ -87,4 +87,4 @@ def _finite(value: float | None) -> bool:
 
 
 def _positive(value: float | None) -> bool:
-    return _finite(value) and value > 0
+    return value is not None and math.isfinite(value) and value > 0

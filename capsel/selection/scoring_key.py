@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal, overload
 
 import duckdb
 import orjson
@@ -61,6 +62,20 @@ def scored_pairs(con: duckdb.DuckDBPyConnection, method: str = "cap") -> list[Sc
         )
         for row in rows
     ]
+
+
+@overload
+def resolve_scoring_key(
+    con: duckdb.DuckDBPyConnection, model: str | None = ..., config_hash: str | None = ...,
+    required: Literal[True] = ..., method: str = ...,
+) -> ScoringKey: ...
+
+
+@overload
+def resolve_scoring_key(
+    con: duckdb.DuckDBPyConnection, model: str | None = ..., config_hash: str | None = ...,
+    required: bool = ..., method: str = ...,
+) -> ScoringKey | None: ...
 
 
 def resolve_scoring_key(

@@ -1,4 +1,4 @@
-"""The members of a selection: top-k by CAP z or by a baseline's score, k-center coverage, or the seeded random control."""
+"""The members of a selection: top-k by CAP z or a baseline's score, k-center coverage, or the seeded random draw."""
 
 from __future__ import annotations
 
@@ -59,21 +59,23 @@ def select_members(
         raise CapselError(f"unknown selection method {method!r}; choose one of {', '.join(METHODS)}")
     if method != "random" and (key is None or key.method != method):
         raise CapselError(f"{method} selection needs {method} scores: score the pool first")
-    if method == "cap":
-        ranked = run_sql(con, "selection/select_top", {
-            "quotas": quota_rows,
-            "model_fingerprint": key.model_fingerprint,
-            "config_hash": key.config_hash,
-            "ppl_guard": ppl_guard,
-        }).df()
-        ranked["score"] = ranked["cap"]
-    elif method == "random":
+    if method == "random":
         ranked = run_sql(con, "selection/select_random", {
             "quotas": quota_rows,
             "use_scores": key is not None,
             "model_fingerprint": key.model_fingerprint if key else None,
             "config_hash": key.config_hash if key else None,
             "seed": int(seed),
+            "ppl_guard": ppl_guard,
+        }).df()
+        ranked["score"] = ranked["cap"]
+        return _with_lineage(con, ranked, key)
+    assert key is not None  # every method but random reads its own scores (checked above)
+    if method == "cap":
+        ranked = run_sql(con, "selection/select_top", {
+            "quotas": quota_rows,
+            "model_fingerprint": key.model_fingerprint,
+            "config_hash": key.config_hash,
             "ppl_guard": ppl_guard,
         }).df()
         ranked["score"] = ranked["cap"]
@@ -87,5 +89,9 @@ def select_members(
             "config_hash": key.config_hash,
             "order": order or BASELINES[method].order,
         }).df()
+    return _with_lineage(con, ranked, key)
+
+
+def _with_lineage(con: duckdb.DuckDBPyConnection, ranked: pd.DataFrame, key: ScoringKey | None) -> pd.DataFrame:
     lineage = member_lineage(con, ranked["candidate_id"].tolist(), key)
     return ranked.merge(lineage, on="candidate_id", how="left", validate="one_to_one")

@@ -5,12 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from capsel.baselines.less.scorer import LessFeatureScorer
 from capsel.baselines.less.scoring import LessSummary, score_target
 from capsel.baselines.less.target import TargetFile, read_target
+from capsel.errors import CapselError
 from capsel.runner.job import run_scorer
 from capsel.runner.progress import RunSummary
 from capsel.scorers.base import Scorer
-from capsel.scorers.specs import ScorerSpec
+from capsel.scorers.cap import CapScorer
+from capsel.scorers.specs import LessSpec, ScorerSpec
 from capsel.scoring.generation import Generator
 from capsel.scoring.generation_run import run_generation
 from capsel.stages.context import RunContext
@@ -42,20 +45,19 @@ class ScoreSummary:
                     "config_hash": self.key.config_hash, "score": self.scoring.counters()}
         if self.generation is not None:
             counters["generate"] = self.generation.counters()
-        if self.target is not None:
-            less = self.target
-            counters["target"] = {"target_fingerprint": less.target["target_fingerprint"],
-                                  "target_computed": less.target_computed, "n_used": less.target["n_used"],
-                                  "n_examples": less.target["n_examples"], "n_scores_written": less.n_scores_written}
+        if self.target is not None and self.target.target is not None:
+            less, stored = self.target, self.target.target
+            counters["target"] = {"target_fingerprint": stored["target_fingerprint"],
+                                  "target_computed": less.target_computed, "n_used": stored["n_used"],
+                                  "n_examples": stored["n_examples"], "n_scores_written": less.n_scores_written}
         return counters
 
 
 def target_of(spec: ScorerSpec) -> TargetFile | None:
     """The LESS target file a spec names, read once so a bad row fails before any gradient is taken."""
-    target = getattr(spec, "target", None)
-    if target is None:
+    if not isinstance(spec, LessSpec) or spec.target is None:
         return None
-    file = TargetFile.of(Path(target), spec.target_max)
+    file = TargetFile.of(Path(spec.target), spec.target_max)
     read_target(file)
     return file
 
@@ -66,6 +68,8 @@ def score(request: ScoreRequest, ctx: RunContext, scorer: Scorer | None = None) 
     scorer = scorer or request.spec.build()
     generation = None
     if request.generator is not None:
+        if not isinstance(scorer, CapScorer):
+            raise CapselError(f"a y-hat [[generator]] applies to cap, not to {scorer.method}")
         # the generator writes every missing y-hat first, then exits (freeing its GPU memory); the scorer then
         # finds every y-hat stored
         try:
@@ -79,5 +83,5 @@ def score(request: ScoreRequest, ctx: RunContext, scorer: Scorer | None = None) 
         ctx.con, scorer, request.scope, ctx.sink, run_config, dispatch=ctx.dispatch, page_size=ctx.page_size,
         max_in_flight=ctx.max_in_flight, parent_run_id=ctx.parent_run_id, prefect_flow_run_id=ctx.prefect_flow_run_id,
     )
-    less = score_target(ctx.con, scorer, target) if target is not None else None
+    less = score_target(ctx.con, scorer, target) if isinstance(scorer, LessFeatureScorer) and target else None
     return ScoreSummary(summary, result_key(scorer), generation, less)

@@ -8,7 +8,7 @@ from typing import Sequence
 import duckdb
 import orjson
 
-from capsel.db import run_sql
+from capsel.db import one_row, run_sql
 from capsel.db.records import fetch_records
 from capsel.scorers.base import Scorer
 from capsel.store.scope import Scope
@@ -67,9 +67,10 @@ def known_configs(con: duckdb.DuckDBPyConnection) -> list[dict]:
 
 def progress(con: duckdb.DuckDBPyConnection, key: ResultKey, scope: Scope) -> tuple[int, int]:
     """(candidates in scope, how many already have a result under `key`)."""
-    n_in_scope, n_done = run_sql(con, "store/result_progress", {"domain": scope.domain, "method": key.method,
-                                                           "model_fingerprint": key.model_fingerprint,
-                                                           "config_hash": key.config_hash}).fetchone()
+    n_in_scope, n_done = one_row(con, "store/result_progress", {
+        "domain": scope.domain, "method": key.method, "model_fingerprint": key.model_fingerprint,
+        "config_hash": key.config_hash,
+    })
     return int(n_in_scope), int(n_done)
 
 
@@ -89,6 +90,6 @@ def write_results(
         append_method_results(con, table, key.method, key.model_fingerprint, key.config_hash, run_id, results)
         return
     generations = [result.generation for result in results if result.generation is not None]
-    if generations:
+    if generations and key.generation_hash is not None:
         insert_generations(con, key.model_fingerprint, key.generation_hash, run_id, generations)
     insert_divergences(con, key.model_fingerprint, key.config_hash, run_id, [result.divergence for result in results])

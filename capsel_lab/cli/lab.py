@@ -9,10 +9,13 @@ from typing import Annotated
 import typer
 from rich.progress import TextColumn
 
-from capsel_lab.cli import noise, real_pool, sft
 from capsel.cli.common import console, settings_for
 from capsel.cli.progress import progress_bar
 from capsel.errors import CapselError
+from capsel.models import demo_model_path
+from capsel.models.loading import load_causal_lm
+from capsel.paths import inside_root
+from capsel_lab.cli import noise, real_pool, sft
 from capsel_lab.demo_pool import write_demo_pool
 from capsel_lab.evaluate import recall_report
 from capsel_lab.model_card import write_model_card
@@ -20,9 +23,6 @@ from capsel_lab.pretrain import PretrainConfig, pretrain, world_spec_of
 from capsel_lab.world.export import write_world
 from capsel_lab.world.facts import WorldSpec, build_world
 from capsel_lab.world.pools import PoolSpec
-from capsel.models import demo_model_path
-from capsel.models.loading import load_causal_lm
-from capsel.paths import inside_root
 
 app = typer.Typer(help="The validation lab: synthetic world, demo model pretraining, noise and SFT experiments, "
                        "the bundled demo and real pools.",
@@ -40,15 +40,18 @@ def world(
     seed: Annotated[int, typer.Option("--seed", help="World seed (the demo model uses 0).")] = 0,
     pool_seed: Annotated[int, typer.Option("--pool-seed", help="Seed for drawing the candidate pool.")] = 0,
     n_known: Annotated[int, typer.Option("--n-known", min=0, help="Known-fact candidates per domain.")] = 100,
-    n_learnable: Annotated[int, typer.Option("--n-learnable", min=0, help="Learnable-fact candidates per domain.")] = 100,
+    n_learnable: Annotated[int, typer.Option(
+        "--n-learnable", min=0, help="Learnable-fact candidates per domain.")] = 100,
     junk: Annotated[float, typer.Option("--junk", min=0.0, help="Junk candidates as a fraction of clean ones.")] = 0.05,
-    duplicates: Annotated[float, typer.Option("--duplicates", min=0.0, help="Near-duplicates as a fraction of clean ones.")] = 0.05,
+    duplicates: Annotated[float, typer.Option(
+        "--duplicates", min=0.0, help="Near-duplicates as a fraction of clean ones.")] = 0.05,
 ) -> None:
     """Write the world's pretraining corpus, a labelled SFT candidate pool and held-out questions."""
     out_dir = inside_root(settings_for().output_root, out)
     manifest = write_world(
         out_dir, WorldSpec(seed=seed),
-        PoolSpec(seed=pool_seed, n_known=n_known, n_learnable=n_learnable, junk_fraction=junk, duplicate_fraction=duplicates),
+        PoolSpec(seed=pool_seed, n_known=n_known, n_learnable=n_learnable, junk_fraction=junk,
+                 duplicate_fraction=duplicates),
     )
     console.print(f"{manifest['n_documents']} corpus documents, {manifest['n_candidates']} candidates, "
                   f"{manifest['n_heldout']} held-out questions -> {out_dir}")
@@ -66,7 +69,8 @@ def pretrain_command(
     hidden_size: Annotated[int, typer.Option("--hidden-size", min=8, help="Model width.")] = _DEFAULT.hidden_size,
     intermediate_size: Annotated[int, typer.Option(
         "--intermediate-size", min=8, help="MLP width.")] = _DEFAULT.intermediate_size,
-    n_heads: Annotated[int, typer.Option("--n-heads", min=1, help="Attention heads (must divide the width).")] = _DEFAULT.n_heads,
+    n_heads: Annotated[int, typer.Option(
+        "--n-heads", min=1, help="Attention heads (must divide the width).")] = _DEFAULT.n_heads,
 ) -> None:
     """Pretrain the demo model on the synthetic world (CPU) and write it with its model card."""
     out_dir = inside_root(settings_for().output_root, out)
@@ -87,7 +91,8 @@ def pretrain_command(
 
 @app.command("demo-pool")
 def demo_pool(
-    out: Annotated[Path, typer.Option("--out", help="Folder for pool.jsonl, malformed.jsonl, manifest.json (inside the output root).")],
+    out: Annotated[Path, typer.Option(
+        "--out", help="Folder for pool.jsonl, malformed.jsonl, manifest.json (inside the output root).")],
 ) -> None:
     """Regenerate the bundled demo pool (capsel/data/lab_pool) from the demo model's world seed."""
     out_dir = inside_root(settings_for().output_root, out)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Optional, cast, get_args
 
 import typer
 from rich.table import Table
@@ -13,11 +13,11 @@ from capsel.cli.common import console, settings_for
 from capsel.cli.progress import CandidateProgress
 from capsel.cli.scoring_options import PromptFormatOption, ThreadsOption, apply_threads
 from capsel.errors import CapselError
-from capsel_lab.noise.experiment import NoiseSpec
-from capsel_lab.noise.seeds import run_noise_seeds
-from capsel_lab.noise.stats import METHOD_NAMES
 from capsel.models import demo_model_path
 from capsel.paths import inside_root
+from capsel_lab.noise.experiment import NoiseSpec, PoolKind
+from capsel_lab.noise.seeds import run_noise_seeds
+from capsel_lab.noise.stats import METHOD_NAMES
 
 _DEFAULT = NoiseSpec()
 SELECTION_NAMES = {**METHOD_NAMES, "random": "random control"}
@@ -58,11 +58,11 @@ def noise(
     out_dir = inside_root(settings.output_root, out)
     source = model or str(demo_model_path())
     kind = pool or ("world" if model is None else "real")
-    if kind not in ("world", "real"):
+    if kind not in get_args(PoolKind):
         raise CapselError(f"unknown pool {kind!r}; use world or real")
     apply_threads(threads or settings.threads)
-    spec = NoiseSpec(n_clean=n_clean, junk_share=junk_share, batch_size=batch_size, pool=kind, n_math=n_math,
-                     n_code=n_code, prompt_format=prompt_format, ppl_guard=ppl_guard, budget=budget)
+    spec = NoiseSpec(n_clean=n_clean, junk_share=junk_share, batch_size=batch_size, pool=cast(PoolKind, kind),
+                     n_math=n_math, n_code=n_code, prompt_format=prompt_format, ppl_guard=ppl_guard, budget=budget)
     with CandidateProgress("scoring") as progress:
         result = run_noise_seeds(source, spec, seeds or [0], out_dir, lambda seed: progress)
     aggregate = result.aggregate

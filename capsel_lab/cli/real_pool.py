@@ -9,9 +9,9 @@ import typer
 from rich.table import Table
 
 from capsel.cli.common import console, settings_for
+from capsel.paths import inside_root
 from capsel_lab.real_pool import JUNK_KINDS, RealPoolSpec, write_real_pool
 from capsel_lab.real_sources import bundled_real_sources
-from capsel.paths import inside_root
 
 _DEFAULT = RealPoolSpec()
 

@@ -13,11 +13,10 @@ from rich.table import Table
 from capsel.cli.common import console, settings_for
 from capsel.cli.progress import THREADS_HELP, CandidateProgress
 from capsel.errors import CapselError
-from capsel_lab.sft.experiment import SftSpec, run_sft
-from capsel_lab.sft.finetune import FinetuneConfig
 from capsel.models import demo_model_path
 from capsel.paths import inside_root
 from capsel.selection.budget import parse_budget
+from capsel_lab.sft.experiment import SftSpec, run_sft
 
 _DEFAULT = SftSpec()
 # --quick: a pool of 48, two tiny budgets, two seeds, 8 steps, 30 held-out questions (the test's setting)
@@ -77,7 +76,8 @@ def _spec(quick: bool, budgets: str | None, seeds: int | None, steps: int | None
     if seeds is not None:
         spec = replace(spec, n_seeds=seeds)
     if steps is not None:
-        spec = replace(spec, finetune=replace(spec.finetune, steps=steps, warmup_steps=min(spec.finetune.warmup_steps, steps)))
+        finetune = replace(spec.finetune, steps=steps, warmup_steps=min(spec.finetune.warmup_steps, steps))
+        spec = replace(spec, finetune=finetune)
     if n_clean is not None:
         spec = replace(spec, n_clean=n_clean)
     return spec

@@ -15,6 +15,8 @@ import numpy as np
 import orjson
 import pandas as pd
 
+from capsel.runner.progress import ProgressSink
+from capsel.scoring.config import ScoringConfig
 from capsel_lab.labels import candidate_labels
 from capsel_lab.noise.plot import plot_noise
 from capsel_lab.noise.selections import guarded_ids, junk_in_selections, ppl_key
@@ -23,8 +25,6 @@ from capsel_lab.real_pool import RealPoolSpec, real_pool_records
 from capsel_lab.real_sources import bundled_real_sources
 from capsel_lab.scored_pool import ScoredLabPool, build_scored_pool, clean_pool_spec
 from capsel_lab.world.pools import build_pool
-from capsel.scoring.config import ScoringConfig
-from capsel.runner.progress import ProgressSink
 
 SUMMARY_FILE, FIGURE_FILE, SCORES_FILE = "noise.json", "noise.png", "scores.parquet"
 PoolKind = Literal["world", "real"]

@@ -11,14 +11,14 @@ import duckdb
 import pandas as pd
 
 from capsel.baselines.ppl import PplConfig, PplScorer
-from capsel.runner.job import run_scorer
 from capsel.db.records import fetch_records
-from capsel_lab.noise.stats import CLEAN_LABELS, junk_kind
-from capsel.scoring.config import ScoringConfig
 from capsel.models.loading import ModelInfo
+from capsel.runner.job import run_scorer
+from capsel.scoring.config import ScoringConfig
 from capsel.selection.budget import parse_budget
 from capsel.selection.plan import SelectionRequest, build_selection
 from capsel.selection.scoring_key import ScoringKey, resolve_scoring_key
+from capsel_lab.noise.stats import CLEAN_LABELS, junk_kind
 
 SELECTION_METHODS = ("cap", "cap_guard", "ppl", "random")
 

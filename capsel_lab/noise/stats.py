@@ -62,10 +62,10 @@ def junk_ranks(method: str, clean: np.ndarray, junk: np.ndarray) -> JunkRanks:
     pct = percentiles_among(junk, clean)
     # "inverted_cdf" keeps the cuts on actual clean values, so -inf (guarded) clean rows stay comparable
     cuts = np.percentile(clean, TAILS, method="inverted_cdf")
-    below = [float(np.mean(junk < cut)) for cut in cuts]
+    below_p1, below_p5, below_p10 = (float(np.mean(junk < cut)) for cut in cuts)
     above_p95 = float(np.mean(junk > np.percentile(clean, 95, method="inverted_cdf")))
     return JunkRanks(method, len(clean), len(junk), float(np.median(pct)), float(pct.min()), float(pct.max()),
-                     *below, above_p95, float(np.mean(junk > clean.max())))
+                     below_p1, below_p5, below_p10, above_p95, float(np.mean(junk > clean.max())))
 
 
 def eligible_split(scores: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -1,4 +1,4 @@
-"""Run the SFT comparison: score a lab pool, select CAP-top and random subsets, fine-tune each, test on held-out questions."""
+"""The SFT comparison: score a lab pool, select CAP-top and random subsets, fine-tune each, test held-out."""
 
 from __future__ import annotations
 
@@ -11,6 +11,10 @@ import pandas as pd
 import torch
 
 from capsel.db import open_db
+from capsel.models.loading import load_causal_lm
+from capsel.runner.progress import ProgressSink
+from capsel.selection.budget import parse_budget
+from capsel.selection.plan import SelectionRequest, build_selection
 from capsel_lab.evaluate import answer_hits
 from capsel_lab.labels import candidate_labels
 from capsel_lab.pretrain import world_spec_of
@@ -21,10 +25,6 @@ from capsel_lab.sft.plot import plot_budget_curve
 from capsel_lab.sft.stats import summarise_runs
 from capsel_lab.world.facts import build_world
 from capsel_lab.world.pools import build_pool
-from capsel.models.loading import load_causal_lm
-from capsel.runner.progress import ProgressSink
-from capsel.selection.budget import parse_budget
-from capsel.selection.plan import SelectionRequest, build_selection
 
 SUMMARY_FILE, FIGURE_FILE = "sft.json", "sft.png"
 METHODS = ("cap", "random")
@@ -115,7 +115,8 @@ def training_sets(db_path: Path, key, spec: SftSpec, labels: pd.DataFrame) -> li
 def _run_row(training: TrainingSet, model, tokenizer, heldout: list[dict], spec: SftSpec, losses: list[float]) -> dict:
     with torch.no_grad():
         hits = answer_hits(model, tokenizer, heldout, spec.eval_batch_size)
-    by_label = {label: [hit for hit, q in zip(hits, heldout) if q["lab_label"] == label] for label in ("known", "learnable")}
+    by_label = {label: [hit for hit, q in zip(hits, heldout) if q["lab_label"] == label]
+                for label in ("known", "learnable")}
     counts = training.records["lab_label"].value_counts() if len(training.records) else pd.Series(dtype=int)
     return {
         "budget": training.budget, "method": training.method, "seed": training.seed,

@@ -10,9 +10,9 @@ from pathlib import Path
 import torch
 from transformers import PreTrainedModel
 
+from capsel.models.loading import load_causal_lm
 from capsel_lab.optim import scheduled_adamw
 from capsel_lab.sft.examples import SftExample, collate
-from capsel.models.loading import load_causal_lm
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ def example_batches(examples: Sequence[SftExample], batch_size: int, seed: int) 
 
 def finetune(model_dir: str | Path, examples: Sequence[SftExample], config: FinetuneConfig, seed: int
              ) -> tuple[PreTrainedModel, list[float]]:
-    """A fresh copy of the model trained `config.steps` steps on `examples`; returns it (in eval mode) and its losses."""
+    """A fresh copy of the model trained `config.steps` steps on `examples`; returns it (eval mode) and its losses."""
     if not examples:
         raise ValueError("no SFT examples to train on")
     torch.manual_seed(seed)

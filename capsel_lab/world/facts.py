@@ -7,7 +7,14 @@ from dataclasses import dataclass, field
 
 from capsel_lab.world.names import unique_names
 from capsel_lab.world.relations import (
-    CODE_BODIES, CODE_VERBS, COLOURS, FOODS, MATH, RELATIONS, SCIENCE, Relation,
+    CODE_BODIES,
+    CODE_VERBS,
+    COLOURS,
+    FOODS,
+    MATH,
+    RELATIONS,
+    SCIENCE,
+    Relation,
 )
 
 DOMAINS = ("math", "code", "science")

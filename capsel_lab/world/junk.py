@@ -1,4 +1,4 @@
-"""Junk candidates: token salad and character shuffles that carry no word of the pool's lexicon (a world's, or a real pool's)."""
+"""Junk candidates: token salad and character shuffles that carry no word of the pool's lexicon (world or real)."""
 
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ def shuffled(rng: random.Random, text: str, lexicon: set[str], max_tries: int = 
 def junk_records(domain: str, clean: list[dict], count: int, kinds: tuple[str, ...], lexicon: set[str],
                  rng: random.Random, blank: dict[str, str] | None = None) -> list[dict]:
     """`count` junk records for `domain`, kinds taken in turn; `blank` holds the pool's empty provenance fields."""
-    records = []
+    records: list[dict] = []
     while len(records) < count:
         kind = kinds[len(records) % len(kinds)]
         record = {"lab_id": f"{domain}-junk-{len(records):04d}", "domain": domain,
@@ -53,10 +53,12 @@ def junk_records(domain: str, clean: list[dict], count: int, kinds: tuple[str, .
                           output=salad(rng, rng.randint(15, 35), lexicon))
         else:
             source = rng.choice(clean)
-            parts = [shuffled(rng, source[key], lexicon) if source[key] else "" for key in ("instruction", "input", "output")]
-            if None in parts:
+            parts = [shuffled(rng, source[key], lexicon) if source[key] else ""
+                     for key in ("instruction", "input", "output")]
+            instruction, input_text, output = parts
+            if instruction is None or input_text is None or output is None:
                 continue  # a text no shuffle could break: draw another source record
-            record.update(instruction=parts[0], input=parts[1], output=parts[2],
+            record.update(instruction=instruction, input=input_text, output=output,
                           lab_detail=f"shuffled:{source['lab_id']}")
         records.append(record)
     return records

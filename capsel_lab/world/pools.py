@@ -44,7 +44,8 @@ def _pick(facts: list[Fact], count: int, rng: random.Random, what: str) -> list[
 
 def _clean_records(domain: str, facts: list[tuple[Fact, str]], prose_share: float,
                    rng: random.Random) -> tuple[list[dict], list[dict]]:
-    records, heldout = [], []
+    records: list[dict] = []
+    heldout: list[dict] = []
     for fact, label in facts:
         template = rng.randrange(n_questions(fact))
         instruction, given = question(fact, template)
@@ -96,7 +97,8 @@ def build_pool(world: World, spec: PoolSpec = PoolSpec(), domains: tuple[str, ..
     candidates, heldout = [], []
     for domain in domains:
         facts = world.by_domain(domain)
-        chosen = [(fact, "known") for fact in _pick([f for f in facts if f.known], spec.n_known, rng, f"known {domain}")]
+        known = _pick([f for f in facts if f.known], spec.n_known, rng, f"known {domain}")
+        chosen = [(fact, "known") for fact in known]
         chosen += [(fact, "learnable") for fact in
                    _pick([f for f in facts if not f.known], spec.n_learnable, rng, f"learnable {domain}")]
         clean, held = _clean_records(domain, chosen, spec.prose_share, rng)

@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 COLOURS = ["red", "blue", "green", "yellow", "violet", "orange", "grey", "white", "black", "amber", "teal", "crimson"]
-FOODS = ["moss", "seeds", "fish", "insects", "roots", "fruit", "leaves", "worms", "algae", "mushrooms", "berries", "bark"]
+FOODS = ["moss", "seeds", "fish", "insects", "roots", "fruit", "leaves", "worms", "algae", "mushrooms", "berries",
+         "bark"]
 
 
 @dataclass(frozen=True)

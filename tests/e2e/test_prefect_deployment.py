@@ -55,8 +55,12 @@ async def _wait_for_final_state(flow_run_id: str, timeout_s: float):
 
 async def _artifacts(flow_run_ids: list[str]):
     from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId, FlowRunFilter, \
-        FlowRunFilterParentFlowRunId
+    from prefect.client.schemas.filters import (
+        ArtifactFilter,
+        ArtifactFilterFlowRunId,
+        FlowRunFilter,
+        FlowRunFilterParentFlowRunId,
+    )
 
     async with get_client() as client:
         children = await client.read_flow_runs(

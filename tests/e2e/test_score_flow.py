@@ -10,9 +10,9 @@ import pytest
 
 from capsel.baselines.less.scoring import score_target
 from capsel.baselines.less.target import TargetFile
-from capsel.runner.job import run_scorer
 from capsel.db import open_db
 from capsel.pipeline_config import ScoreFlowConfig
+from capsel.runner.job import run_scorer
 from tests.fixtures.candidates import mixed_candidates
 from tests.fixtures.pool import append_candidates, tiny_model_dir
 

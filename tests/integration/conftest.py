@@ -5,9 +5,13 @@ from __future__ import annotations
 import pytest
 
 from capsel.db import open_db
+
 # real registry models, installed once into <repo>/.cache/models (slow tests only)
 from tests.fixtures.real_models import (  # noqa: F401
-    gemma3_270m_dir, real_models_env, smollm2_instruct, smollm2_instruct_dir,
+    gemma3_270m_dir,
+    real_models_env,
+    smollm2_instruct,
+    smollm2_instruct_dir,
 )
 
 

@@ -8,7 +8,7 @@ from capsel.db import open_db, run_sql
 from capsel.errors import CapselError
 from capsel.selection.pool import domain_pools
 from capsel.selection.residualize import fit_domains
-from capsel.selection.scoring_key import ScoringKey, resolve_scoring_key
+from capsel.selection.scoring_key import resolve_scoring_key
 from tests.support.scored_pool import CONFIG, MODEL, make_pool
 
 SIZES = {"code": 40, "math": 60, "science": 25}

@@ -4,10 +4,17 @@ from __future__ import annotations
 
 from collections import Counter
 
-from capsel.demo import DemoOptions, prepare_demo
-from capsel_lab.demo_pool import MALFORMED_FILE, MANIFEST_FILE, POOL_FILE, demo_pool_dir, stage_demo_pool, write_demo_pool
-from capsel_lab.pretrain import world_spec_of
+from capsel_lab.demo import DemoOptions, prepare_demo
 from capsel.models import demo_model_path
+from capsel_lab.demo_pool import (
+    MALFORMED_FILE,
+    MANIFEST_FILE,
+    POOL_FILE,
+    demo_pool_dir,
+    stage_demo_pool,
+    write_demo_pool,
+)
+from capsel_lab.pretrain import world_spec_of
 
 
 def test_bundled_demo_pool_regenerates_identically(tmp_path):

@@ -12,15 +12,15 @@ import transformers as tf
 
 from capsel.baselines.example_text import example_text
 from capsel.baselines.kcenter import default_encoder, kcenter_scorer
-from capsel.runner.job import run_scorer
-from capsel.scorers.specs import KCenterSpec, LocalModelSpec
 from capsel.db import open_db
 from capsel.lineage import trace
 from capsel.lineage.render import lineage_tree
 from capsel.publish import publish_selection
+from capsel.runner.job import run_scorer
+from capsel.scorers.specs import KCenterSpec, LocalModelSpec
 from capsel.scoring.inputs import CandidateText
-from capsel.selection.budget import parse_budget
 from capsel.selection import coverage
+from capsel.selection.budget import parse_budget
 from capsel.selection.coverage import select_coverage
 from capsel.selection.plan import SelectionRequest, build_selection
 from capsel.selection.scoring_key import resolve_scoring_key

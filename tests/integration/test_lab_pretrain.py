@@ -7,12 +7,12 @@ from safetensors.torch import load_file
 from typer.testing import CliRunner
 
 from capsel.cli.main import app
+from capsel.models.loading import load_causal_lm
 from capsel_lab.model_card import write_model_card
 from capsel_lab.packing import document_ids
 from capsel_lab.pretrain import PretrainConfig, pretrain
 from capsel_lab.world.corpus import Document
 from capsel_lab.world.facts import WorldSpec
-from capsel.models.loading import load_causal_lm
 
 TINY = PretrainConfig(
     seed=5, steps=12, batch_size=4, seq_len=32, lr=3e-3, warmup_steps=3, vocab_size=400,

@@ -10,11 +10,11 @@ import torch
 from typer.testing import CliRunner
 
 from capsel.cli.main import app
+from capsel.models import demo_model_path
+from capsel.models.loading import load_causal_lm
 from capsel_lab.evaluate import greedy_answer, greedy_answers
 from capsel_lab.sft.examples import IGNORE, collate, sft_example
 from capsel_lab.sft.stats import summarise_runs
-from capsel.models import demo_model_path
-from capsel.models.loading import load_causal_lm
 
 
 @pytest.fixture(scope="module")

@@ -9,12 +9,12 @@ import torch
 import transformers as tf
 from peft import LoraConfig, get_peft_model
 
+from capsel.baselines.ifd import PROMPT_FILLS_WINDOW
 from capsel.baselines.less.countsketch import CountSketch
+from capsel.baselines.less.lora_gradients import response_loss
 from capsel.baselines.less.scorer import LessConfig, LessFeatureScorer
 from capsel.baselines.less.scoring import score_less
 from capsel.baselines.less.target import TargetFile, stored_target
-from capsel.baselines.less.lora_gradients import response_loss
-from capsel.baselines.ifd import PROMPT_FILLS_WINDOW
 from capsel.scoring.inputs import CandidateText, prompt_text
 from capsel.selection.budget import parse_budget
 from capsel.selection.plan import SelectionRequest, build_selection

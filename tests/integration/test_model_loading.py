@@ -9,11 +9,11 @@ import torch
 
 from capsel.errors import CapselError
 from capsel.models.blocks import find_decoder_blocks
+from capsel.models.loading import describe_model, load_model
+from capsel.models.source import resolve_model
 from capsel.scoring.config import ScoringConfig
 from capsel.scoring.engine import ScoringEngine
 from capsel.scoring.inputs import CandidateText
-from capsel.models.loading import describe_model, load_model
-from capsel.models.source import resolve_model
 from capsel.versioning import file_sha256
 from tests.fixtures.candidates import mixed_candidates
 from tests.fixtures.tiny_models import build_model, build_tokenizer, save_model_dir
@@ -125,7 +125,7 @@ def test_loads_from_many_threads_leave_the_next_load_intact():
     def load() -> None:
         try:
             load_model(demo)
-        except BaseException as exc:  # collected and asserted below
+        except BaseException as exc:  # noqa: BLE001 - collected and asserted below
             errors.append(exc)
 
     threads = [threading.Thread(target=load) for _ in range(4)]

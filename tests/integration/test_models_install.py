@@ -20,9 +20,8 @@ from safetensors import safe_open
 from capsel.errors import CapselError
 from capsel.models.install import install_model
 from capsel.models.installed import MANIFEST_NAME, installed_model_path
-from capsel.models.loading import load_causal_lm, random_init_like
+from capsel.models.loading import describe_model, load_causal_lm, random_init_like
 from capsel.models.registry import REGISTRY, RegistryModel
-from capsel.models.loading import describe_model
 from capsel.versioning import file_sha256
 from tests.fixtures.model_wheels import build_model_wheel, safetensors_entry
 from tests.fixtures.tiny_models import build_model, build_tokenizer, save_model_dir

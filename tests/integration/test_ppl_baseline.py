@@ -8,14 +8,13 @@ import pytest
 import torch
 
 from capsel.baselines.ppl import PplConfig, PplScorer
-from capsel.runner.job import run_scorer
 from capsel.db import open_db
-from capsel.scoring.config import ScoringConfig
-from capsel.scoring.engine import ScoringEngine
-from capsel.scoring.inputs import CandidateText
 from capsel.models.loading import load_model
 from capsel.runner.job import run_scorer
 from capsel.scorers.cap import CapScorer
+from capsel.scoring.config import ScoringConfig
+from capsel.scoring.engine import ScoringEngine
+from capsel.scoring.inputs import CandidateText
 from capsel.store.scope import Scope
 from tests.fixtures.candidates import mixed_candidates
 from tests.fixtures.pool import append_candidates

@@ -8,8 +8,7 @@ import pytest
 import torch
 
 from capsel.models.installed import MANIFEST_NAME
-from capsel.models.loading import load_causal_lm
-from capsel.models.loading import describe_model
+from capsel.models.loading import describe_model, load_causal_lm
 from tests.fixtures.real_models import REAL_MODELS_DIR
 
 pytestmark = pytest.mark.slow

@@ -8,11 +8,11 @@ import pytest
 import torch
 
 from capsel.errors import CapselError
+from capsel.models.loading import describe_model, load_model
 from capsel.scoring.config import ScoringConfig
 from capsel.scoring.engine import ScoringEngine
 from capsel.scoring.generation import HFGenerator
 from capsel.scoring.inputs import CandidateText
-from capsel.models.loading import describe_model, load_model
 from capsel.scoring.vllm_generation import VLLMGenerator, VLLMOptions
 from tests.fixtures.candidates import mixed_candidates
 from tests.fixtures.pool import tiny_model_dir

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from capsel.errors import CapselError
+from capsel.models.loading import describe_model, load_model
 from capsel.scoring.config import ScoringConfig
 from capsel.scoring.generation import HFGenerator
 from capsel.scoring.inputs import CandidateText, build_inputs
-from capsel.models.loading import describe_model, load_model
 from capsel.scoring.worker_process import ProcessGenerator
 from tests.fixtures.candidates import mixed_candidates
 from tests.fixtures.pool import tiny_model_dir

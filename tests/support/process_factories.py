@@ -7,8 +7,8 @@ import subprocess
 import time
 
 from capsel.errors import CapselError
-from capsel.scoring.generation import HFGenerator
 from capsel.models.loading import describe_model, load_model
+from capsel.scoring.generation import HFGenerator
 
 
 def hf_generator(model_dir: str, horizon: int, batch_size: int) -> HFGenerator:

@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 import pytest
-from pydantic import ValidationError
 import torch
 import transformers as tf
+from pydantic import ValidationError
 
 from capsel.config import load_settings
+from capsel.models.loading import LoadedModel
 from capsel.scoring.batch_memory import (
-    DEFAULT_BATCH_SIZE, HEADROOM, ModelShape, auto_batch_size, batch_fixed_bytes, candidate_bytes,
+    DEFAULT_BATCH_SIZE,
+    HEADROOM,
+    ModelShape,
+    auto_batch_size,
+    batch_fixed_bytes,
+    candidate_bytes,
     resolve_batch_size,
 )
 from capsel.scoring.config import ScoringConfig
-from capsel.models.loading import LoadedModel
 from tests.fixtures.tiny_models import FAMILIES, build_model
 
 

@@ -10,7 +10,11 @@ import pytest
 
 from capsel.errors import CapselError
 from capsel.models.installed import (
-    MANIFEST_NAME, every_install, install_name, installed_model_path, parse_install_name,
+    MANIFEST_NAME,
+    every_install,
+    install_name,
+    installed_model_path,
+    parse_install_name,
 )
 from capsel.models.registry import GEMMA3_270M, REGISTRY, SMOLLM2_135M_INSTRUCT, registry_entry
 

@@ -14,7 +14,11 @@ import pytest
 from capsel.errors import CapselError
 from capsel_lab.real_pool import RealPoolSpec, real_pool_records, write_real_pool
 from capsel_lab.real_sources import (
-    PROVENANCE_FILE, REAL_SOURCES, bundled_real_sources, draw_rows, source_sha256s,
+    PROVENANCE_FILE,
+    REAL_SOURCES,
+    bundled_real_sources,
+    draw_rows,
+    source_sha256s,
 )
 
 SPECS = [RealPoolSpec(), RealPoolSpec(seed=1, n_math=400, n_code=60, junk_share=0.1),

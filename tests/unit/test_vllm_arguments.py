@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from capsel.scoring.config import ScoringConfig
 from capsel.models.loading import ModelInfo
 from capsel.models.source import ModelSource
+from capsel.scoring.config import ScoringConfig
 from capsel.scoring.vllm_generation import VLLMOptions, engine_kwargs, sampling_kwargs, strip_eos
 
 

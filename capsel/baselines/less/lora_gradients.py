@@ -19,7 +19,6 @@ from capsel.baselines.response_loss import response_token_nll
 from capsel.errors import CapselError
 from capsel.models.loading import LoadedModel
 
-
 # peft draws the adapters' init from torch's global generator: two threads attaching at once (the
 # local shard runner) would interleave their draws and get different adapters, so attaching is serial.
 _INIT_LOCK = threading.Lock()
@@ -51,7 +50,8 @@ def attach_lora(model: nn.Module, spec: LoraSpec) -> list[tuple[str, nn.Paramete
             "modules (its attention projections are named differently)"
         )
     config = LoraConfig(
-        r=spec.rank, lora_alpha=spec.alpha, lora_dropout=spec.dropout, target_modules=list(spec.target_modules),
+        r=spec.rank, lora_alpha=spec.alpha,  # type: ignore[arg-type]  # peft scales by alpha / r as a float
+        lora_dropout=spec.dropout, target_modules=list(spec.target_modules),
         bias="none",
     )
     # peft initialises the adapters on the CPU and then moves them next to their base layer
@@ -89,6 +89,7 @@ class GradientSketcher:
 
     def _hook(self, name: str):
         def sketch_block(parameter: nn.Parameter) -> None:
+            assert parameter.grad is not None  # the hook runs after accumulation, so the gradient exists
             self.sketch.add(self._accumulator, name, parameter.grad)
             parameter.grad = None
 

@@ -21,9 +21,10 @@ from capsel.baselines.less.countsketch import CountSketch
 from capsel.baselines.less.lora_gradients import GradientSketcher, LoraSpec, attach_lora
 from capsel.baselines.lm_scorer import LmConfig, LmScorer, describe_lm, lm_prompt_format
 from capsel.baselines.scorer import BaselineResult
+from capsel.models.loading import ModelInfo
+from capsel.scorers.base import Table
 from capsel.scorers.specs import LessSpec
 from capsel.scoring.inputs import SHORT_PROMPT, CandidateText
-from capsel.models.loading import ModelInfo
 
 FEATURES_METHOD = "less_features"
 NON_FINITE = "non_finite"
@@ -57,7 +58,9 @@ class LessConfig(LmConfig):
 class LessFeatureScorer(LmScorer):
     """One backward per example (batch size 1, as the paper); results go to `gradient_features`."""
 
-    table: ClassVar[str] = "gradient_features"
+    config: LessConfig
+
+    table: ClassVar[Table] = "gradient_features"
 
     def __init__(self, config: LessConfig, info: ModelInfo, batch_size: int = 16):
         super().__init__(config, info, batch_size)

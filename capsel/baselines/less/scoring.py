@@ -13,7 +13,7 @@ import duckdb
 
 from capsel.baselines.less.scorer import LessFeatureScorer
 from capsel.baselines.less.target import TargetFile, compute_target, stored_target
-from capsel.db import run_sql, transaction
+from capsel.db import one_row, transaction
 from capsel.runner.job import run_scorer
 from capsel.runner.progress import ProgressSink, RunSummary
 from capsel.runs import recorded_run
@@ -46,10 +46,10 @@ def score_target(con: duckdb.DuckDBPyConnection, scorer: LessFeatureScorer, targ
             summary.target = compute_target(con, scorer, target, run_id)
             summary.target_computed = True
         with transaction(con):
-            (written,) = run_sql(con, "baselines/less_scores_insert", {
+            (written,) = one_row(con, "baselines/less_scores_insert", {
                 "target_fingerprint": fingerprint, "model_fingerprint": model,
                 "feature_config_hash": scorer.config.hash, "run_id": run_id,
-            }).fetchone()
+            })
         summary.n_scores_written = int(written)
         counters.update(
             target_fingerprint=fingerprint, target_computed=summary.target_computed,

@@ -121,14 +121,17 @@ def compute_target(
         "config_hash": fingerprint, "config": orjson.dumps(target.config(key, scorer.config.hash)).decode(),
         "generation_hash": None,
     })
-    return stored_target(con, fingerprint)
+    stored = stored_target(con, fingerprint)
+    assert stored is not None  # appended above, in this connection
+    return stored
 
 
 def targets_of_file(con: duckdb.DuckDBPyConnection, path: Path, target_max: int | None) -> list[dict]:
     """Stored targets computed from this file's content (any model), optionally only with this --target-max."""
     if not path.is_file():
         raise CapselError(f"[[target]] {path}: no such file")
-    return fetch_records(con, "baselines/less_targets_of_file", {"target_sha256": file_sha256(path), "target_max": target_max})
+    return fetch_records(con, "baselines/less_targets_of_file",
+                         {"target_sha256": file_sha256(path), "target_max": target_max})
 
 
 def target_scores_hash(con: duckdb.DuckDBPyConnection, path: Path, target_max: int | None) -> str:
@@ -136,7 +139,8 @@ def target_scores_hash(con: duckdb.DuckDBPyConnection, path: Path, target_max: i
     rows = targets_of_file(con, path, target_max)
     if not rows:
         raise CapselError(
-            f"no LESS target stored for {path} (this content{'' if target_max is None else f', [[target_max]] {target_max}'}"
+            f"no LESS target stored for {path} "
+            f"(this content{'' if target_max is None else f', [[target_max]] {target_max}'}"
             f"): run `capsel score-baseline --method less --model PATH --target {path}` first"
         )
     if len(rows) > 1:

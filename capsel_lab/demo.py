@@ -15,20 +15,18 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import pandas as pd
-
 from capsel.db import open_db, run_sql
+from capsel.models import demo_model_path
+from capsel.models.loading import describe_model
+from capsel.pipeline_config import PipelineConfig
+from capsel.scoring.config import ScoringConfig
+from capsel.selection.scoring_key import resolve_scoring_key
 from capsel_lab.demo_pool import demo_pool_dir, stage_demo_pool
 from capsel_lab.labels import candidate_labels
 from capsel_lab.noise.selections import junk_in_selections, ppl_key
 from capsel_lab.noise.stats import noise_summary
 from capsel_lab.real_demo_pool import stage_real_demo_pool
 from capsel_lab.real_pool import real_pool_dir
-from capsel.models import demo_model_path
-from capsel.pipeline_config import PipelineConfig
-from capsel.scoring.config import ScoringConfig
-from capsel.models.loading import describe_model
-from capsel.selection.scoring_key import resolve_scoring_key
 
 DB_FILE, POOL_DIR, SELECTIONS_DIR, PROFILE_DIR = "capsel.duckdb", "pool", "selections", "profile"
 TOY_MODEL, DEFAULT_MODEL = "demo", "gemma3-270m"
@@ -64,9 +62,9 @@ class DemoOptions:
         """The model folder, installed name or hub id the flow scores with."""
         return str(demo_model_path()) if self.toy else self.model
 
-    def pool_size(self) -> int | None:
-        """Clean rows per domain the demo takes: asked for, or sized from the model's measured rate."""
-        if self.per_domain is not None or self.toy:
+    def real_pool_size(self) -> int:
+        """Clean rows per domain the real demo takes: asked for, or sized from the model's measured rate."""
+        if self.per_domain is not None:
             return self.per_domain
         rate = MEASURED_RATES.get(Path(self.model).name, MEASURED_RATES[DEFAULT_MODEL])
         return max(8, math.floor(rate * SCORING_SECONDS / (REAL_DOMAINS * (1 + JUNK_SHARE))))
@@ -97,7 +95,7 @@ def prepare_demo(options: DemoOptions) -> tuple[PipelineConfig, list[dict]]:
     if options.toy:
         files, records = stage_demo_pool(demo_pool_dir(), options.root / POOL_DIR, options.per_domain)
     else:
-        files, records = stage_real_demo_pool(real_pool_dir(), options.root / POOL_DIR, options.pool_size())
+        files, records = stage_real_demo_pool(real_pool_dir(), options.root / POOL_DIR, options.real_pool_size())
     config = PipelineConfig.model_validate({
         "db_path": str(options.root / DB_FILE),
         "output_root": str(options.root),

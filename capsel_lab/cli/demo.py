@@ -21,13 +21,13 @@ from rich.table import Table
 
 from capsel.cli.common import console, settings_for
 from capsel.cli.scoring_options import PromptFormatOption, ThreadsOption, apply_threads
-from capsel.demo import DEFAULT_MODEL, PROFILE_DIR, TOY_MODEL, DemoOptions, DemoResult, demo_result, prepare_demo
+from capsel_lab.demo import DEFAULT_MODEL, PROFILE_DIR, TOY_MODEL, DemoOptions, DemoResult, demo_result, prepare_demo
 from capsel.errors import CapselError
-from capsel_lab.noise.stats import METHOD_NAMES
 from capsel.models.installed import installed_model_path
 from capsel.paths import inside_root
 from capsel.profile.check import check_model
 from capsel.profile.report import write_profile
+from capsel_lab.noise.stats import METHOD_NAMES
 
 DEMO_DIR, SUMMARY_FILE = "demo", "demo.json"
 SELECTION_NAMES = {**METHOD_NAMES, "random": "random control"}
@@ -99,8 +99,9 @@ def _check_profile(options: DemoOptions) -> list[Path]:
 def _print_result(result: DemoResult, profile_files: list[Path], wall_s: float) -> None:
     counts = result.counts
     table = Table(title=f"capsel demo: selection {result.selection_id} (prompt format {result.prompt_format})")
-    for column, justify in (("stage", "left"), ("count", "right"), ("note", "left")):
-        table.add_column(column, justify=justify)
+    table.add_column("stage")
+    table.add_column("count", justify="right")
+    table.add_column("note")
     excluded = ", ".join(f"{reason} {n}" for reason, n in counts["excluded_by_reason"].items()) or "none"
     for stage, count, note in (
         ("rows read", counts["rows_read"], "bundled pool + malformed rows"),
