@@ -28,7 +28,7 @@ demo: $(VENV)/.installed
 # Lint and type-check first: a style or typing slip fails fast, before the 10-minute suite.
 lint: $(VENV)/.installed-dev
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/mypy capsel capsel_lab
+	$(VENV)/bin/mypy capsel capsel_lab flows tasks
 
 test: lint
 	$(PY) -m pytest -q

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import cast
+from uuid import UUID
 
 from prefect.artifacts import (
     create_link_artifact,
@@ -23,21 +25,23 @@ class ProgressArtifact:
 
     def __init__(self, description: str):
         self.description = description
-        self.artifact_id = None
+        self.artifact_id: UUID | None = None
         self.total = 0
         self.done = 0
 
     def start(self, total: int) -> None:
         """Create the artifact sized to the pending work."""
         self.total = total
-        self.artifact_id = create_progress_artifact(
+        # called from the flow's own (synchronous) code, so Prefect returns the id, not a coroutine
+        self.artifact_id = cast(UUID, create_progress_artifact(
             progress=0.0 if total else 100.0, key="capsel-scoring-progress", description=self.description
-        )
+        ))
         get_run_logger().info("scoring %d pending candidates", total)
 
     def advance(self, report: BatchReport) -> None:
         """Move the artifact on by one merged shard and log it."""
         self.done += report.n_candidates
+        assert self.artifact_id is not None  # the runner starts a sink before it advances it
         update_progress_artifact(self.artifact_id, progress=round(100.0 * self.done / max(self.total, 1), 2))
         get_run_logger().info(
             "merged a shard of %d candidates (%d measured, excluded %s): %d/%d",

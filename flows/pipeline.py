@@ -19,19 +19,20 @@ from capsel.errors import CapselError
 from capsel.flows.artifacts import publish_gate_failure, publish_run_artifacts
 from capsel.flows.score_flow import score_flow_for
 from capsel.lineage.openlineage_events import FlowDatasets, event_emitter, run_event
-from capsel.orchestration.flow_runs import adopt_run, incoming_files, ingested_files
-from capsel.orchestration.run_report import FlowReport, extreme_examples, selection_rows
+from capsel.orchestration.flow_runs import incoming_files, ingested_files
+from capsel.orchestration.run_report import FlowReport, selection_rows
 from capsel.paths import inside_root
 from capsel.pipeline_config import PipelineConfig, ScoreFlowConfig
 from capsel.publish.publish import GateFailedError
 from capsel.runs import new_run_id, recorded_run
 from capsel.scorers.specs import ModelSpec
 from capsel.stages.context import RunContext
+from capsel.stages.ingest import IngestRequest
 from capsel.stages.select import SelectRequest, selection_key
 from capsel.store.results import ResultKey
-from capsel.tasks.ingest import ingest_files
+from capsel.tasks.ingest import ingest_task
 from capsel.tasks.profile import check_rank_profile
-from capsel.tasks.residualize import residualize
+from capsel.tasks.residualize import residualize_task
 from capsel.tasks.select import select_and_publish_task
 
 
@@ -65,37 +66,37 @@ def run_pipeline(config: PipelineConfig, flow_key: str, publish_unchanged: bool)
 def _stages(con, config: PipelineConfig, settings: Settings, report: FlowReport, datasets: FlowDatasets,
             publish_unchanged: bool) -> None:
     logger = get_run_logger()
+    ctx = RunContext(con, settings, parent_run_id=report.run_id, prefect_flow_run_id=report.prefect_flow_run_id)
     files = incoming_files(config.sources.paths)
     if files:
-        report.ingest = ingest_files(con, files, config.sources.ingest_options(settings))
-        adopt_run(con, report.ingest.run_id, report.run_id, report.prefect_flow_run_id)
+        report.ingest = ingest_task(IngestRequest(files, config.sources.ingest_options(settings)), ctx)
         datasets.source_files = ingested_files(con, report.ingest)
         logger.info("ingest: %s", report.ingest.counters())
     else:
         report.notes.append(f"no input files in {config.sources.paths}")
 
-    if config.check_profile and isinstance(getattr(config.scoring, "model", None), ModelSpec):
-        _warn_without_u_shape(config, report)
+    if config.check_profile and isinstance(model := getattr(config.scoring, "model", None), ModelSpec):
+        _warn_without_u_shape(model, report)
 
     score_config = ScoreFlowConfig(db_path=config.db_path, scoring=config.scoring, runner=config.runner)
     scored = score_flow_for(score_config)(score_config, parent_run_id=report.run_id)
     report.scoring = scored.scoring
     report.notes.extend(scored.scoring.notes)
-    ctx = RunContext(con, settings, parent_run_id=report.run_id, prefect_flow_run_id=report.prefect_flow_run_id)
     request = _select_request(config, settings, scored.key)
     key = selection_key(ctx, request)
     report.key = key
-    datasets.model = {"fingerprint": key.model_fingerprint, "name_or_path": key.model_name,
-                      "dtype": key.model.get("dtype")}
-    datasets.scoring_config_hash, datasets.scoring_config = key.config_hash, key.scoring_config
+    if key is not None:  # None only for a random draw over a pool with nothing scored
+        datasets.model = {"fingerprint": key.model_fingerprint, "name_or_path": key.model_name,
+                          "dtype": key.model.get("dtype")}
+        datasets.scoring_config_hash, datasets.scoring_config = key.config_hash, key.scoring_config
 
     n_new = (report.ingest.totals().n_inserted if report.ingest else 0) + report.scoring.n_processed
     if not publish_unchanged and n_new == 0:
         report.notes.append("nothing new was ingested or scored: no new selection version")
         return
-    if key.method == "cap":
-        report.fits = residualize(con, key, config.selection.domains)
-        report.examples = extreme_examples(con, key)
+    if key is not None and key.method == "cap":
+        residuals = residualize_task(ctx, key, config.selection.domains)
+        report.fits, report.examples = residuals.fits, residuals.examples
     try:
         selected = select_and_publish_task(request, ctx, key)
     except GateFailedError as error:
@@ -117,10 +118,9 @@ def _select_request(config: PipelineConfig, settings: Settings, scored: ResultKe
                          Path(target) if target else None, getattr(config.scoring, "target_max", None))
 
 
-def _warn_without_u_shape(config: PipelineConfig, report: FlowReport) -> None:
+def _warn_without_u_shape(model: ModelSpec, report: FlowReport) -> None:
     # The paper ties CAP's signal to the hidden-state U-shape; without it the ranks deserve doubt,
     # but the user asked for a selection, so this warns and goes on.
-    model = config.scoring.model
     try:
         verdict = check_rank_profile(model.path, model.trust_remote_code, model.prompt_format)
     except CapselError as error:  # e.g. too few blocks to judge: say so, scoring can still run

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from prefect import Flow, flow
 from prefect.runtime import flow_run
@@ -25,7 +27,7 @@ def task_runner_for(runner: RunnerParams):
         return ThreadPoolTaskRunner(max_workers=runner.max_workers)
     from prefect_ray.task_runners import RayTaskRunner
 
-    init_kwargs = {"include_dashboard": False}
+    init_kwargs: dict[str, Any] = {"include_dashboard": False}
     if runner.ray_address is None and runner.ray_num_cpus is not None:
         init_kwargs["num_cpus"] = runner.ray_num_cpus
     return RayTaskRunner(address=runner.ray_address, init_kwargs=init_kwargs)

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import duckdb
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from capsel.ingest.pipeline import IngestOptions, ingest
 from capsel.ingest.summary import IngestReport
+from capsel.stages.context import RunContext
+from capsel.stages.ingest import IngestRequest, ingest
 
 
 @task(name="ingest", cache_policy=NO_CACHE)
-def ingest_files(con: duckdb.DuckDBPyConnection, files: list[Path], options: IngestOptions) -> IngestReport:
-    """Ingest `files` as one recorded run."""
-    return ingest(con, files, options)
+def ingest_task(request: IngestRequest, ctx: RunContext) -> IngestReport:
+    """Ingest the request's files as one run of the flow."""
+    return ingest(request, ctx)

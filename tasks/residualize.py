@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import duckdb
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from capsel.selection.residualize import DomainFit, fit_domains
 from capsel.selection.scoring_key import ScoringKey
+from capsel.stages.context import RunContext
+from capsel.stages.residualize import ResidualizeSummary, residualize
 
 
 @task(name="residualize", cache_policy=NO_CACHE)
-def residualize(con: duckdb.DuckDBPyConnection, key: ScoringKey, domains: list[str] | None) -> list[DomainFit]:
+def residualize_task(ctx: RunContext, key: ScoringKey, domains: list[str] | None) -> ResidualizeSummary:
     """Fit every domain of `key`; a degenerate domain fails the task with the reason."""
-    return fit_domains(con, key, domains)
+    return residualize(ctx, key, domains)

@@ -12,12 +12,13 @@ from rich.table import Table
 
 from capsel.cli.common import DbOption, console, settings_for
 from capsel.cli.select import DirectionChoice
-from capsel.compare.contenders import gather
 from capsel.compare.metrics import ALL_DOMAINS
-from capsel.compare.report import summaries, write_report
 from capsel.db import open_db
 from capsel.paths import inside_root
 from capsel.selection.budget import parse_budget
+from capsel.stages.compare import CompareRequest
+from capsel.stages.compare import compare as compare_stage
+from capsel.stages.context import RunContext
 
 
 def compare(
@@ -42,14 +43,14 @@ def compare(
     settings = settings_for(db)
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     directory = inside_root(settings.output_root, out or Path("compare") / f"compare-{stamp}")
+    request = CompareRequest(parse_budget(budget), directory, seed, ppl_direction.value)
     con = open_db(settings.db_path, read_only=True)
     try:
-        with console.status("selecting with every scored method"):
-            comparison = gather(con, parse_budget(budget), seed, ppl_direction.value)
+        with console.status("selecting with every scored method and writing the report"):
+            compared = compare_stage(request, RunContext(con, settings))
     finally:
         con.close()
-    numbers = summaries(comparison)
-    files = write_report(directory, comparison, numbers, f"capsel compare, budget {budget} per domain")
+    comparison, numbers, files = compared.comparison, compared.numbers, compared.files
     console.print(_matrix_table("Jaccard overlap of selections", numbers["jaccard"]))
     if numbers["spearman"]:
         console.print(_matrix_table("Spearman rho of scores (mean over domains)", numbers["spearman"][ALL_DOMAINS]))

@@ -23,9 +23,11 @@ from rich.table import Table
 from capsel.cli.common import DbOption, console, settings_for
 from capsel.db import open_db
 from capsel.ingest.pipeline import IngestOptions, ProgressFn, resolve_inputs
-from capsel.ingest.pipeline import ingest as run_ingest
 from capsel.ingest.records import parse_field_map
 from capsel.ingest.summary import IngestReport
+from capsel.stages.context import RunContext
+from capsel.stages.ingest import IngestRequest
+from capsel.stages.ingest import ingest as ingest_stage
 
 
 def ingest(
@@ -62,7 +64,7 @@ def ingest(
     started = time.perf_counter()
     try:
         with file_progress() as progress:
-            report = run_ingest(con, files, options, progress)
+            report = ingest_stage(IngestRequest(files, options), RunContext(con, settings), progress)
     except KeyboardInterrupt:
         console.print(
             "[yellow]interrupted:[/] the file being read was rolled back (the whole run under --sample); "

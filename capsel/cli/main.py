@@ -12,9 +12,9 @@ from capsel import __version__
 from capsel.cli.common import err_console
 from capsel.errors import CapselError
 
-# Command name -> (module, function); a bare module name is one in capsel.cli. Modules load only for the command being run:
-# the scoring, lab and report commands import torch, transformers and matplotlib (seconds and
-# ~450 MB per process), which `capsel ingest` or `capsel status` never use.
+# Command name -> (module, function); a bare module name is one in capsel.cli. Modules load only for the
+# command being run: the scoring, lab and report commands import torch, transformers and matplotlib
+# (seconds and ~450 MB per process), which `capsel ingest` or `capsel status` never use.
 COMMANDS: dict[str, tuple[str, str]] = {
     # the demo measures junk with the lab's labels, so it lives with the lab
     "demo": ("capsel_lab.cli.demo", "demo"),

@@ -107,13 +107,16 @@ def ingest(
     paths: Sequence[str | Path],
     options: IngestOptions,
     progress: ProgressFn | None = None,
+    parent_run_id: str | None = None,
+    prefect_flow_run_id: str | None = None,
 ) -> IngestReport:
-    """Ingest files as one recorded run; checks every path before writing anything."""
+    """Ingest files as one recorded run (inside `parent_run_id` when a flow runs it); checks every path first."""
     files = resolve_inputs(paths)
     parallel = sum(os.path.getsize(path) for path in files) >= options.parallel_min_bytes
     counters: dict = {}
     with (
-        recorded_run(con, "ingest", counters, config=options.as_config(files)) as run_id,
+        recorded_run(con, "ingest", counters, config=options.as_config(files), parent_run_id=parent_run_id,
+                     prefect_flow_run_id=prefect_flow_run_id) as run_id,
         worker_pool(options.workers if parallel else 0) as workers,
     ):
         units = [[path] for path in files] if options.sample_size is None else [files]

@@ -64,7 +64,7 @@ class FlowDatasets:
     """What a flow run read and wrote, filled in as the run goes (START carries what is known then)."""
 
     db_path: Path
-    source_files: list[tuple[str, str | None]] = field(default_factory=list)  # (path, sha256)
+    source_files: list[tuple[str, str]] = field(default_factory=list)  # (path, sha256)
     selection_dir: Path | None = None
     selection_id: str | None = None
     model: dict | None = None  # fingerprint, name_or_path, dtype

@@ -1,4 +1,4 @@
-"""Bookkeeping the flows need from the store: incoming files, run parentage, the files a run read."""
+"""Bookkeeping the flows need from the store: incoming files and the files a run read."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ from typing import Sequence
 
 import duckdb
 
-from capsel.db import run_sql
 from capsel.db.records import fetch_records
 from capsel.errors import CapselError
 from capsel.ingest.readers import FORMATS
@@ -29,15 +28,6 @@ def incoming_files(paths: Sequence[str | Path]) -> list[Path]:
         else:
             raise CapselError(f"{path}: no such file or folder")
     return files
-
-
-def adopt_run(
-    con: duckdb.DuckDBPyConnection, run_id: str, parent_run_id: str, prefect_flow_run_id: str | None
-) -> None:
-    """Record that `run_id` ran inside the flow run `parent_run_id` (and its Prefect flow run)."""
-    run_sql(con, "runs/runs_adopt", {
-        "run_id": run_id, "parent_run_id": parent_run_id, "prefect_flow_run_id": prefect_flow_run_id,
-    })
 
 
 def ingested_files(con: duckdb.DuckDBPyConnection, report: IngestReport) -> list[tuple[str, str]]:

@@ -5,10 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-import duckdb
 import pandas as pd
 
-from capsel.db.records import fetch_records
 from capsel.ingest.summary import IngestReport
 from capsel.publish.publish import PublishedSelection
 from capsel.runner.progress import RunSummary
@@ -51,14 +49,6 @@ class FlowReport:
         return counters
 
 
-def extreme_examples(con: duckdb.DuckDBPyConnection, key: ScoringKey, n_examples: int = 3) -> list[dict]:
-    """The top and bottom `n_examples` candidates by z in every domain, with a short instruction preview."""
-    rows = fetch_records(con, "flows/flow_examples", {
-        "model_fingerprint": key.model_fingerprint, "config_hash": key.config_hash, "n_examples": n_examples,
-    })
-    return [{**row, "instruction": preview(row["instruction"])} for row in rows]
-
-
 def preview(text: str | None, limit: int = PREVIEW_CHARS) -> str:
     """Text on one line, cut to `limit` characters with an ellipsis."""
     flat = " ".join((text or "").split())
@@ -99,7 +89,7 @@ def summary_markdown(report: FlowReport) -> str:
     if report.examples:
         lines += _table(
             "Top and bottom examples by z", ["domain", "side", "candidate", "z", "instruction"],
-            [[e["domain"], e["side"], f"`{e['candidate_id']}`", _num(e["z"]), _cell(e["instruction"])]
+            [[e["domain"], e["side"], f"`{e['candidate_id']}`", _num(e["z"]), _cell(preview(e["instruction"]))]
              for e in report.examples],
         )
     return "\n".join(lines)

@@ -21,12 +21,12 @@ from rich.table import Table
 
 from capsel.cli.common import console, settings_for
 from capsel.cli.scoring_options import PromptFormatOption, ThreadsOption, apply_threads
-from capsel_lab.demo import DEFAULT_MODEL, PROFILE_DIR, TOY_MODEL, DemoOptions, DemoResult, demo_result, prepare_demo
 from capsel.errors import CapselError
 from capsel.models.installed import installed_model_path
 from capsel.paths import inside_root
 from capsel.profile.check import check_model
 from capsel.profile.report import write_profile
+from capsel_lab.demo import DEFAULT_MODEL, PROFILE_DIR, TOY_MODEL, DemoOptions, DemoResult, demo_result, prepare_demo
 from capsel_lab.noise.stats import METHOD_NAMES
 
 DEMO_DIR, SUMMARY_FILE = "demo", "demo.json"

@@ -85,6 +85,12 @@ def test_rescore_scores_only_the_new_candidates(incremental):
                                   "on shard.run_id = divergences.run_id join runs as parent "
                                   "on parent.run_id = shard.parent_run_id group by all"))
         assert per_run == {v1["score"]["run_id"]: 24, v2["score"]["run_id"]: 16}
+        # the ingest, score and select runs of a flow run are recorded under it, with its Prefect id
+        stages = _rows(con, "select child.kind, parent.kind, child.prefect_flow_run_id = parent.prefect_flow_run_id "
+                            "from runs as child left join runs as parent on parent.run_id = child.parent_run_id "
+                            "where child.kind in ('ingest', 'select')")
+        assert {kind for kind, _, _ in stages} == {"ingest", "select"}
+        assert all(parent == "flow" and same_prefect_run for _, parent, same_prefect_run in stages), stages
     finally:
         con.close()
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from capsel_lab.demo import DemoOptions, prepare_demo
 from capsel.models import demo_model_path
+from capsel_lab.demo import DemoOptions, prepare_demo
 from capsel_lab.demo_pool import (
     MALFORMED_FILE,
     MANIFEST_FILE,

@@ -1,4 +1,4 @@
--- The highest- and lowest-z candidates of each domain for one (model, config), for run summaries.
+-- The highest- and lowest-z candidates of each domain for one (model, config): what a run summary shows.
 with scored as (
     select
         candidate_id,

@@ -1,0 +1,30 @@
+"""Stage: per-domain OLS of D_late on D_early over the whole scored pool, and the candidates at both ends of z."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+from capsel.db.records import fetch_records
+from capsel.selection.residualize import DomainFit, fit_domains
+from capsel.selection.scoring_key import ScoringKey
+from capsel.stages.context import RunContext
+
+
+@dataclass
+class ResidualizeSummary:
+    """Each domain's fit, and its top and bottom candidates by z (id, z and instruction)."""
+
+    fits: list[DomainFit]
+    examples: list[dict]
+
+
+def residualize(
+    ctx: RunContext, key: ScoringKey, domains: Sequence[str] | None = None, n_examples: int = 3
+) -> ResidualizeSummary:
+    """Fit every domain of `key` (a degenerate one raises with the reason) and pick `n_examples` per end."""
+    fits = fit_domains(ctx.con, key, domains)
+    examples = fetch_records(ctx.con, "selection/extreme_examples", {
+        "model_fingerprint": key.model_fingerprint, "config_hash": key.config_hash, "n_examples": n_examples,
+    })
+    return ResidualizeSummary(fits, examples)
