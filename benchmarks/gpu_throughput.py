@@ -48,6 +48,7 @@ from capsel.db import open_db  # noqa: E402
 from capsel.db.records import fetch_records  # noqa: E402
 from capsel.ingest.pipeline import IngestOptions, ingest  # noqa: E402
 from capsel.models.loading import attention_implementation
+from capsel.runner.generation import run_generation
 from capsel.runner.job import run_scorer
 from capsel.runner.progress import RunSummary
 from capsel.scorers.cap import CapScorer
@@ -55,7 +56,6 @@ from capsel.scoring.batch_memory import resolve_batch_size  # noqa: E402
 from capsel.scoring.config import ScoringConfig  # noqa: E402
 from capsel.scoring.engine import ScoringEngine  # noqa: E402
 from capsel.scoring.generation import HFGenerator  # noqa: E402
-from capsel.scoring.generation_run import run_generation
 from capsel.versioning import code_version  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"

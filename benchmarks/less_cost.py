@@ -24,13 +24,13 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from capsel.baselines.less.scorer import LessConfig, LessFeatureScorer  # noqa: E402
-from capsel.baselines.less.scoring import score_less  # noqa: E402
 from capsel.baselines.less.target import TargetFile  # noqa: E402
 from capsel.db import open_db  # noqa: E402
 from capsel.ingest.pipeline import IngestOptions, ingest  # noqa: E402
 from capsel.models import demo_model_path  # noqa: E402
 from capsel.models.loading import describe_model, load_model
 from capsel.runner.job import run_scoring
+from capsel.runner.less_job import score_less  # noqa: E402
 from capsel.scoring.config import ScoringConfig  # noqa: E402
 from capsel.scoring.engine import ScoringEngine  # noqa: E402
 from capsel_lab.pretrain import world_spec_of  # noqa: E402

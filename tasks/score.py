@@ -6,6 +6,7 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 from prefect.tasks import exponential_backoff
 
+from capsel.runner.build import build_scorer
 from capsel.runner.work import Work, WorkResult, host_spec, score_shard
 from capsel.scorers.base import Scorer
 from capsel.scorers.specs import ScorerSpec
@@ -27,4 +28,4 @@ def score_shard_task(spec: ScorerSpec, work: Work) -> WorkResult:
 @task(name="describe-scorer", cache_policy=NO_CACHE)
 def describe_scorer_task(spec: ScorerSpec) -> Scorer:
     """The writer's copy of the scorer on this host: its model's fingerprint and config (weights not loaded)."""
-    return host_spec(spec).build()
+    return build_scorer(host_spec(spec))

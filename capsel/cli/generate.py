@@ -23,9 +23,9 @@ from capsel.cli.scoring_options import (
     scoring_settings,
 )
 from capsel.cli.specs import build_spec, spec_values
+from capsel.runner.generation import run_generation
 from capsel.scorers.cap import CapScorer
-from capsel.scoring.generation_run import run_generation
-from capsel.scoring.generators import check_generator, generator_for
+from capsel.scorers.generators import check_generator, generator_for
 from capsel.store.scope import Scope
 
 

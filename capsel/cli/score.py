@@ -26,7 +26,7 @@ from capsel.cli.scoring_options import (
 )
 from capsel.cli.specs import build_spec, spec_values
 from capsel.scorers.cap import CapScorer
-from capsel.scoring.generators import check_generator, generator_for
+from capsel.scorers.generators import check_generator, generator_for
 from capsel.stages.context import RunContext
 from capsel.stages.score import ScoreRequest
 from capsel.stages.score import score as score_stage

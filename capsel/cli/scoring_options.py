@@ -13,6 +13,7 @@ from capsel.cli.common import console, err_console, settings_for
 from capsel.config import Settings
 from capsel.db import open_db
 from capsel.errors import CapselError
+from capsel.runner.build import build_scorer
 from capsel.scorers.base import Scorer
 from capsel.scorers.specs import ModelSpec, ScorerSpec
 from capsel.threads import available_cores, use_torch_threads
@@ -78,7 +79,7 @@ def model_options(settings: Settings, model: str | None, trust_remote_code: bool
 def described(spec: ScorerSpec) -> Scorer:
     """The spec's scorer (model files hashed, tokenizer read, weights not loaded), said on the console."""
     with console.status(f"preparing the {spec.method} scorer (hashing model files)"):
-        scorer = spec.build()
+        scorer = build_scorer(spec)
     identity = scorer.identity
     console.print(f"{spec.method}: {identity.name_or_path}, {identity.architecture}, "
                   f"{identity.n_layers or '?'} layers, {identity.dtype}, fingerprint {identity.fingerprint}, "

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Hashable, TypeVar
 
 from capsel.models.devices import host_device, worker_device
+from capsel.runner.build import build_scorer
 from capsel.scorers.base import Scorer
 from capsel.scorers.specs import ScorerSpec
 
@@ -72,7 +73,7 @@ def thread_cached(store: threading.local, key: Hashable, build: Callable[[], T])
 
 def score_shard(spec: ScorerSpec, work: Work) -> WorkResult:
     """A worker's shard: the spec's scorer, built once per thread and kept for the next shard, scores the work."""
-    return score_work(thread_cached(_SCORERS, spec, spec.build), work)
+    return score_work(thread_cached(_SCORERS, spec, lambda: build_scorer(spec)), work)
 
 
 def workers_spec(spec: ScorerSpec, uses_gpus: bool, local_cuda: bool) -> ScorerSpec:

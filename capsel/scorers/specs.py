@@ -1,20 +1,17 @@
 """What a scorer is built from, spelled once: one typed spec per method, a discriminated union on `method`.
 
 The CLI, the flows (the Prefect UI renders these as a form) and every worker build a method's scorer
-from its spec; nothing here imports torch, so help texts and flow schemas stay light.
+from its spec (`capsel.runner.build`); nothing here imports torch, so help texts and flow schemas stay light.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Callable, Literal, Self, Union
+from typing import Annotated, Callable, Literal, Self, Union
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from capsel.scoring.config import ScoringConfig
 from capsel.scoring.prompt_format import PromptFormat
-
-if TYPE_CHECKING:
-    from capsel.scorers.base import Scorer
 
 _STRICT = ConfigDict(extra="forbid", frozen=True)
 PACKAGED_ENCODER = "packaged:all-MiniLM-L6-v2"
@@ -60,10 +57,6 @@ class _Spec(BaseModel):
         """This spec with `change(model_spec)` applied to each model it loads."""
         return self.model_copy(update={name: change(spec) for name, spec in self.models().items()})
 
-    def build(self) -> "Scorer":
-        """The scorer: identity and config now, weights on first use."""
-        raise NotImplementedError
-
 
 class CapSpec(_Spec):
     """CAP (DESIGN.md "The method"): y-hat, per-layer divergence, D_early and D_late, PPL."""
@@ -93,10 +86,6 @@ class CapSpec(_Spec):
             prompt_format=self.model.prompt_format,
         )
 
-    def build(self) -> "Scorer":
-        from capsel.scorers.cap import cap_scorer
-
-        return cap_scorer(self)
 
 
 class PplSpec(_Spec):
@@ -107,10 +96,6 @@ class PplSpec(_Spec):
     prompt_tokens: int = Field(256, gt=0, description="P: keep the last P prompt ids")
     horizon: int = Field(48, gt=0, description="R: keep the first R response ids")
 
-    def build(self) -> "Scorer":
-        from capsel.baselines.ppl import ppl_scorer
-
-        return ppl_scorer(self)
 
 
 class IfdSpec(_Spec):
@@ -120,10 +105,6 @@ class IfdSpec(_Spec):
     model: ModelSpec
     max_length: int = Field(1024, gt=1, description="[prompt; response] is cut to its first max_length ids")
 
-    def build(self) -> "Scorer":
-        from capsel.baselines.ifd import ifd_scorer
-
-        return ifd_scorer(self)
 
 
 class QuratingSpec(_Spec):
@@ -135,10 +116,6 @@ class QuratingSpec(_Spec):
     rater_label: str = Field("educational_value", description="the label whose logit is the score")
     max_length: int = Field(512, gt=1, description="the example is cut to its first max_length rater tokens")
 
-    def build(self) -> "Scorer":
-        from capsel.baselines.qurating import qurating_scorer
-
-        return qurating_scorer(self)
 
 
 class KCenterSpec(_Spec):
@@ -152,10 +129,6 @@ class KCenterSpec(_Spec):
     max_length: int = Field(256, gt=1, description="the example is cut to its first max_length encoder tokens")
     batch_size: int = Field(256, gt=0, description="examples per encoder batch")
 
-    def build(self) -> "Scorer":
-        from capsel.baselines.kcenter import kcenter_scorer
-
-        return kcenter_scorer(self)
 
 
 class LessSpec(_Spec):
@@ -167,10 +140,6 @@ class LessSpec(_Spec):
     target: str | None = Field(None, description="file of target examples; without it only features are stored")
     target_max: int = Field(2000, gt=0, description="use the first N examples of the target")
 
-    def build(self) -> "Scorer":
-        from capsel.baselines.less.scorer import less_scorer
-
-        return less_scorer(self)
 
 
 ScorerSpec = Annotated[

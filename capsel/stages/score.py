@@ -6,16 +6,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from capsel.baselines.less.scorer import LessFeatureScorer
-from capsel.baselines.less.scoring import LessSummary, score_target
 from capsel.baselines.less.target import TargetFile, read_target
 from capsel.errors import CapselError
+from capsel.runner.build import build_scorer
+from capsel.runner.generation import run_generation
 from capsel.runner.job import run_scorer
+from capsel.runner.less_job import LessSummary, score_target
 from capsel.runner.progress import RunSummary
 from capsel.scorers.base import Scorer
 from capsel.scorers.cap import CapScorer
 from capsel.scorers.specs import LessSpec, ScorerSpec
 from capsel.scoring.generation import Generator
-from capsel.scoring.generation_run import run_generation
 from capsel.stages.context import RunContext
 from capsel.store.results import ResultKey, result_key
 from capsel.store.scope import Scope
@@ -65,7 +66,7 @@ def target_of(spec: ScorerSpec) -> TargetFile | None:
 def score(request: ScoreRequest, ctx: RunContext, scorer: Scorer | None = None) -> ScoreSummary:
     """Score every pending candidate in scope with the spec's scorer (`scorer`: one already built from it)."""
     target = target_of(request.spec)
-    scorer = scorer or request.spec.build()
+    scorer = scorer or build_scorer(request.spec)
     generation = None
     if request.generator is not None:
         if not isinstance(scorer, CapScorer):

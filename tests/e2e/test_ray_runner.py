@@ -8,6 +8,7 @@ import orjson
 import pytest
 
 from capsel.db import open_db
+from capsel.runner.build import build_scorer
 from capsel.runner.job import run_scorer
 from capsel.runner.window import Done
 from capsel.runner.work import score_shard, workers_spec
@@ -39,7 +40,7 @@ def test_ray_shards_score_like_the_local_runner(prefect_api, tmp_path):
     local = open_db(tmp_path / "local.duckdb")
     append_candidates(local, [dict(zip(("candidate_id", "instruction", "input", "response"), row)) for row in texts])
     spec = workers_spec(config.scoring, uses_gpus=False, local_cuda=False)
-    run_scorer(local, spec.build(), dispatch=lambda work: Done(score_shard(spec, work)),
+    run_scorer(local, build_scorer(spec), dispatch=lambda work: Done(score_shard(spec, work)),
                page_size=config.runner.shard_size)
     local_scores = {row[0]: row[1:] for row in local.execute(SCORES).fetchall()}
     local.close()

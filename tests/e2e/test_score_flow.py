@@ -8,11 +8,12 @@ import numpy as np
 import orjson
 import pytest
 
-from capsel.baselines.less.scoring import score_target
 from capsel.baselines.less.target import TargetFile
 from capsel.db import open_db
 from capsel.pipeline_config import ScoreFlowConfig
+from capsel.runner.build import build_scorer
 from capsel.runner.job import run_scorer
+from capsel.runner.less_job import score_target
 from tests.fixtures.candidates import mixed_candidates
 from tests.fixtures.pool import append_candidates, tiny_model_dir
 
@@ -56,7 +57,7 @@ def test_less_flow_on_local_and_ray_runners_equals_the_in_process_run(prefect_ap
                "max_length": 100, "batch_size": 4, "target": str(target), "target_max": 3}
 
     reference = open_db(_pool_db(tmp_path / "reference.duckdb", pool))
-    scorer = ScoreFlowConfig(scoring=scoring).scoring.build()
+    scorer = build_scorer(ScoreFlowConfig(scoring=scoring).scoring)
     run_scorer(reference, scorer)
     score_target(reference, scorer, TargetFile.of(target, 3))
     reference.close()

@@ -13,8 +13,8 @@ from capsel.baselines.ifd import PROMPT_FILLS_WINDOW
 from capsel.baselines.less.countsketch import CountSketch
 from capsel.baselines.less.lora_gradients import response_loss
 from capsel.baselines.less.scorer import LessConfig, LessFeatureScorer
-from capsel.baselines.less.scoring import score_less
 from capsel.baselines.less.target import TargetFile, stored_target
+from capsel.runner.less_job import score_less
 from capsel.scoring.inputs import CandidateText, prompt_text
 from capsel.selection.budget import parse_budget
 from capsel.selection.plan import SelectionRequest, build_selection

@@ -7,12 +7,12 @@ import pytest
 
 from capsel.db import open_db
 from capsel.models.loading import load_model
+from capsel.runner.generation import run_generation
 from capsel.runner.job import run_scorer
 from capsel.scorers.cap import CapScorer
 from capsel.scoring.config import ScoringConfig
 from capsel.scoring.engine import ScoringEngine
 from capsel.scoring.generation import HFGenerator
-from capsel.scoring.generation_run import run_generation
 from capsel.scoring.inputs import CandidateText
 from capsel.store.scope import Scope
 from tests.fixtures.candidates import mixed_candidates

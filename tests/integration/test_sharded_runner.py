@@ -12,6 +12,7 @@ import pytest
 
 from capsel.db import open_db
 from capsel.errors import CapselError
+from capsel.runner.build import build_scorer
 from capsel.runner.job import run_scorer
 from capsel.runner.work import score_shard
 from capsel.scorers.specs import CapSpec, LessSpec, ModelSpec
@@ -54,13 +55,13 @@ def _same_rows(sharded, plain) -> None:
 def test_sharded_run_equals_the_in_process_run_and_runs_add_up(tmp_path, con, spec, pool):
     query, table, kind = ROWS[spec.method]
     with ThreadPoolExecutor(2) as executor:
-        summary = run_scorer(con, spec.build(), dispatch=lambda work: executor.submit(score_shard, spec, work),
+        summary = run_scorer(con, build_scorer(spec), dispatch=lambda work: executor.submit(score_shard, spec, work),
                              page_size=SHARD, max_in_flight=3)
     assert summary.n_processed == len(pool) and summary.n_already_done == 0
 
     reference = open_db(tmp_path / "reference.duckdb")
     append_candidates(reference, pool)
-    run_scorer(reference, spec.build())
+    run_scorer(reference, build_scorer(spec))
     _same_rows(con.execute(query).fetchall(), reference.execute(query).fetchall())
     reference.close()
 
@@ -77,7 +78,7 @@ def test_sharded_run_equals_the_in_process_run_and_runs_add_up(tmp_path, con, sp
     assert n_excluded == sum(orjson.loads(parents[0][4])["n_excluded"].values()) > 0
 
     calls = []
-    again = run_scorer(con, spec.build(), dispatch=calls.append, page_size=SHARD)
+    again = run_scorer(con, build_scorer(spec), dispatch=calls.append, page_size=SHARD)
     assert calls == [] and again.n_processed == 0 and again.n_already_done == len(pool)
 
 
@@ -94,11 +95,11 @@ def test_failed_shard_keeps_earlier_shards_and_rerun_finishes_exactly_once(con, 
         return _done(score_shard(spec, work))
 
     with pytest.raises(RuntimeError, match="worker lost"):
-        run_scorer(con, spec.build(), dispatch=failing_third, page_size=SHARD, max_in_flight=1)
+        run_scorer(con, build_scorer(spec), dispatch=failing_third, page_size=SHARD, max_in_flight=1)
     assert con.execute(f"select count(*) from {table}").fetchone()[0] == 2 * SHARD
     assert con.execute(f"select status from runs where kind = '{kind}'").fetchall() == [("failed",)]
 
-    again = run_scorer(con, spec.build(), dispatch=lambda work: _done(score_shard(spec, work)), page_size=SHARD)
+    again = run_scorer(con, build_scorer(spec), dispatch=lambda work: _done(score_shard(spec, work)), page_size=SHARD)
     assert again.n_already_done == 2 * SHARD and again.n_processed == len(pool) - 2 * SHARD
     counts = con.execute(f"select candidate_id, count(*) from {table} group by all").fetchall()
     assert sorted(c for c, _ in counts) == sorted(c["candidate_id"] for c in pool) and {n for _, n in counts} == {1}
@@ -114,7 +115,7 @@ def test_a_shard_from_another_model_is_refused_and_not_written(con, spec):
         return _done(replace(score_shard(spec, work), model_fingerprint="other"))
 
     with pytest.raises(CapselError, match="scored by model other"):
-        run_scorer(con, spec.build(), Scope(limit=SHARD), dispatch=other_model, page_size=SHARD, max_in_flight=1)
+        run_scorer(con, build_scorer(spec), Scope(limit=SHARD), dispatch=other_model, page_size=SHARD, max_in_flight=1)
     assert con.execute(f"select count(*) from {table}").fetchone()[0] == 0
     assert con.execute(f"select status from runs where kind = '{kind}'").fetchall() == [("failed",)]
 
@@ -122,6 +123,6 @@ def test_a_shard_from_another_model_is_refused_and_not_written(con, spec):
 def test_domain_scope_limits_the_shards(con, spec, pool):
     append_candidates(con, mixed_candidates(seed=5, prefix="z"), domain="code")
     works = []
-    run_scorer(con, spec.build(), Scope(domain="code"), dispatch=lambda work: works.append(work) or
+    run_scorer(con, build_scorer(spec), Scope(domain="code"), dispatch=lambda work: works.append(work) or
                _done(score_shard(spec, work)), page_size=100)
     assert len(works) == 1 and len(works[0].items) + len(works[0].reused) == len(mixed_candidates())
