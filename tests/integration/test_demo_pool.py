@@ -35,7 +35,7 @@ def test_prepare_demo_starts_from_an_empty_folder(tmp_path):
     root = tmp_path / "demo"
     (root / "selections" / "sel-old").mkdir(parents=True)
     (root / "capsel.duckdb").write_text("stale")
-    config, records = prepare_demo(DemoOptions(root=root, per_domain=3))
+    config, records = prepare_demo(DemoOptions(root=root, model="demo", per_domain=3))
     assert sorted(p.relative_to(root).as_posix() for p in root.rglob("*")) == ["pool", "pool/" + MALFORMED_FILE,
                                                                                "pool/" + POOL_FILE]
     assert config.sources.paths == [str(root / "pool" / POOL_FILE), str(root / "pool" / MALFORMED_FILE)]
