@@ -7,7 +7,8 @@ logits over every position included). Engine: `ScoringEngine.generate_and_score`
 taken during its own decoding, y teacher-forced beside it on the shared cache).
 
     .venv/bin/python benchmarks/score_throughput.py --n-candidates 64 --repeats 3 [--threads 1]
-    .venv/bin/python benchmarks/score_throughput.py --model gemma3-270m --n-candidates 64 --repeats 1 --batch-size 32
+    .venv/bin/python benchmarks/score_throughput.py --model gemma3-270m --n-candidates 64 --repeats 1 --batch-size 32 \
+        --paper-batch-size 4
 
 Prints one JSON object: seconds per round for each pipeline (rounds rotate the order, since
 this machine is shared), best and median candidates/s, and their ratios. By default the model is a
@@ -164,6 +165,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n-candidates", type=int, default=64)
     parser.add_argument("--batch-size", type=int, default=16)
+    parser.add_argument("--paper-batch-size", type=int, default=None,
+                        help="batch of the paper-style pipeline (default: --batch-size); its full-vocabulary logits "
+                             "over every position take batch x tokens x vocabulary x 4 bytes: Gemma 3 270M at 32 "
+                             "needs over 24 GB, use 4")
     parser.add_argument("--repeats", type=int, default=3, help="timed rounds; the pipelines alternate order")
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
     parser.add_argument("--model", default=None, help="installed model name or folder (default: synthetic Llama)")
@@ -183,11 +188,12 @@ def main() -> None:
         inputs = engine.prepare(pool)
         warm = inputs[: args.batch_size]
         engine.generate_and_score(warm)
-        paper_style(loaded, warm, config.horizon, args.batch_size)
+        paper_batch = args.paper_batch_size or args.batch_size
+        paper_style(loaded, warm, config.horizon, paper_batch)
 
         pipelines = {
             "engine_fused": lambda: engine.generate_and_score(inputs),
-            "paper_style": lambda: paper_style(loaded, inputs, config.horizon, args.batch_size),
+            "paper_style": lambda: paper_style(loaded, inputs, config.horizon, paper_batch),
             "engine_generate_then_score": lambda: engine.score(engine.generate(inputs)),
         }
         seconds: dict[str, list[float]] = {name: [] for name in pipelines}
@@ -213,7 +219,8 @@ def main() -> None:
                     "torch": torch.__version__},
         "model": {"name": args.model or "synthetic llama12", "architecture": info.architecture,
                   "layers": info.n_layers, "parameters": sum(p.numel() for p in loaded.model.parameters()),
-                  "prompt_format": config.prompt_format, "batch_size": args.batch_size},
+                  "prompt_format": config.prompt_format, "batch_size": args.batch_size,
+                  "paper_batch_size": paper_batch},
         "pool": {"candidates": n, "mean_prompt_tokens": sum(len(i.prompt_ids) for i in inputs) / n,
                  "mean_response_tokens": sum(len(i.response_ids) for i in inputs) / n,
                  "mean_generated_tokens": sum(len(s.generation.generated_ids or []) for s in scored) / n},

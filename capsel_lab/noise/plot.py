@@ -58,6 +58,10 @@ def plot_junk_percentiles(junk: pd.DataFrame, path: Path, title: str = "") -> Pa
                          label=f"junk: {kind}" if position == 0 else None)
     for level, style in ((95, "--"), (5, ":")):
         axis.axhline(level, color="grey", linestyle=style, linewidth=0.8)
+    if "cap_guard" in methods:
+        # a candidate the guard holds back can never be selected: it ranks below every eligible one
+        axis.annotate("held back by the guard:\nbelow every eligible row", (methods.index("cap_guard"), 2), ha="center",
+                      va="bottom", fontsize=7, color="grey")
     axis.set_xticks(range(len(methods)), [METHOD_NAMES[method] for method in methods], fontsize=8)
     axis.set_ylim(-3, 103)
     axis.set_ylabel("percentile among clean candidates\n(100: above every clean one)")
