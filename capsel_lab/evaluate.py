@@ -19,8 +19,11 @@ def greedy_answer(
     """Greedy continuation of `prompt` (with BOS), stopped at EOS, decoded."""
     ids = tokenizer(prompt, return_tensors="pt").input_ids
     with torch.no_grad():
-        out = model.generate(  # type: ignore[operator]  # transformers' stub types generate as a Tensorids, max_new_tokens=max_new_tokens, do_sample=False,
-                             eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id)
+        # transformers' stubs type `generate` as a Tensor attribute
+        out = model.generate(  # type: ignore[operator]
+            ids, max_new_tokens=max_new_tokens, do_sample=False,
+            eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id,
+        )
     return str(tokenizer.decode(out[0, ids.shape[1]:], skip_special_tokens=True))
 
 
@@ -39,8 +42,10 @@ def greedy_answers(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, p
         for start in range(0, len(prompts), batch_size):
             batch = tokenizer(list(prompts[start:start + batch_size]), return_tensors="pt", padding=True)
             with torch.no_grad():
-                out = model.generate(  # type: ignore[operator]  # transformers' stub types generate as a Tensor**batch, max_new_tokens=max_new_tokens, do_sample=False,
-                                     eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id)
+                out = model.generate(  # type: ignore[operator]  # see greedy_answer
+                    **batch, max_new_tokens=max_new_tokens, do_sample=False,
+                    eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id,
+                )
             answers += tokenizer.batch_decode(out[:, batch.input_ids.shape[1]:], skip_special_tokens=True)
     finally:
         tokenizer.padding_side = side
