@@ -73,7 +73,9 @@ def hidden_states(
             ids = torch.tensor([prompt_token_ids(tokenizer, [text], prompt_format)[0][:max_length]])
             model(input_ids=ids.to(device))
             start = 1 if skip_first else 0
-            outputs = [states for states in current if states is not None]  # every block ran on this text
+            outputs = [states for states in current if states is not None]
+            if len(outputs) != len(current):  # a missing block would shift every later block's index
+                raise RuntimeError("a decoder block's hook did not fire on the sample text")
             take = min(outputs[0].shape[0] - start, max_tokens - n_tokens)
             if take <= 0:
                 continue

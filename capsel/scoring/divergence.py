@@ -41,7 +41,10 @@ class DistancesTo:
 
     def collect(self) -> torch.Tensor:
         """[layers, rows, positions] on the CPU: per-position scalars, copied off the device in one transfer."""
-        return torch.stack([part for part in self.parts if part is not None]).cpu()
+        parts = [part for part in self.parts if part is not None]
+        if len(parts) != len(self.parts):  # a missing layer would shift every later layer's index
+            raise RuntimeError("a decoder block's hook did not fire: its distances are missing")
+        return torch.stack(parts).cpu()
 
 
 @dataclass
