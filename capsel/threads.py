@@ -32,6 +32,13 @@ def torch_threads(requested: int | None = None, concurrent: int = 1) -> int:
     return min(requested, share)
 
 
+def current_torch_threads() -> int:
+    """torch's intra-op thread count now."""
+    import torch
+
+    return torch.get_num_threads()
+
+
 def use_torch_threads(requested: int | None = None, concurrent: int = 1) -> int:
     """Set torch's intra-op thread count as `torch_threads` chooses it; returns the count."""
     import torch

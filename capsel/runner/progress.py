@@ -8,7 +8,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Iterator, Protocol, Sequence
 
-import torch
+from capsel.threads import current_torch_threads
 
 
 @dataclass(frozen=True)
@@ -47,7 +47,7 @@ class RunSummary:
     # What the user should know about the results, e.g. domains that lost many candidates to empty y-hat.
     notes: list[str] = field(default_factory=list)
     # torch's CPU threads when the run started (a rate means little without it)
-    torch_threads: int = field(default_factory=torch.get_num_threads)
+    torch_threads: int = field(default_factory=current_torch_threads)
 
     @property
     def rate(self) -> float:

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import duckdb
 
 from capsel.config import Settings
-from capsel.runner.job import PAGE_SIZE, Dispatch
-from capsel.runner.progress import ProgressSink
+
+if TYPE_CHECKING:  # the runner imports the scorers and torch: a light command (ingest) must not pay for them
+    from capsel.runner.job import Dispatch
+    from capsel.runner.progress import ProgressSink
 
 
 @dataclass
@@ -16,7 +19,7 @@ class RunContext:
     """The single writer's connection and settings, the flow run a stage belongs to (if any) and its dispatch.
 
     Without `dispatch` scoring runs in this process, batch by batch; a flow passes its workers' submit and
-    its shard size as `page_size`.
+    its shard size as `page_size` (None: the runner's page).
     """
 
     con: duckdb.DuckDBPyConnection
@@ -25,6 +28,6 @@ class RunContext:
     parent_run_id: str | None = None
     prefect_flow_run_id: str | None = None
     dispatch: Dispatch | None = None
-    page_size: int = PAGE_SIZE
+    page_size: int | None = None
     max_in_flight: int = 4
     run_config: dict = field(default_factory=dict)

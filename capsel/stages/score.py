@@ -10,7 +10,7 @@ from capsel.baselines.less.target import TargetFile, read_target
 from capsel.errors import CapselError
 from capsel.runner.build import build_scorer
 from capsel.runner.generation import run_generation
-from capsel.runner.job import run_scorer
+from capsel.runner.job import PAGE_SIZE, run_scorer
 from capsel.runner.less_job import LessSummary, score_target
 from capsel.runner.progress import RunSummary
 from capsel.scorers.base import Scorer
@@ -81,8 +81,9 @@ def score(request: ScoreRequest, ctx: RunContext, scorer: Scorer | None = None) 
                 request.generator.close()
     run_config = {**ctx.run_config, **({"target": str(target.path), "target_max": target.target_max} if target else {})}
     summary = run_scorer(
-        ctx.con, scorer, request.scope, ctx.sink, run_config, dispatch=ctx.dispatch, page_size=ctx.page_size,
-        max_in_flight=ctx.max_in_flight, parent_run_id=ctx.parent_run_id, prefect_flow_run_id=ctx.prefect_flow_run_id,
+        ctx.con, scorer, request.scope, ctx.sink, run_config,
+        dispatch=ctx.dispatch, page_size=ctx.page_size or PAGE_SIZE, max_in_flight=ctx.max_in_flight,
+        parent_run_id=ctx.parent_run_id, prefect_flow_run_id=ctx.prefect_flow_run_id,
     )
     less = score_target(ctx.con, scorer, target) if isinstance(scorer, LessFeatureScorer) and target else None
     return ScoreSummary(summary, result_key(scorer), generation, less)
