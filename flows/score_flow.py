@@ -69,7 +69,7 @@ def score_flow(config: ScoreFlowConfig, parent_run_id: str | None = None) -> Sco
 
     `parent_run_id` ties the scoring run to the selection flow run that started this one as a subflow.
     """
-    con = open_db(config.settings().db_path)
+    con = open_db(config.settings().db_path, must_exist=True)
     try:
         return score_sharded(con, config.settings(), config.scoring, config.runner, config.scope(), parent_run_id)
     finally:

@@ -93,7 +93,7 @@ def described(spec: ScorerSpec) -> Scorer:
 @contextmanager
 def scoring_db(settings: Settings) -> Iterator[duckdb.DuckDBPyConnection]:
     """The writable database; Ctrl-C ends with a resume hint, since finished batches are already saved."""
-    con = open_db(settings.db_path)
+    con = open_db(settings.db_path, must_exist=True)
     try:
         yield con
     except KeyboardInterrupt:

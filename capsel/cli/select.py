@@ -101,7 +101,7 @@ def select(
         order=ppl_direction.value if method == MethodChoice.ppl else None,
         ppl_guard=ppl_guard,
     )
-    con = open_db(settings.db_path)
+    con = open_db(settings.db_path, must_exist=True)
     try:
         with _stages() as progress:
             stage = progress.add_task("selecting", total=None)

@@ -12,9 +12,12 @@ from capsel.errors import CapselError
 
 
 def open_db(
-    path: str | Path, read_only: bool = False, memory_limit: str | None = None
+    path: str | Path, read_only: bool = False, memory_limit: str | None = None, must_exist: bool = False
 ) -> duckdb.DuckDBPyConnection:
     """Connect to the store at `path` (':memory:' allowed); writers migrate, readers only check.
+
+    A writer creates a missing file unless `must_exist`: work on an existing pool (scoring, selecting) must
+    not answer a mistyped path with an empty new database.
 
     DuckDB allows one writing process per file, so workers must not call this with
     read_only=False while a writer holds the file. `memory_limit` (e.g. '1GB') caps DuckDB's
@@ -23,7 +26,7 @@ def open_db(
     target = str(path)
     if target != ":memory:":
         file = Path(path)
-        if read_only and not file.exists():
+        if (read_only or must_exist) and not file.exists():
             raise CapselError(f"no capsel database at {file}; run `capsel ingest` first or set [[db_path]]")
         if not read_only:
             file.parent.mkdir(parents=True, exist_ok=True)

@@ -68,3 +68,7 @@ def test_user_errors_are_one_clean_line(tmp_path):
 
     escape = capsel(tmp_path, "select", "--budget", "5", "--domain", "math", "--out", "../../elsewhere")
     assert escape.returncode == 2 and "outside the output root" in escape.stderr
+
+    no_db = capsel(tmp_path, "select", "--budget", "5", "--out", "sels", "--db", str(tmp_path / "mistyped.duckdb"))
+    assert no_db.returncode == 2 and "no capsel database at" in no_db.stderr and "Traceback" not in no_db.stderr
+    assert not (tmp_path / "mistyped.duckdb").exists()
