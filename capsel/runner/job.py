@@ -110,7 +110,7 @@ def batch_works(scorer: Scorer, pages: Iterable[list[dict]]) -> Iterator[Work]:
 def _counted(tally: Tally, scorer: Scorer, result: WorkResult) -> None:
     reused = [r.excluded_reason for r in result.results[:result.n_reused] if r.excluded_reason]
     counted = scorer.counted(result.scored)
-    tally.committed(len(result.results), reused + counted.excluded, counted.n_generated, result.n_reused)
+    tally.committed(len(result.results), reused + counted.excluded, counted.n_generated, result.n_reused_values)
 
 
 def _commit(con: duckdb.DuckDBPyConnection, tally: Tally, key: ResultKey, scorer: Scorer, result: WorkResult) -> None:
@@ -129,7 +129,8 @@ def _merge_shard(
         raise CapselError(f"shard {result.index} was scored under config {result.config_hash}, but this run "
                           f"scores {key.config_hash}: the worker runs other capsel code")
     counted = scorer.counted(result.scored)
-    counters = {"n_candidates": len(result.results), "n_reused": result.n_reused, "n_generated": counted.n_generated,
+    counters = {"n_candidates": len(result.results), "n_reused": result.n_reused_values,
+                "n_generated": counted.n_generated,
                 "n_excluded": _reasons(result), "worker": result.worker, "wall_s": round(result.wall_s, 3)}
     config = {"shard_index": result.index, "method": key.method, "config_hash": key.config_hash}
     with tally.timing("write"), shard_run(con, tally.summary.run_id, key.model_fingerprint, config, counters,

@@ -38,7 +38,7 @@ class RunSummary:
     n_processed: int = 0
     n_done: int = 0
     n_generated: int = 0       # CAP: y-hat generated on the way
-    n_reused: int = 0          # answered without the model (PPL from CAP's measurement)
+    n_reused: int = 0          # values answered without the model (PPL from CAP's measurement)
     excluded: Counter = field(default_factory=Counter)
     wall_s: float = 0.0
     # Where the wall time went: model calls, and database writes (commits included).

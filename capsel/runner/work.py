@@ -43,6 +43,11 @@ class WorkResult:
         """The results the model computed."""
         return self.results[self.n_reused:]
 
+    @property
+    def n_reused_values(self) -> int:
+        """Reused results that carry a value; a reused exclusion is counted with the exclusions instead."""
+        return sum(1 for result in self.results[:self.n_reused] if not result.excluded_reason)
+
 
 def worker_name() -> str:
     """host:pid of the process computing a shard, kept in the shard's runs row."""

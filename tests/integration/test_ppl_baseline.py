@@ -102,7 +102,12 @@ def test_ppl_is_taken_from_cap_scoring_with_the_same_model_and_limits(con, info)
     scorer = PplScorer(PplConfig(), info)
     summary = run_scorer(con, scorer)
     assert scorer._loaded is None, "every PPL came from CAP: the model must not be loaded"
-    assert summary.n_reused == summary.n_processed == len(by_id) - len(empty)
+    assert summary.n_processed == len(by_id) - len(empty)
+    # the reuse counter counts values; CAP's short-prompt/response exclusions are counted as exclusions
+    n_short = sum(reason in ("short_prompt", "short_response") for reason in reasons.values())
+    assert n_short, "the fixture pool has a short candidate"
+    assert summary.n_reused == len(by_id) - len(empty) - n_short
+    assert sum(summary.excluded.values()) == n_short
     stored = stored_scores(con)
     for candidate_id, (score, reason) in stored.items():
         if reasons[candidate_id] in ("short_prompt", "short_response"):
