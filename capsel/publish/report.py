@@ -85,9 +85,12 @@ def _scatter_figure(fit: DomainFit, pool: pd.DataFrame, chosen: pd.DataFrame) ->
 def _z_figure(domain: str, pool: pd.DataFrame, chosen: pd.DataFrame, show_cut: bool) -> Figure:
     figure = Figure(figsize=(6.4, 4.0), layout="constrained")
     axes = figure.add_subplot()
-    bins = np.histogram_bin_edges(pool["z"], bins="auto").tolist()
-    axes.hist(pool["z"], bins=bins, color="#9aa5b1", label="pool")
-    axes.hist(chosen["z"], bins=bins, color="#d6452b", alpha=0.8, label="selected")
+    # Stacked, so each candidate is drawn once and in its own colour; the edges cover the members too, since
+    # the pool is a sample that need not hold the top member.
+    rest = pool[~pool["candidate_id"].isin(chosen["candidate_id"])]
+    bins = np.histogram_bin_edges(np.concatenate([rest["z"], chosen["z"]]), bins="auto").tolist()
+    axes.hist([rest["z"], chosen["z"]], bins=bins, stacked=True, color=["#9aa5b1", "#d6452b"],
+              label=["rest of the pool", "selected"])
     if show_cut and len(chosen):
         cut = float(chosen["z"].min())
         axes.axvline(cut, color="#1f3b73", ls="--", lw=1.5, label=f"cut z = {cut:.3f}")
