@@ -11,7 +11,7 @@ On CPU, in seconds (a tiny Llama, the HF generator instead of vLLM; the test sui
     python benchmarks/gpu_throughput.py --tiny
     python benchmarks/gpu_throughput.py --tiny --device cuda --enforce-eager   # the GPU route, tiny model
 
-The pool goes through the real `ingest`, `run_generation` and `run_scoring` (DuckDB writes
+The pool goes through the real `ingest`, `run_generation` and `run_scorer` with the CAP scorer (DuckDB writes
 included). The JSON has candidates/s end to end, the split between generation, scoring and
 writing, achieved FLOP/s against the device's peak, GPU utilisation and peak GPU memory.
 `--save` also writes it to benchmarks/results/<device>-<date>.json.

@@ -3,7 +3,7 @@
     python benchmarks/less_cost.py                       # demo model, lab pool, CPU (a few minutes)
     python benchmarks/less_cost.py --device cuda         # the same on a GPU
 
-Both methods go through their real runners into a fresh DuckDB file: CAP is `run_scoring`
+Both methods go through their real runners into a fresh DuckDB file: CAP is `run_scorer` with the CAP scorer
 (greedy y-hat generation fused with the two forward passes, batch 16), LESS is `score_less`
 (one forward + backward per candidate, batch 1 as in the paper, then the target set and the
 cosine scores). Model loading is timed apart. Prints one JSON object.
