@@ -28,9 +28,10 @@ from capsel.baselines.less.target import TargetFile  # noqa: E402
 from capsel.db import open_db  # noqa: E402
 from capsel.ingest.pipeline import IngestOptions, ingest  # noqa: E402
 from capsel.models import demo_model_path  # noqa: E402
-from capsel.models.loading import describe_model, load_model
-from capsel.runner.job import run_scoring
+from capsel.models.loading import describe_model, load_model  # noqa: E402
+from capsel.runner.job import run_scorer  # noqa: E402
 from capsel.runner.less_job import score_less  # noqa: E402
+from capsel.scorers.cap import CapScorer  # noqa: E402
 from capsel.scoring.config import ScoringConfig  # noqa: E402
 from capsel.scoring.engine import ScoringEngine  # noqa: E402
 from capsel_lab.pretrain import world_spec_of  # noqa: E402
@@ -81,7 +82,7 @@ def main() -> None:
 
         loaded, cap_load_s = timed(load_model, info)
         engine = ScoringEngine(loaded, ScoringConfig(), args.batch_size)
-        cap, _ = timed(run_scoring, con, engine)
+        cap, _ = timed(run_scorer, con, CapScorer.of(engine))
 
         scorer = LessFeatureScorer(LessConfig(), info, batch_size=args.batch_size)
         _, less_load_s = timed(lambda: scorer.sketcher)
