@@ -5,6 +5,7 @@ Prefect is imported inside the commands only, so `capsel --help` and `import cap
 
 from __future__ import annotations
 
+import functools
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Optional, TypeVar
@@ -95,19 +96,15 @@ def select(config: ConfigOption = None, inputs: InputOption = None, domain: Doma
     run_flow(select_flow, pipeline)
 
 
-def rescore(config: ConfigOption = None, inputs: InputOption = None, domain: DomainOption = None,
-            field_map: MapOption = None, method: MethodOption = None, model: ModelOption = None,
-            encoder: EncoderOption = None, rater: RaterOption = None, target: TargetOption = None,
-            target_max: TargetMaxOption = None, max_length: MaxLengthOption = None, budget: BudgetOption = None,
-            ppl_guard: GuardOption = None, out: OutOption = None, shard_size: ShardOption = None,
-            batch_size: BatchOption = None, device: DeviceOption = None, prompt_format: PromptFormatOption = None,
-            threads: ThreadsOption = None, runner: RunnerOption = None, num_gpus: GpusOption = None,
-            ray_address: RayAddressOption = None, max_in_flight: InFlightOption = None, db: DbOption = None) -> None:
-    """Run the rescoring flow: new files only, score the new candidates, refit, publish a new version."""
-    pipeline = _pipeline_config(**locals())
+@functools.wraps(select)  # the same options: typer reads the signature select spells
+def rescore(**options) -> None:
+    pipeline = _pipeline_config(**options)
     from capsel.flows.rescore_flow import rescore_flow
 
     run_flow(rescore_flow, pipeline)
+
+
+rescore.__doc__ = "Run the rescoring flow: new files only, score the new candidates, refit, publish a new version."
 
 
 def score(method: MethodOption = None, model: ModelOption = None, encoder: EncoderOption = None,
