@@ -15,7 +15,7 @@ import typer
 from pydantic import BaseModel, ValidationError
 
 from capsel.cli.common import DbOption, console
-from capsel.cli.specs import flag_problems, model_field, spec_values
+from capsel.cli.specs import MethodChoice, flag_problems, model_field, spec_values
 from capsel.errors import CapselError
 from capsel.pipeline_config import PipelineConfig, ScoreFlowConfig
 
@@ -30,18 +30,6 @@ class RunnerChoice(str, Enum):
 
     local = "local"
     ray = "ray"
-
-
-class MethodChoice(str, Enum):
-    """Every method a flow scores and selects by (random: the seeded control over CAP's pool)."""
-
-    cap = "cap"
-    random = "random"
-    ppl = "ppl"
-    ifd = "ifd"
-    kcenter = "kcenter"
-    qurating = "qurating"
-    less = "less"
 
 
 ConfigOption = Annotated[Optional[Path], typer.Option(

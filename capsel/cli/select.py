@@ -11,24 +11,13 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from capsel.cli.common import DbOption, console, settings_for
+from capsel.cli.specs import MethodChoice
 from capsel.db import open_db
 from capsel.paths import inside_root
 from capsel.selection.budget import parse_budget
 from capsel.selection.plan import Selection, SelectionRequest
 from capsel.stages.context import RunContext
 from capsel.stages.select import SelectRequest, select_and_publish
-
-
-class MethodChoice(str, Enum):
-    """Selection methods offered on the command line."""
-
-    cap = "cap"
-    random = "random"
-    ppl = "ppl"
-    ifd = "ifd"
-    kcenter = "kcenter"
-    qurating = "qurating"
-    less = "less"
 
 
 class DirectionChoice(str, Enum):

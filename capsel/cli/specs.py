@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from enum import Enum
 from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
@@ -9,6 +10,19 @@ from pydantic import TypeAdapter, ValidationError
 from capsel.cli.flags import flag
 from capsel.errors import CapselError
 from capsel.scorers.specs import SPECS, ScorerSpec
+
+
+class MethodChoice(str, Enum):
+    """Every method the CLI scores and selects by (random: the seeded control over CAP's pool)."""
+
+    cap = "cap"
+    random = "random"
+    ppl = "ppl"
+    ifd = "ifd"
+    kcenter = "kcenter"
+    qurating = "qurating"
+    less = "less"
+
 
 # What to pass when a required model is missing.
 HINTS = {
