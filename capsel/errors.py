@@ -7,13 +7,26 @@ A message names the parameter it concerns as a [[field]] marker: a flow user rea
 from __future__ import annotations
 
 import re
+from enum import IntEnum
 from typing import Callable
 
 FIELD = re.compile(r"\[\[([a-z_.]+)\]\]")
 
 
+class ExitCode(IntEnum):
+    """What `capsel` exits with, so a script or CI can tell a typo from bad data from a refused selection."""
+
+    OK = 0
+    USAGE = 2  # a wrong option or combination of options (click's own usage errors exit 2 too)
+    DATA = 3  # bad or missing input: a file, a database, a model, data the method cannot use
+    GATE_FAILED = 4  # the data-quality gate refused a selection; nothing was published
+    INTERRUPTED = 5  # Ctrl-C or SIGTERM; finished work is kept and the same command resumes
+
+
 class CapselError(Exception):
-    """A problem the user can fix (bad input, missing file, wrong option); message says how."""
+    """A problem the user can fix in the input (file, database, model, data); the message says how."""
+
+    exit_code = ExitCode.DATA
 
     def render(self, name: Callable[[str], str] = lambda field: field) -> str:
         """The message with each [[field]] marker named by `name` (the field's own name by default)."""
@@ -21,6 +34,12 @@ class CapselError(Exception):
 
     def __str__(self) -> str:
         return self.render()
+
+
+class OptionError(CapselError):
+    """An option's value, or a combination of options, that cannot work, whatever the data."""
+
+    exit_code = ExitCode.USAGE
 
 
 class SchemaVersionError(CapselError):

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 from importlib.resources import files
 from pathlib import Path
 
-from capsel.errors import CapselError
+from capsel.errors import CapselError, OptionError
 from capsel_lab.labels import record_candidate_id
 from capsel_lab.real_sources import (
     PROVENANCE_FILE,
@@ -50,7 +50,7 @@ class RealPoolSpec:
         if self.n_math < 0 or self.n_code < 0 or self.junk_share < 0:
             raise CapselError("n_math, n_code and junk_share must not be negative")
         if not self.junk_kinds or set(self.junk_kinds) - set(JUNK_KINDS):
-            raise CapselError(f"junk kinds must be some of {', '.join(JUNK_KINDS)}, got {list(self.junk_kinds)}")
+            raise OptionError(f"junk kinds must be some of {', '.join(JUNK_KINDS)}, got {list(self.junk_kinds)}")
 
     def n_for(self, source: RealSource) -> int:
         """Rows to draw from `source`."""

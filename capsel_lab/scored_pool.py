@@ -9,7 +9,7 @@ import duckdb
 import pandas as pd
 
 from capsel.db import open_db, run_sql
-from capsel.errors import CapselError
+from capsel.errors import CapselError, OptionError
 from capsel.ingest.pipeline import IngestOptions, ingest
 from capsel.ingest.summary import IngestReport
 from capsel.models.loading import describe_model, load_model
@@ -44,7 +44,7 @@ def clean_pool_spec(n_clean: int, junk_share: float, seed: int) -> PoolSpec:
     if per_group < 1:
         raise CapselError(f"[[n_clean]] {n_clean} is too small: it needs at least {2 * len(DOMAINS)}")
     if junk_share <= 0:
-        raise CapselError("[[junk_share]] must be above 0: the lab pool needs junk")
+        raise OptionError("[[junk_share]] must be above 0: the lab pool needs junk")
     return PoolSpec(seed=seed, n_known=per_group, n_learnable=per_group, junk_fraction=junk_share,
                     duplicate_fraction=0.0)
 

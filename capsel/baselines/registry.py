@@ -6,7 +6,7 @@ import importlib
 from dataclasses import dataclass
 from typing import Literal
 
-from capsel.errors import CapselError
+from capsel.errors import OptionError
 
 Order = Literal["high", "low", "middle"]
 
@@ -43,7 +43,7 @@ BASELINES: dict[str, Baseline] = {
 def baseline(name: str) -> Baseline:
     """The registry entry of `name`, or a CapselError listing the methods."""
     if name not in BASELINES:
-        raise CapselError(f"unknown baseline method {name!r}; choose one of {', '.join(BASELINES)}")
+        raise OptionError(f"unknown baseline method {name!r}; choose one of {', '.join(BASELINES)}")
     return BASELINES[name]
 
 

@@ -1,14 +1,18 @@
-"""Options and helpers shared by every CLI command."""
+"""Options and helpers shared by every CLI command: settings, consoles, JSON output, interruption."""
 
 from __future__ import annotations
 
+import sys
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Iterator, NoReturn, Optional
 
+import orjson
 import typer
 from rich.console import Console
 
 from capsel.config import Settings, load_settings
+from capsel.errors import CapselError
 
 console = Console()
 err_console = Console(stderr=True)
@@ -17,8 +21,56 @@ DbOption = Annotated[
     Optional[Path],
     typer.Option("--db", help="DuckDB file (default: $CAPSEL_DB_PATH or ./capsel.duckdb).", show_default=False),
 ]
+JsonOption = Annotated[bool, typer.Option(
+    "--json", help="Print one JSON object with the result on stdout instead of tables and progress; errors stay "
+    "on stderr (and as {\"ok\": false, ...} on stdout).",
+)]
+
+
+class Interrupted(Exception):
+    """Ctrl-C or SIGTERM during a command; the message says what was kept (click alone would exit 1)."""
 
 
 def settings_for(db: Path | None = None, **overrides: object) -> Settings:
     """Settings with the command's explicit options applied on top of env and .env."""
     return load_settings(db_path=db, **overrides)
+
+
+def print_json(payload: object) -> None:
+    """One JSON document on stdout: paths, timestamps and other non-JSON values as their text."""
+    sys.stdout.write(orjson.dumps(
+        payload, default=str, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY,
+    ).decode() + "\n")
+    sys.stdout.flush()
+
+
+class JsonReport:
+    """Where a command hands its result: one JSON object on stdout with --json, nothing otherwise."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+
+    def emit(self, payload: dict) -> None:
+        """The run's result, as {"ok": true, ...}."""
+        if self.enabled:
+            print_json({"ok": True, **payload})
+
+    def fail(self, error: CapselError, payload: dict) -> NoReturn:
+        """A problem found once the work was done: the result goes out as {"ok": false, ...}, then the error."""
+        if self.enabled:
+            from capsel.cli.flags import flag
+
+            print_json({"ok": False, "error": error.render(flag), "exit_code": int(error.exit_code), **payload})
+            error.json_reported = True  # type: ignore[attr-defined]
+        raise error
+
+
+@contextmanager
+def json_output(enabled: bool) -> Iterator[JsonReport]:
+    """With --json the console goes quiet (tables, notes, progress) while the command runs."""
+    was_quiet = console.quiet
+    console.quiet = enabled or was_quiet
+    try:
+        yield JsonReport(enabled)
+    finally:
+        console.quiet = was_quiet

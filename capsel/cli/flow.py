@@ -16,7 +16,7 @@ from pydantic import BaseModel, ValidationError
 
 from capsel.cli.common import DbOption, console
 from capsel.cli.specs import MethodChoice, flag_problems, model_field, spec_values
-from capsel.errors import CapselError
+from capsel.errors import CapselError, OptionError
 from capsel.pipeline_config import PipelineConfig, ScoreFlowConfig
 
 M = TypeVar("M", bound=BaseModel)
@@ -181,7 +181,7 @@ def validated(model: type[M], body: dict) -> M:
     try:
         return model.model_validate(body)
     except ValidationError as exc:
-        raise CapselError(f"invalid flow parameters: {flag_problems(exc)}") from exc
+        raise OptionError(f"invalid flow parameters: {flag_problems(exc)}") from exc
 
 
 def run_flow(flow, config) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from contextlib import contextmanager
+from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated, Iterator, Optional
 
@@ -20,8 +21,9 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from capsel.cli.common import DbOption, console, settings_for
+from capsel.cli.common import DbOption, Interrupted, JsonOption, console, json_output, settings_for
 from capsel.db import open_db
+from capsel.errors import CapselError
 from capsel.ingest.pipeline import IngestOptions, ProgressFn, resolve_inputs
 from capsel.ingest.records import parse_field_map
 from capsel.ingest.summary import IngestReport
@@ -46,6 +48,12 @@ def ingest(
         show_default=False,
     )] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the --sample draw.")] = 0,
+    reingest: Annotated[bool, typer.Option(
+        "--reingest", help="For a file already ingested, read its quarantined rows again under these options "
+        "(after fixing --map or --domain); its other rows keep their outcome, the old quarantine rows are kept "
+        "as history.",
+    )] = False,
+    json_out: JsonOption = False,
     db: DbOption = None,
 ) -> None:
     """Ingest pool files: dedup per domain on the normalised instruction+input, quarantine bad rows."""
@@ -55,6 +63,7 @@ def ingest(
         fields=parse_field_map(field_map or []),
         sample_size=sample,
         seed=seed,
+        reingest=reingest,
         max_field_chars=settings.max_field_chars,
         chunk_rows=settings.ingest_chunk_rows,
         workers=settings.ingest_workers,
@@ -62,21 +71,25 @@ def ingest(
     files = resolve_inputs(paths)  # a bad path fails before the database is even created
     con = open_db(settings.db_path, memory_limit=settings.ingest_memory_limit)
     started = time.perf_counter()
-    try:
-        with file_progress() as progress:
-            report = ingest_stage(IngestRequest(files, options), RunContext(con, settings), progress)
-    except KeyboardInterrupt:
-        console.print(
-            "[yellow]interrupted:[/] the file being read was rolled back (the whole run under --sample); "
-            "files finished before it are kept. Rerun the same command to continue."
-        )
-        raise typer.Exit(130)
-    finally:
-        con.close()
-    print_report(report)
-    n_read, seconds = report.totals().n_read, time.perf_counter() - started
-    if n_read:
-        console.print(f"{n_read:,} rows in {seconds:.1f} s ({n_read / seconds:,.0f} rows/s)")
+    with json_output(json_out) as output:
+        try:
+            with file_progress() as progress:
+                report = ingest_stage(IngestRequest(files, options), RunContext(con, settings), progress)
+        except KeyboardInterrupt as exc:
+            raise Interrupted(
+                "the file being read was rolled back (the whole run under --sample); files finished before it are "
+                "kept. Rerun the same command to continue."
+            ) from exc
+        finally:
+            con.close()
+        seconds = time.perf_counter() - started
+        print_report(report, seconds)
+        if lost := [outcome for outcome in report.files if outcome.all_quarantined]:
+            output.fail(CapselError(
+                f"every row of {', '.join(str(outcome.path) for outcome in lost)} was quarantined; see why with "
+                "`capsel quarantine --source FILE`, then fix the options and rerun with --reingest"
+            ), report_json(report, seconds))
+        output.emit(report_json(report, seconds))
 
 
 @contextmanager
@@ -95,13 +108,17 @@ def file_progress() -> Iterator[ProgressFn]:
         yield update
 
 
-def print_report(report: IngestReport) -> None:
-    """Files ingested or skipped, then per-domain counts whose columns add up to `read`."""
+def print_report(report: IngestReport, seconds: float) -> None:
+    """Files ingested, retried or skipped, per-domain counts whose columns add up to `read`, --map hints."""
     for outcome in report.files:
-        if outcome.already_ingested_by:
+        if outcome.n_retried is not None:
+            console.print(f"[green]retried[/] {outcome.n_retried:,} quarantined rows of {outcome.path} "
+                          f"(source {outcome.source_id}); {outcome.n_quarantined:,} of its "
+                          f"{outcome.n_source_rows:,} rows are quarantined now")
+        elif outcome.already_ingested_by:
             console.print(
                 f"[yellow]skipped[/] {outcome.path}: same sha256 as source {outcome.source_id}, "
-                f"already ingested by run {outcome.already_ingested_by}"
+                f"already ingested by run {outcome.already_ingested_by} (--reingest retries its quarantined rows)"
             )
         else:
             console.print(f"[green]ingested[/] {outcome.path}: {outcome.n_rows_read:,} rows "
@@ -109,6 +126,8 @@ def print_report(report: IngestReport) -> None:
     if not report.domains:
         console.print("nothing new to ingest")
         return
+    n_read = report.totals().n_read
+    console.print(f"{n_read:,} rows in {seconds:.1f} s ({n_read / max(seconds, 1e-9):,.0f} rows/s)")
     sampled = any(d.n_sampled_out for d in report.domains)
     table = Table(box=box.SIMPLE_HEAD, title=f"ingest run {report.run_id}", caption=(
         "read = inserted + duplicates + quarantined" + (" + sampled out" if sampled else "")
@@ -122,3 +141,15 @@ def print_report(report: IngestReport) -> None:
         style = "bold" if counts.domain == "total" else None
         table.add_row(counts.domain, *(f"{value:,}" for value in values), style=style)
     console.print(table)
+    for hint in report.hints:
+        console.print(f"[yellow]hint:[/] {hint.message()}")
+
+
+def report_json(report: IngestReport, seconds: float) -> dict:
+    """The run as `capsel ingest --json` prints it: files, per-domain counts, totals and --map hints."""
+    return {
+        "run_id": report.run_id, "wall_s": round(seconds, 3),
+        "files": [{**asdict(outcome), "all_quarantined": outcome.all_quarantined} for outcome in report.files],
+        "domains": [asdict(counts) for counts in report.domains], "totals": asdict(report.totals()),
+        "hints": [{**asdict(hint), "message": hint.message()} for hint in report.hints],
+    }

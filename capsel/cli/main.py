@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import functools
+import signal
 import sys
 from importlib import import_module
+from typing import Any, Callable
 
 import typer
 
 from capsel import __version__
-from capsel.cli.common import err_console
-from capsel.errors import CapselError
+from capsel.cli.common import Interrupted, err_console, print_json
+from capsel.errors import CapselError, ExitCode
 
 # Command name -> (module, function); a bare module name is one in capsel.cli. Modules load only for the
 # command being run: the scoring, lab and report commands import torch, transformers and matplotlib
@@ -20,6 +22,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("capsel_lab.cli.demo", "demo"),
     "ingest": ("ingest", "ingest"),
     "status": ("status", "status"),
+    "quarantine": ("quarantine", "quarantine"),
     "generate": ("generate", "generate"),
     "score": ("score", "score"),
     "score-baseline": ("score_baseline", "score_baseline"),
@@ -52,7 +55,26 @@ GROUP_MODULES = {"flow": "capsel.cli.flow", "lab": "capsel_lab.cli.lab", "models
 
 @functools.cache
 def _group(name: str) -> typer.Typer:
-    return import_module(GROUP_MODULES[name]).app
+    app = import_module(GROUP_MODULES[name]).app
+    for command in app.registered_commands:
+        command.callback = interruptible(command.callback)
+    return app
+
+
+def interruptible(command: Callable[..., Any] | None) -> Any:
+    """The command, with an interruption turned into `Interrupted` for `main` to exit with ExitCode.INTERRUPTED."""
+    if command is None or getattr(command, "interruptible", False):
+        return command
+
+    @functools.wraps(command)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return command(*args, **kwargs)
+        except KeyboardInterrupt as exc:
+            raise Interrupted("finished work is kept; run the same command again to resume") from exc
+
+    run.interruptible = True  # type: ignore[attr-defined]
+    return run
 
 
 # What `capsel --help` lists, spelled here so the listing needs no command module (a test holds it equal to
@@ -61,6 +83,7 @@ SUMMARIES: dict[str, str] = {
     "demo": "Run the selection flow end to end on a bundled pool and show where the junk went.",
     "ingest": "Ingest pool files: dedup per domain on the normalised instruction+input, quarantine bad rows.",
     "status": "Show per-domain candidates, dropped rows, scored candidates and selections.",
+    "quarantine": "Show quarantined rows with their file, row number, reason, detail and raw text.",
     "generate": "Generate y-hat (greedy, at most R tokens, stopping before EOS) for candidates that lack one.",
     "score": "Score candidates that lack a divergence for this model and config; y-hat is generated when missing.",
     "score-baseline": "Score candidates that have no result yet for this method, scorer and config (resumable).",
@@ -116,7 +139,7 @@ def build_app(only: str | None = None) -> typer.Typer:
     for name, (module, function) in COMMANDS.items():
         if only in (None, name):
             path = module if "." in module else f"capsel.cli.{module}"
-            app.command(name)(getattr(import_module(path), function))
+            app.command(name)(interruptible(getattr(import_module(path), function)))
     for name in GROUPS:
         if only in (None, name):
             app.add_typer(_group(name), name=name)
@@ -135,15 +158,35 @@ def _requested_command(args: list[str]) -> str | None:
     return first if first in COMMANDS or first in GROUPS else None
 
 
+def _terminate(signum: int, frame: object) -> None:
+    # `kill` ends a run the way Ctrl-C does: transactions roll back, workers stop, the exit code says so
+    raise KeyboardInterrupt()
+
+
 def main() -> None:
-    """Run the CLI; user errors print one clear line and exit with status 2."""
+    """Run the CLI; a problem prints one clear line and exits with its ExitCode (README: Exit codes).
+
+    With --json the failure is also one JSON object on stdout, so a script reads every outcome the same way.
+    """
+    signal.signal(signal.SIGTERM, _terminate)
+    args = sys.argv[1:]
     try:
-        command = _requested_command(sys.argv[1:])
+        command = _requested_command(args)
         (build_app(command) if command else index_app())()
     except CapselError as exc:
-        from rich.markup import escape
-
         from capsel.cli.flags import flag
 
-        err_console.print(f"[bold red]error:[/] {escape(exc.render(flag))}", highlight=False)
-        sys.exit(2)
+        _fail(exc.render(flag), exc.exit_code, "--json" in args and not getattr(exc, "json_reported", False))
+    except Interrupted as exc:
+        _fail(f"interrupted: {exc}", ExitCode.INTERRUPTED, "--json" in args)
+    except KeyboardInterrupt:  # before or after a command ran
+        _fail("interrupted", ExitCode.INTERRUPTED, "--json" in args)
+
+
+def _fail(message: str, code: ExitCode, json_out: bool) -> None:
+    from rich.markup import escape
+
+    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False)
+    if json_out:
+        print_json({"ok": False, "error": message, "exit_code": int(code)})
+    sys.exit(code)

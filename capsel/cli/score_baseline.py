@@ -30,7 +30,7 @@ from capsel.cli.scoring_options import (
     scoring_settings,
 )
 from capsel.cli.specs import build_spec, spec_values
-from capsel.errors import CapselError
+from capsel.errors import OptionError
 from capsel.stages.context import RunContext
 from capsel.stages.score import ScoreRequest
 from capsel.stages.score import score as score_stage
@@ -99,7 +99,7 @@ def score_baseline(
     """
     name = method.value
     if target is not None and name != "less":
-        raise CapselError("--target applies to --method less only")
+        raise OptionError("--target applies to --method less only")
     settings = scoring_settings(db, dtype, device, batch_size, threads)
     model_path = {"qurating": rater, "kcenter": encoder}.get(name, model or settings.model)
     model_path = str(model_path) if model_path else None

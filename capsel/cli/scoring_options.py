@@ -9,10 +9,10 @@ import duckdb
 import typer
 from pydantic import ValidationError
 
-from capsel.cli.common import console, err_console, settings_for
+from capsel.cli.common import Interrupted, console, settings_for
 from capsel.config import Settings
 from capsel.db import open_db
-from capsel.errors import CapselError
+from capsel.errors import OptionError
 from capsel.runner.build import build_scorer
 from capsel.scorers.base import Scorer
 from capsel.scorers.specs import ModelSpec, ScorerSpec
@@ -58,7 +58,7 @@ def scoring_settings(
         settings = settings_for(db, dtype=dtype, device=device, score_batch_size=batch_size, threads=threads)
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-        raise CapselError(f"invalid option: {problems}") from exc
+        raise OptionError(f"invalid option: {problems}") from exc
     apply_threads(settings.threads)
     return settings
 
@@ -96,8 +96,7 @@ def scoring_db(settings: Settings) -> Iterator[duckdb.DuckDBPyConnection]:
     con = open_db(settings.db_path, must_exist=True)
     try:
         yield con
-    except KeyboardInterrupt:
-        err_console.print("interrupted: finished batches are saved; run the same command again to resume")
-        raise typer.Exit(130)
+    except KeyboardInterrupt as exc:
+        raise Interrupted("finished batches are saved; run the same command again to resume") from exc
     finally:
         con.close()

@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 from capsel.cli.flags import flag
-from capsel.errors import CapselError
+from capsel.errors import OptionError
 from capsel.scorers.specs import SPECS, ScorerSpec
 
 
@@ -53,11 +53,11 @@ def spec_values(method: str, model: dict[str, Any], **fields: Any) -> dict:
 def build_spec(values: dict) -> ScorerSpec:
     """The spec `values` describe, or one CapselError naming each problem by its flag."""
     if values.get("method") not in SPECS:
-        raise CapselError(f"unknown method {values.get('method')!r}; choose one of {', '.join(SPECS)}")
+        raise OptionError(f"unknown method {values.get('method')!r}; choose one of {', '.join(SPECS)}")
     try:
         return _ADAPTER.validate_python(values)
     except ValidationError as exc:
-        raise CapselError(f"invalid options for {values['method']}: {flag_problems(exc)}") from exc
+        raise OptionError(f"invalid options for {values['method']}: {flag_problems(exc)}") from exc
 
 
 def flag_problems(exc: ValidationError) -> str:

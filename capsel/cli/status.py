@@ -2,25 +2,38 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
+from pathlib import Path
+
 from rich import box
 from rich.table import Table
 
-from capsel.cli.common import DbOption, console, settings_for
+from capsel.cli.common import DbOption, JsonOption, console, json_output, settings_for
 from capsel.db import open_db
-from capsel.status import domain_status, source_totals
+from capsel.quarantine import quarantine_reasons
+from capsel.status import DomainStatus, SourceTotals, domain_status, source_totals
 
 
-def status(db: DbOption = None) -> None:
+def status(json_out: JsonOption = False, db: DbOption = None) -> None:
     """Show per-domain candidates, dropped rows, scored candidates and selections."""
     settings = settings_for(db)
     con = open_db(settings.db_path, read_only=True)
     try:
         totals = source_totals(con)
         domains = domain_status(con)
+        reasons = quarantine_reasons(con)
     finally:
         con.close()
+    with json_output(json_out) as output:
+        output.emit({"db": settings.db_path, "sources": asdict(totals), "domains": [asdict(row) for row in domains],
+                     "quarantine_reasons": reasons})
+        print_status(settings.db_path, totals, domains, reasons)
+
+
+def print_status(db_path: Path, totals: SourceTotals, domains: list[DomainStatus], reasons: list[dict]) -> None:
+    """Totals, the per-domain table, and the quarantine reasons with the command that shows their rows."""
     console.print(
-        f"{settings.db_path}: {totals.n_sources:,} source files, {totals.n_rows_read:,} rows read, "
+        f"{db_path}: {totals.n_sources:,} source files, {totals.n_rows_read:,} rows read, "
         f"{totals.n_bytes / 2**20:,.1f} MiB"
     )
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True)
@@ -32,3 +45,6 @@ def status(db: DbOption = None) -> None:
                   row.n_selections)
         table.add_row(row.domain, *(f"{value:,}" for value in values))
     console.print(table)
+    if reasons:
+        console.print("quarantined by reason: " + ", ".join(f"{row['reason']} {row['n_rows']:,}" for row in reasons)
+                      + "; the rows: `capsel quarantine --reason REASON`")

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Iterable, Iterator, NamedTuple
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from capsel.ingest.dedup_key import candidate_id, dedup_key
 from capsel.ingest.readers import FORMATS, Batch, RawRow, raw_text
@@ -106,3 +107,24 @@ def _columns(rows: list[tuple], schema: pa.Schema) -> pa.Table:
 def classify_batch(suffix: str, batch: Batch, config: ClassifyConfig) -> Chunk:
     """Decode one framed batch of a `suffix` file and classify its rows (runs in worker processes)."""
     return classify_rows(FORMATS[suffix].decode(batch), config)
+
+
+def only_rows(chunk: Chunk, rows: pa.Array) -> Chunk:
+    """The chunk cut down to the given source rows (a --reingest retry), first-in-chunk marks recomputed.
+
+    The marks must only count kept rows: a row left out already has its outcome, and under the new
+    options it may share a key no candidate has, which would make a kept row a duplicate of nothing.
+    """
+    staged = chunk.staged.filter(pc.is_in(chunk.staged["source_row"], value_set=rows))
+    ids = staged["candidate_id"].to_pylist()
+    first = [index == position for index, position in enumerate(_first_positions(ids))]
+    staged = staged.set_column(staged.schema.get_field_index("is_first_in_chunk"), "is_first_in_chunk",
+                               pa.array(first, pa.bool_()))
+    quarantined = chunk.quarantined.filter(pc.is_in(chunk.quarantined["source_row"], value_set=rows))
+    return Chunk(staged, quarantined, chunk.n_rows)
+
+
+def _first_positions(ids: list[str]) -> list[int]:
+    """For each id, the position where it first occurs in `ids`."""
+    first: dict[str, int] = {}
+    return [first.setdefault(cid, index) for index, cid in enumerate(ids)]

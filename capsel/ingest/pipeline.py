@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import BinaryIO, Callable, Iterator, Sequence
 
@@ -18,8 +18,9 @@ import orjson
 import pyarrow as pa
 
 from capsel.db import one_row, run_sql, sql_text, transaction
-from capsel.errors import CapselError
-from capsel.ingest.chunks import Chunk, ClassifyConfig
+from capsel.errors import CapselError, OptionError
+from capsel.ingest.chunks import Chunk, ClassifyConfig, only_rows
+from capsel.ingest.field_hint import field_hints
 from capsel.ingest.readers import FORMATS, Batch, bytes_through, format_for
 from capsel.ingest.records import FieldMap
 from capsel.ingest.summary import FileOutcome, IngestReport, run_summary
@@ -43,6 +44,8 @@ class IngestOptions:
     fields: FieldMap = field(default_factory=FieldMap)
     sample_size: int | None = None
     seed: int = 0
+    # A file already ingested has its quarantined rows read again under these options (and only those).
+    reingest: bool = False
     max_field_chars: int = 1_000_000
     chunk_rows: int = 50_000
     workers: int = 0
@@ -55,9 +58,11 @@ class IngestOptions:
                 raise CapselError("[[domain]] must not be empty")
             object.__setattr__(self, "domain", self.domain.strip())
         if self.sample_size is not None and self.sample_size < 1:
-            raise CapselError(f"[[sample_size]] must be at least 1, got {self.sample_size}")
+            raise OptionError(f"[[sample_size]] must be at least 1, got {self.sample_size}")
+        if self.reingest and self.sample_size is not None:
+            raise OptionError("[[reingest]] retries quarantined rows one by one; it cannot draw a [[sample_size]]")
         if self.chunk_rows < 1 or self.max_field_chars < 1 or self.workers < 0:
-            raise CapselError("chunk_rows and max_field_chars must be positive, workers at least 0")
+            raise OptionError("chunk_rows and max_field_chars must be positive, workers at least 0")
 
     def classify_config(self) -> ClassifyConfig:
         """The part of the options that decides each row's fate."""
@@ -73,13 +78,14 @@ class IngestOptions:
             "seed": self.seed,
             "max_field_chars": self.max_field_chars,
             "chunk_rows": self.chunk_rows,
+            "reingest": self.reingest,
         }
 
 
 def resolve_inputs(paths: Sequence[str | Path]) -> list[Path]:
     """Input files in order (a folder gives its supported files by name); CapselError if any is unusable."""
     if not paths:
-        raise CapselError("give at least one file or folder to ingest")
+        raise OptionError("give at least one file or folder to ingest")
     files: list[Path] = []
     for given in paths:
         path = Path(given).expanduser()
@@ -123,7 +129,8 @@ def ingest(
         outcomes: list[FileOutcome] = []
         for unit in units:
             outcomes.extend(_ingest_unit(con, unit, options, run_id, workers, progress))
-        report = IngestReport(run_id, outcomes, run_summary(con, run_id))
+        report = IngestReport(run_id, outcomes, run_summary(con, run_id),
+                              field_hints(con, outcomes, options.fields))
         counters.update(report.counters())
     return report
 
@@ -142,10 +149,7 @@ def _ingest_unit(
             outcomes.append(_ingest_file(con, path, options, run_id, workers, progress))
         if options.sample_size is not None:
             _draw_sample(con, run_id, options)
-        for outcome in outcomes:
-            if outcome.already_ingested_by is None:
-                _record_counts(con, outcome)
-    return outcomes
+        return [_record_counts(con, outcome) for outcome in outcomes]
 
 
 def _ingest_file(
@@ -159,15 +163,26 @@ def _ingest_file(
     """Stream one file into candidates, duplicates and quarantine, unless its content is already a source."""
     sha256 = file_sha256(path)
     known = run_sql(con, "ingest/ingest_source_find", {"sha256": sha256}).fetchone()
+    retry: pa.Array | None = None
+    known_by = None if known is None else known[2]
     if known is not None:
-        return FileOutcome(path, known[0], 0, already_ingested_by=known[2])
-    source_id = sha256[:16]
+        if not options.reingest:
+            return FileOutcome(path, known[0], 0, already_ingested_by=known_by)
+        source_id = known[0]
+        retry = pa.array(sorted(row for (row,) in run_sql(con, "ingest/ingest_retry_take", {
+            "source_id": source_id, "run_id": run_id,
+        }).fetchall()), pa.int64())
+        run_sql(con, "ingest/ingest_retry_clear", {"source_id": source_id})
+        if not len(retry):
+            return FileOutcome(path, source_id, 0, already_ingested_by=known_by, n_retried=0)
+    else:
+        source_id = sha256[:16]
+        run_sql(con, "ingest/ingest_source_insert", {
+            "source_id": source_id, "path": str(path), "sha256": sha256, "n_bytes": os.path.getsize(path),
+            "domain_option": options.domain, "field_map": orjson.dumps(options.fields.as_dict()).decode(),
+            "run_id": run_id,
+        })
     n_bytes = os.path.getsize(path)
-    run_sql(con, "ingest/ingest_source_insert", {
-        "source_id": source_id, "path": str(path), "sha256": sha256, "n_bytes": n_bytes,
-        "domain_option": options.domain, "field_map": orjson.dumps(options.fields.as_dict()).decode(),
-        "run_id": run_id,
-    })
     ids = {"source_id": source_id, "ingest_run_id": run_id}
     suffix = path.suffix.lower()
     n_rows = 0
@@ -177,12 +192,14 @@ def _ingest_file(
         batches = _noting_ends(FORMATS[suffix].frame(handle, options.chunk_rows), handle, batch_ends)
         max_in_flight = options.workers + 1  # one batch queued while each worker parses one
         for chunk in classified_chunks(batches, suffix, options.classify_config(), workers, max_in_flight):
-            _write_chunk(con, chunk, ids)
+            _write_chunk(con, chunk if retry is None else only_rows(chunk, retry), ids)
             n_rows += chunk.n_rows
             if progress is not None:
                 progress(path, batch_ends.popleft(), n_bytes)
     if progress is not None:
         progress(path, n_bytes, n_bytes)
+    if retry is not None:
+        return FileOutcome(path, source_id, n_rows, already_ingested_by=known_by, n_retried=len(retry))
     return FileOutcome(path, source_id, n_rows)
 
 
@@ -226,10 +243,15 @@ def _draw_sample(con: duckdb.DuckDBPyConnection, run_id: str, options: IngestOpt
     run_sql(con, "ingest/ingest_draw_drop")
 
 
-def _record_counts(con: duckdb.DuckDBPyConnection, outcome: FileOutcome) -> None:
-    """Store a source's counts and refuse to commit if they do not add up to the rows read."""
+def _record_counts(con: duckdb.DuckDBPyConnection, outcome: FileOutcome) -> FileOutcome:
+    """Store a source's counts and refuse to commit if they do not add up to the rows read.
+
+    The outcome comes back with the source's quarantined count (a skipped file's unchanged).
+    """
+    if outcome.already_ingested_by is not None and not outcome.n_retried:
+        return outcome
     counts = one_row(con, "ingest/ingest_source_counts", {
-        "source_id": outcome.source_id, "n_rows_read": outcome.n_rows_read,
+        "source_id": outcome.source_id, "n_rows_read": None if outcome.n_retried else outcome.n_rows_read,
     })
     n_read, landed = counts[0], sum(counts[1:])
     if n_read != landed:
@@ -237,3 +259,4 @@ def _record_counts(con: duckdb.DuckDBPyConnection, outcome: FileOutcome) -> None
             f"{outcome.path}: read {n_read} rows but {landed} landed "
             f"(inserted, duplicates, quarantined, sampled out = {counts[1:]}); nothing was committed"
         )
+    return replace(outcome, n_source_rows=n_read, n_quarantined=counts[3])

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Iterable, NamedTuple
 
-from capsel.errors import CapselError
+from capsel.errors import OptionError
 from capsel.ingest.reasons import Reason, Rejection
 
 USER_ROLES = frozenset({"user", "human"})
@@ -38,12 +38,12 @@ def parse_field_map(specs: Iterable[str]) -> FieldMap:
         for pair in filter(None, (part.strip() for part in spec.split(","))):
             target, sep, source = (item.strip() for item in pair.partition("="))
             if not sep or not target or not source:
-                raise CapselError(f"[[field_map]] expects capsel_field=source_field pairs, got {pair!r}")
+                raise OptionError(f"[[field_map]] expects capsel_field=source_field pairs, got {pair!r}")
             if target not in FieldMap.__dataclass_fields__:
                 known = ", ".join(FieldMap.__dataclass_fields__)
-                raise CapselError(f"[[field_map]]: unknown capsel field {target!r}; choose from {known}")
+                raise OptionError(f"[[field_map]]: unknown capsel field {target!r}; choose from {known}")
             if target in seen:
-                raise CapselError(f"[[field_map]]: {target!r} is mapped twice")
+                raise OptionError(f"[[field_map]]: {target!r} is mapped twice")
             seen.add(target)
             fields = replace(fields, **{target: (source,)})
     return fields

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import duckdb
 
 from capsel.db import run_sql
+from capsel.ingest.field_hint import FieldHint
 
 
 @dataclass(frozen=True)
@@ -24,12 +25,24 @@ class DomainCounts:
 
 @dataclass(frozen=True)
 class FileOutcome:
-    """One input file: ingested now (n_rows_read rows), or skipped because its sha256 is known."""
+    """One input file: ingested now (n_rows_read rows), skipped because its sha256 is known, or (--reingest)
+    known and its n_retried quarantined rows read again.
+
+    n_source_rows and n_quarantined are the source's totals after this run (0 for a skipped file).
+    """
 
     path: Path
     source_id: str
     n_rows_read: int
     already_ingested_by: str | None = None
+    n_retried: int | None = None
+    n_source_rows: int = 0
+    n_quarantined: int = 0
+
+    @property
+    def all_quarantined(self) -> bool:
+        """Every row of the file is in quarantine: almost always a wrong --map, --domain or format."""
+        return self.n_source_rows > 0 and self.n_quarantined == self.n_source_rows
 
 
 @dataclass(frozen=True)
@@ -39,6 +52,7 @@ class IngestReport:
     run_id: str
     files: list[FileOutcome]
     domains: list[DomainCounts]
+    hints: list[FieldHint] = field(default_factory=list)
 
     def totals(self) -> DomainCounts:
         """Counts summed over every domain, labelled 'total'."""
@@ -49,7 +63,8 @@ class IngestReport:
         """JSON-ready counters stored with the run."""
         return {
             "files_ingested": sum(f.already_ingested_by is None for f in self.files),
-            "files_skipped": sum(f.already_ingested_by is not None for f in self.files),
+            "files_skipped": sum(f.already_ingested_by is not None and f.n_retried is None for f in self.files),
+            "rows_retried": sum(f.n_retried or 0 for f in self.files),
             "domains": {d.domain: {k: v for k, v in asdict(d).items() if k != "domain"} for d in self.domains},
         }
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from capsel.errors import CapselError
+from capsel.errors import CapselError, OptionError
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 
@@ -16,7 +16,7 @@ def resolve_device(device: str) -> str:
     if device == "cuda" and not torch.cuda.is_available():
         raise CapselError("device cuda was asked for, but no CUDA device is visible")
     if device not in ("cpu", "cuda"):
-        raise CapselError(f"unknown device {device!r}; use auto, cpu or cuda")
+        raise OptionError(f"unknown device {device!r}; use auto, cpu or cuda")
     return device
 
 
@@ -25,7 +25,7 @@ def resolve_dtype(dtype: str, device: str) -> str:
     if dtype == "auto":
         return "bfloat16" if device == "cuda" else "float32"
     if dtype not in DTYPES:
-        raise CapselError(f"unknown dtype {dtype!r}; use auto, float32 or bfloat16")
+        raise OptionError(f"unknown dtype {dtype!r}; use auto, float32 or bfloat16")
     return dtype
 
 

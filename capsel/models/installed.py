@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from capsel.config import load_settings
-from capsel.errors import CapselError
+from capsel.errors import CapselError, OptionError
 from capsel.models.registry import INSTALL_DTYPES, REGISTRY, RegistryModel
 
 # Written last into a finished install: a folder without it is not an installed model.
@@ -41,7 +41,7 @@ def models_dir() -> Path:
 def install_name(name: str, dtype: str) -> str:
     """The install's name and folder name: the registry name, suffixed with the dtype unless float32."""
     if dtype not in INSTALL_DTYPES:
-        raise CapselError(f"unknown dtype {dtype!r} for an install; use {' or '.join(INSTALL_DTYPES)}")
+        raise OptionError(f"unknown dtype {dtype!r} for an install; use {' or '.join(INSTALL_DTYPES)}")
     return name if dtype == "float32" else f"{name}-{dtype}"
 
 

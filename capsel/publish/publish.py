@@ -13,7 +13,7 @@ import orjson
 
 from capsel.baselines.registry import BASELINES
 from capsel.db import transaction
-from capsel.errors import CapselError
+from capsel.errors import CapselError, ExitCode
 from capsel.publish.data_files import FileHook, write_data_files
 from capsel.publish.dataset_card import dataset_card
 from capsel.publish.manifest import build_manifest
@@ -30,6 +30,8 @@ STAGING_PREFIX = ".tmp-"
 
 class GateFailedError(CapselError):
     """The data-quality gate refused a selection; nothing was published."""
+
+    exit_code = ExitCode.GATE_FAILED
 
     def __init__(self, gate: GateResult, kept_at: Path) -> None:
         listing = "\n  ".join(gate.failures)

@@ -16,7 +16,7 @@ from typing import Callable, Iterable, Iterator
 import duckdb
 
 from capsel.db import transaction
-from capsel.errors import CapselError
+from capsel.errors import CapselError, OptionError
 from capsel.runner.progress import ProgressSink, RunSummary, Tally
 from capsel.runner.window import Done, ResultHandle, check_fingerprint, check_window, run_window, shard_run
 from capsel.runner.work import Work, WorkResult, score_work
@@ -50,7 +50,7 @@ def run_scorer(
     """
     check_window(max_in_flight)
     if page_size < 1:
-        raise CapselError(f"shard size must be at least 1, got {page_size}")
+        raise OptionError(f"shard size must be at least 1, got {page_size}")
     with scoring_run(con, scorer, scope, sink, run_config, page_size, parent_run_id=parent_run_id,
                      prefect_flow_run_id=prefect_flow_run_id) as (tally, key, params):
         pages = pending_pages(con, PENDING_SQL, params, scope, page_size)

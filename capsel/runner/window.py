@@ -15,7 +15,7 @@ from typing import Callable, Generic, Iterable, Iterator, Protocol, TypeVar
 import duckdb
 
 from capsel.db import transaction
-from capsel.errors import CapselError
+from capsel.errors import CapselError, OptionError
 from capsel.runs import finish_run, start_run
 
 W = TypeVar("W")
@@ -61,7 +61,7 @@ def run_window(
 def check_window(max_in_flight: int) -> None:
     """Refuse a window that could never hold a shard (checked before a run row is written)."""
     if max_in_flight < 1:
-        raise CapselError(f"max_in_flight must be at least 1, got {max_in_flight}")
+        raise OptionError(f"max_in_flight must be at least 1, got {max_in_flight}")
 
 
 def check_fingerprint(index: int, computed_by: str, expected: str) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from capsel.config import Settings
-from capsel.errors import CapselError
+from capsel.errors import OptionError
 from capsel.scorers.cap import CapScorer
 from capsel.scoring.generation import Generator, HFGenerator
 
@@ -13,7 +13,7 @@ GENERATORS = ("hf", "vllm")
 def check_generator(name: str) -> None:
     """Only the two backends exist."""
     if name not in GENERATORS:
-        raise CapselError(f"unknown generator {name!r}; use {' or '.join(GENERATORS)}")
+        raise OptionError(f"unknown generator {name!r}; use {' or '.join(GENERATORS)}")
 
 
 def generator_for(name: str, settings: Settings, scorer: CapScorer) -> Generator:

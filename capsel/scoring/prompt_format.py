@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Literal, Sequence
 
-from capsel.errors import CapselError
+from capsel.errors import CapselError, OptionError
 
 PromptFormat = Literal["auto", "raw", "chat"]
 RAW, CHAT, AUTO = "raw", "chat", "auto"
@@ -25,7 +25,7 @@ def has_chat_template(tokenizer) -> bool:
 def resolve_prompt_format(requested: str, tokenizer) -> str:
     """`raw` or `chat` for this tokenizer; asking for chat from a model without a template is an error."""
     if requested not in PROMPT_FORMATS:
-        raise CapselError(f"unknown prompt format {requested!r}; use auto, raw or chat")
+        raise OptionError(f"unknown prompt format {requested!r}; use auto, raw or chat")
     if requested == AUTO:
         return CHAT if has_chat_template(tokenizer) else RAW
     if requested == CHAT and not has_chat_template(tokenizer):

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Literal, Mapping
 
-from capsel.errors import CapselError
+from capsel.errors import OptionError
 
 BudgetMode = Literal["per_domain", "total"]
 _COUNT = re.compile(r"^\d+$")
@@ -51,19 +51,19 @@ def parse_budget(text: str, mode: BudgetMode = "per_domain") -> Budget:
     """Parse '800' or '10%' (0 < P <= 100); anything else is a CapselError saying what is accepted."""
     cleaned = text.strip()
     if mode not in ("per_domain", "total"):
-        raise CapselError(f"budget mode must be per_domain or total, not {mode!r}")
+        raise OptionError(f"budget mode must be per_domain or total, not {mode!r}")
     if _COUNT.match(cleaned):
         count = int(cleaned)
         if count < 1:
-            raise CapselError("the budget must be at least 1 candidate")
+            raise OptionError("the budget must be at least 1 candidate")
         return Budget(text=cleaned, mode=mode, count=count)
     match = _PERCENT.match(cleaned)
     if match:
         percent = Fraction(match.group(1))
         if not 0 < percent <= 100:
-            raise CapselError(f"a percentage budget must be in (0, 100], not {cleaned}")
+            raise OptionError(f"a percentage budget must be in (0, 100], not {cleaned}")
         return Budget(text=cleaned, mode=mode, percent=percent)
-    raise CapselError(f"cannot read budget {text!r}: give a count such as 800 or a percentage such as 10%")
+    raise OptionError(f"cannot read budget {text!r}: give a count such as 800 or a percentage such as 10%")
 
 
 def domain_quotas(budget: Budget, pool_sizes: Mapping[str, int]) -> list[Quota]:

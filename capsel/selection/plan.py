@@ -8,7 +8,7 @@ import duckdb
 import pandas as pd
 
 from capsel.baselines.registry import BASELINES, Order
-from capsel.errors import CapselError
+from capsel.errors import CapselError, OptionError
 from capsel.selection.budget import Budget, Quota, domain_quotas
 from capsel.selection.pool import DomainPool, domain_pools
 from capsel.selection.residualize import DomainFit, fit_domains
@@ -95,10 +95,10 @@ def build_selection(
     `key` comes from `resolve_scoring_key`; None selects (randomly) from all candidates.
     """
     if request.method not in METHODS:
-        raise CapselError(f"unknown selection method {request.method!r}; choose one of {', '.join(METHODS)}")
+        raise OptionError(f"unknown selection method {request.method!r}; choose one of {', '.join(METHODS)}")
     if request.order is not None and (request.method not in BASELINES or BASELINES[request.method].selects_by
                                       != "score"):
-        raise CapselError(f"an order (high/low/middle) applies to score baselines, not to {request.method}")
+        raise OptionError(f"an order (high/low/middle) applies to score baselines, not to {request.method}")
     _check_guard(request, key)
     pools = domain_pools(con, key, request.domains, request.ppl_guard)
     notes = _guard_notes(request, pools)
@@ -128,9 +128,9 @@ def _check_guard(request: SelectionRequest, key: ScoringKey | None) -> None:
     if request.ppl_guard is None:
         return
     if not 0 < request.ppl_guard < 100:
-        raise CapselError(f"[[ppl_guard]] is a percentile between 0 and 100 (exclusive), got {request.ppl_guard}")
+        raise OptionError(f"[[ppl_guard]] is a percentile between 0 and 100 (exclusive), got {request.ppl_guard}")
     if key is None or key.method != "cap":
-        raise CapselError("[[ppl_guard]] applies to cap and random selections from CAP's scored pool: it uses the PPL "
+        raise OptionError("[[ppl_guard]] applies to cap and random selections from CAP's scored pool: it uses the PPL "
                           "that CAP scoring stored; score the pool with `capsel score` first")
 
 

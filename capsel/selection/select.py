@@ -9,7 +9,7 @@ import pandas as pd
 
 from capsel.baselines.registry import BASELINES, Order
 from capsel.db import run_sql
-from capsel.errors import CapselError
+from capsel.errors import CapselError, OptionError
 from capsel.selection.budget import Quota
 from capsel.selection.coverage import RULE as COVERAGE_RULE
 from capsel.selection.coverage import select_coverage
@@ -56,7 +56,7 @@ def select_members(
     """
     quota_rows = [{"domain": quota.domain, "k": quota.k} for quota in quotas]
     if method not in METHODS:
-        raise CapselError(f"unknown selection method {method!r}; choose one of {', '.join(METHODS)}")
+        raise OptionError(f"unknown selection method {method!r}; choose one of {', '.join(METHODS)}")
     if method != "random" and (key is None or key.method != method):
         raise CapselError(f"{method} selection needs {method} scores: score the pool first")
     if method == "random":

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from capsel.baselines.less.scorer import LessFeatureScorer
 from capsel.baselines.less.target import TargetFile, read_target
-from capsel.errors import CapselError
+from capsel.errors import OptionError
 from capsel.runner.build import build_scorer
 from capsel.runner.generation import run_generation
 from capsel.runner.job import PAGE_SIZE, run_scorer
@@ -70,7 +70,7 @@ def score(request: ScoreRequest, ctx: RunContext, scorer: Scorer | None = None) 
     generation = None
     if request.generator is not None:
         if not isinstance(scorer, CapScorer):
-            raise CapselError(f"a y-hat [[generator]] applies to cap, not to {scorer.method}")
+            raise OptionError(f"a y-hat [[generator]] applies to cap, not to {scorer.method}")
         # the generator writes every missing y-hat first, then exits (freeing its GPU memory); the scorer then
         # finds every y-hat stored
         try:

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Callable
 
 from capsel.baselines.less.target import target_scores_hash
-from capsel.errors import CapselError
+from capsel.errors import OptionError
 from capsel.publish.publish import PublishedSelection, publish_selection
 from capsel.runs import recorded_run
 from capsel.selection.plan import Selection, SelectionRequest, build_selection
@@ -40,7 +40,7 @@ def selection_key(ctx: RunContext, request: SelectRequest) -> ScoringKey | None:
     wanted = request.selection
     if request.target is not None or request.target_max is not None:
         if wanted.method != "less" or request.target is None:
-            raise CapselError("[[target]] (and [[target_max]]) select with [[method]] less")
+            raise OptionError("[[target]] (and [[target_max]]) select with [[method]] less")
         wanted = replace(wanted, config_hash=wanted.config_hash
                          or target_scores_hash(ctx.con, request.target, request.target_max))
     # random draws from CAP's eligible pool when there is one; every other method needs its own scores

@@ -12,7 +12,7 @@ from rich.table import Table
 from capsel.cli.common import console, settings_for
 from capsel.cli.progress import CandidateProgress
 from capsel.cli.scoring_options import PromptFormatOption, ThreadsOption, apply_threads
-from capsel.errors import CapselError
+from capsel.errors import OptionError
 from capsel.models import demo_model_path
 from capsel.paths import inside_root
 from capsel_lab.noise.experiment import NoiseSpec, PoolKind
@@ -59,7 +59,7 @@ def noise(
     source = model or str(demo_model_path())
     kind = pool or ("world" if model is None else "real")
     if kind not in get_args(PoolKind):
-        raise CapselError(f"unknown pool {kind!r}; use world or real")
+        raise OptionError(f"unknown pool {kind!r}; use world or real")
     apply_threads(threads or settings.threads)
     spec = NoiseSpec(n_clean=n_clean, junk_share=junk_share, batch_size=batch_size, pool=cast(PoolKind, kind),
                      n_math=n_math, n_code=n_code, prompt_format=prompt_format, ppl_guard=ppl_guard, budget=budget)

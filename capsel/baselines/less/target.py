@@ -14,7 +14,7 @@ import pandas as pd
 
 from capsel.db import run_sql
 from capsel.db.records import fetch_records
-from capsel.errors import CapselError
+from capsel.errors import CapselError, OptionError
 from capsel.ingest.readers import format_for, read_rows
 from capsel.ingest.reasons import Rejection
 from capsel.ingest.records import FieldMap, extract_fields
@@ -43,7 +43,7 @@ class TargetFile:
         if not path.is_file():
             raise CapselError(f"[[target]] {path}: no such file")
         if target_max < 1:
-            raise CapselError("[[target_max]] must be at least 1")
+            raise OptionError("[[target_max]] must be at least 1")
         return cls(path, file_sha256(path), target_max)
 
     def fingerprint(self, model_fingerprint: str, feature_config_hash: str) -> str:

@@ -1,0 +1,64 @@
+"""`capsel quarantine`: the rows ingest set aside, with the reason for each."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from capsel.cli.common import DbOption, JsonOption, console, json_output, settings_for
+from capsel.db import open_db
+from capsel.ingest.reasons import REASON_HELP, Reason
+from capsel.quarantine import quarantined_rows
+
+RAW_PREVIEW_CHARS = 120
+
+
+def quarantine(
+    reason: Annotated[Optional[Reason], typer.Option(
+        "--reason", help="Only rows quarantined for this reason.", show_default=False,
+    )] = None,
+    source: Annotated[Optional[str], typer.Option(
+        "--source", help="Only rows of this file (the path given to ingest) or source id.", show_default=False,
+    )] = None,
+    limit: Annotated[int, typer.Option("--limit", min=1, help="Show at most this many rows.")] = 20,
+    json_out: JsonOption = False,
+    db: DbOption = None,
+) -> None:
+    """Show quarantined rows with their file, row number, reason, detail and raw text."""
+    settings = settings_for(db)
+    con = open_db(settings.db_path, read_only=True, must_exist=True)
+    try:
+        listing = quarantined_rows(con, reason.value if reason else None, _source_key(source), limit)
+    finally:
+        con.close()
+    with json_output(json_out) as output:
+        output.emit({"n_matching": listing.n_matching, "n_shown": len(listing.rows), "rows": listing.rows})
+        if not listing.rows:
+            console.print("no quarantined rows" + (" match" if reason or source else ""))
+            return
+        table = Table(title=f"{len(listing.rows):,} of {listing.n_matching:,} quarantined rows", show_lines=True)
+        for name in ("file:row", "reason", "detail", "raw text"):
+            table.add_column(name, overflow="fold")
+        for row in listing.rows:
+            raw = row["raw_text"] or ""
+            raw = raw if len(raw) <= RAW_PREVIEW_CHARS else raw[:RAW_PREVIEW_CHARS] + "…"
+            table.add_row(escape(f"{row['path']}:{row['source_row']}"), row["reason"], escape(row["detail"] or ""),
+                          escape(raw))
+        console.print(table)
+        for shown in dict.fromkeys(row["reason"] for row in listing.rows):
+            console.print(f"{shown}: {REASON_HELP[Reason(shown)]}")
+        if listing.n_matching > len(listing.rows):
+            console.print(f"{listing.n_matching - len(listing.rows):,} more: raise --limit or narrow with "
+                          "--reason/--source")
+
+
+def _source_key(source: str | None) -> str | None:
+    # ingest stores resolved paths; a source id (16 hex digits) is not a file here and stays as typed
+    if source is None:
+        return None
+    path = Path(source).expanduser()
+    return str(path.resolve()) if path.exists() else source

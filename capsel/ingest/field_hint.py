@@ -1,0 +1,97 @@
+"""When most of a file's rows lack a field capsel reads: which fields the file has, and a --map to try."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Sequence
+
+import duckdb
+
+from capsel.db import run_sql
+from capsel.ingest.readers import format_for, read_rows
+from capsel.ingest.reasons import Reason
+from capsel.ingest.records import FieldMap
+
+if TYPE_CHECKING:  # summary imports this module for FieldHint
+    from capsel.ingest.summary import FileOutcome
+
+# Rows a wrong --map or a missing --domain sends to quarantine; a hint is given when they are most rows.
+FIELD_REASONS = (Reason.MISSING_INSTRUCTION, Reason.MISSING_RESPONSE, Reason.NO_DOMAIN)
+HINT_SHARE = 0.5
+SAMPLE_ROWS = 50
+
+# Names public SFT sets use for the fields capsel reads (GSM8K, MATH, HumanEval, Alpaca variants, ...).
+USUAL_NAMES: dict[str, tuple[str, ...]] = {
+    "instruction": ("problem", "question", "prompt", "query", "instruction", "task", "user", "human"),
+    "response": ("solution", "answer", "completion", "output", "response", "canonical_solution", "target",
+                 "assistant", "gpt"),
+}
+
+
+@dataclass(frozen=True)
+class FieldHint:
+    """A file whose rows were mostly quarantined for a missing field, with the fields it does have."""
+
+    path: Path
+    n_rows: int
+    reasons: dict[str, int]
+    fields: list[str]
+    suggested_map: str | None
+    needs_domain: bool
+
+    def message(self) -> str:
+        """One paragraph: what went wrong, what the file holds, what to run."""
+        missing = ", ".join(f"{count:,} {reason}" for reason, count in self.reasons.items())
+        held = ", ".join(self.fields) if self.fields else "no named fields in its first rows"
+        advice = []
+        if self.suggested_map:
+            advice.append(f"--map {self.suggested_map}")
+        if self.needs_domain:
+            advice.append("--domain NAME")
+        todo = (f"try {' '.join(advice)} with --reingest" if advice
+                else "map them with --map instruction=FIELD,response=FIELD and --reingest")
+        return f"{self.path}: {missing} of {self.n_rows:,} rows; the file's fields are: {held}; {todo}"
+
+
+def field_hints(con: duckdb.DuckDBPyConnection, outcomes: Sequence[FileOutcome], fields: FieldMap) -> list[FieldHint]:
+    """A hint for each file read in this run whose rows went mostly to quarantine for a missing field."""
+    hints = []
+    for outcome in outcomes:
+        if not outcome.n_quarantined:
+            continue
+        reasons = dict(run_sql(con, "ingest/ingest_source_reasons", {"source_id": outcome.source_id}).fetchall())
+        field_reasons = {str(reason): reasons[reason] for reason in FIELD_REASONS if reason in reasons}
+        if sum(field_reasons.values()) < HINT_SHARE * outcome.n_source_rows:
+            continue
+        found = source_fields(outcome.path)
+        hints.append(FieldHint(outcome.path, outcome.n_source_rows, field_reasons, found, suggest_map(found, fields),
+                               Reason.NO_DOMAIN in field_reasons))
+    return hints
+
+
+def source_fields(path: Path, limit: int = SAMPLE_ROWS) -> list[str]:
+    """Field names of the file's first `limit` records, in order of first appearance."""
+    names: dict[str, None] = {}
+    with open(path, "rb") as handle:
+        for index, row in enumerate(read_rows(handle, format_for(path), batch_rows=limit)):
+            if index >= limit:
+                break
+            if isinstance(row.value, dict):
+                names.update(dict.fromkeys(map(str, row.value)))
+    return list(names)
+
+
+def suggest_map(found: Sequence[str], fields: FieldMap) -> str | None:
+    """`instruction=...,response=...` for each field the current map misses and the file has a usual name for."""
+    if any(name in found for name in fields.messages):  # chat records: the turns hold both fields
+        return None
+    by_lower = {name.lower(): name for name in found}
+    pairs = []
+    for target, usual in USUAL_NAMES.items():
+        if any(name in found for name in getattr(fields, target)):
+            continue
+        match = next((by_lower[name] for name in usual if name in by_lower), None)
+        if match is not None:
+            pairs.append(f"{target}={match}")
+    return ",".join(pairs) or None

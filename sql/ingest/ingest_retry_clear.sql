@@ -1,0 +1,2 @@
+delete from quarantine
+where source_id = $source_id;
