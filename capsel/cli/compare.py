@@ -10,9 +10,10 @@ import pandas as pd
 import typer
 from rich.table import Table
 
-from capsel.cli.common import DbOption, console, settings_for
+from capsel.cli.common import DbOption, JsonOption, console, json_output, settings_for
 from capsel.cli.select import DirectionChoice
 from capsel.compare.metrics import ALL_DOMAINS
+from capsel.compare.report import report_payload
 from capsel.db import open_db
 from capsel.paths import inside_root
 from capsel.selection.budget import parse_budget
@@ -32,6 +33,7 @@ def compare(
     ppl_direction: Annotated[DirectionChoice, typer.Option(
         "--ppl-direction", help="Which PPL selection to compare: high (default), low or middle band.",
     )] = DirectionChoice.high,
+    json_out: JsonOption = False,
     db: DbOption = None,
 ) -> None:
     """Jaccard overlap of selections, Spearman correlation of scores, per-domain length and PPL of each selection.
@@ -45,19 +47,26 @@ def compare(
     directory = inside_root(settings.output_root, out or Path("compare") / f"compare-{stamp}")
     request = CompareRequest(parse_budget(budget), directory, seed, ppl_direction.value)
     con = open_db(settings.db_path, read_only=True)
-    try:
-        with console.status("selecting with every scored method and writing the report"):
-            compared = compare_stage(request, RunContext(con, settings))
-    finally:
-        con.close()
-    comparison, numbers, files = compared.comparison, compared.numbers, compared.files
+    with json_output(json_out) as output:
+        try:
+            with console.status("selecting with every scored method and writing the report"):
+                compared = compare_stage(request, RunContext(con, settings))
+        finally:
+            con.close()
+        comparison, numbers, files = compared.comparison, compared.numbers, compared.files
+        report = directory / "index.html"
+        output.emit({**report_payload(comparison, numbers, compared.title), "report": report, "files": files})
+        _print_tables(numbers, comparison.notes)
+        console.print(f"report: {report} ({len(files)} files)")
+
+
+def _print_tables(numbers: dict, notes: list[str]) -> None:
     console.print(_matrix_table("Jaccard overlap of selections", numbers["jaccard"]))
     if numbers["spearman"]:
         console.print(_matrix_table("Spearman rho of scores (mean over domains)", numbers["spearman"][ALL_DOMAINS]))
     console.print(_medians_table(numbers["medians"]))
-    for note in comparison.notes:
+    for note in notes:
         console.print(f"[yellow]note:[/] {note}")
-    console.print(f"report: {directory / 'index.html'} ({len(files)} files)")
 
 
 def _matrix_table(title: str, matrix: pd.DataFrame) -> Table:

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from capsel.cli.common import DbOption, console, settings_for
+from capsel.cli.common import DbOption, JsonOption, console, json_output, settings_for
 from capsel.cli.scoring_options import DomainOption
 from capsel.db import open_db
 from capsel.paths import inside_root
@@ -23,6 +23,7 @@ def export_scores(
     config_hash: Annotated[Optional[str], typer.Option(
         "--config-hash", help="Scoring config hash (default: the only scored config).", show_default=False)] = None,
     domain: DomainOption = None,
+    json_out: JsonOption = False,
     db: DbOption = None,
 ) -> None:
     """Export candidate, exclusion, n_aligned, D_early, D_late, the D_l profile, PPL, CAP and z."""
@@ -34,4 +35,7 @@ def export_scores(
         n_rows = write_scores(con, target, key.model_fingerprint, key.config_hash, domain)
     finally:
         con.close()
-    console.print(f"wrote {n_rows} rows to {target} ({key.describe()})")
+    with json_output(json_out) as output:
+        output.emit({"path": target, "n_rows": n_rows, "model_fingerprint": key.model_fingerprint,
+                     "config_hash": key.config_hash, "domain": domain})
+        console.print(f"wrote {n_rows} rows to {target} ({key.describe()})")

@@ -15,6 +15,7 @@ import typer
 from pydantic import BaseModel, ValidationError
 
 from capsel.cli.common import DbOption, console
+from capsel.cli.flow_state import flow_failure
 from capsel.cli.specs import MethodChoice, flag_problems, model_field, spec_values
 from capsel.errors import CapselError, OptionError
 from capsel.pipeline_config import PipelineConfig, ScoreFlowConfig
@@ -192,4 +193,4 @@ def run_flow(flow, config) -> None:
         counters = result.counters() if hasattr(result, "counters") else result
         console.print_json(orjson.dumps(counters, default=str).decode())
         return
-    raise CapselError(f"flow run ended {state.type.value}: {state.message}")
+    raise flow_failure(state, "flow run")

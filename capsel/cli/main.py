@@ -158,9 +158,16 @@ def _requested_command(args: list[str]) -> str | None:
     return first if first in COMMANDS or first in GROUPS else None
 
 
-def _terminate(signum: int, frame: object) -> None:
-    # `kill` ends a run the way Ctrl-C does: transactions roll back, workers stop, the exit code says so
-    raise KeyboardInterrupt()
+class _Signals:
+    """Ctrl-C and `kill` raise KeyboardInterrupt; `received` remembers it, because an interruption that lands
+    inside a DuckDB call can surface as a DuckDB error (an aborted transaction) instead."""
+
+    received = False
+
+    @classmethod
+    def interrupt(cls, signum: int, frame: object) -> None:
+        cls.received = True
+        raise KeyboardInterrupt()
 
 
 def main() -> None:
@@ -168,19 +175,26 @@ def main() -> None:
 
     With --json the failure is also one JSON object on stdout, so a script reads every outcome the same way.
     """
-    signal.signal(signal.SIGTERM, _terminate)
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, _Signals.interrupt)
     args = sys.argv[1:]
+    json_out = "--json" in args
     try:
         command = _requested_command(args)
         (build_app(command) if command else index_app())()
     except CapselError as exc:
         from capsel.cli.flags import flag
 
-        _fail(exc.render(flag), exc.exit_code, "--json" in args and not getattr(exc, "json_reported", False))
+        _fail(exc.render(flag), exc.exit_code, json_out and not getattr(exc, "json_reported", False))
     except Interrupted as exc:
-        _fail(f"interrupted: {exc}", ExitCode.INTERRUPTED, "--json" in args)
+        _fail(f"interrupted: {exc}", ExitCode.INTERRUPTED, json_out)
     except KeyboardInterrupt:  # before or after a command ran
-        _fail("interrupted", ExitCode.INTERRUPTED, "--json" in args)
+        _fail("interrupted", ExitCode.INTERRUPTED, json_out)
+    except Exception:
+        if not _Signals.received:
+            raise
+        _fail("interrupted: the work in progress was rolled back, finished work is kept; run the same command "
+              "again to resume", ExitCode.INTERRUPTED, json_out)
 
 
 def _fail(message: str, code: ExitCode, json_out: bool) -> None:

@@ -73,6 +73,11 @@ class CandidateProgress:
             self.progress.advance(self.task, report.n_candidates)
 
 
+def summary_json(summary: RunSummary) -> dict:
+    """A run summary as `--json` prints it: the stored counters, the run id, rate, threads and notes."""
+    return {"run_id": summary.run_id, **summary.counters(), "notes": summary.notes}
+
+
 def print_summary(title: str, summary: RunSummary, done_label: str, extra: dict[str, int] | None = None) -> None:
     """End-of-run counts: done, `extra` rows, excluded by reason, skipped as already done, wall time and rate.
 

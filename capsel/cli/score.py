@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from capsel.cli.common import DbOption
-from capsel.cli.progress import CandidateProgress, print_summary
+from capsel.cli.common import DbOption, JsonOption, json_output
+from capsel.cli.progress import CandidateProgress, print_summary, summary_json
 from capsel.cli.scoring_options import (
     BatchSizeOption,
     DeviceOption,
@@ -48,22 +48,30 @@ def score(
     threads: ThreadsOption = None,
     domain: DomainOption = None,
     limit: LimitOption = None,
+    json_out: JsonOption = False,
     db: DbOption = None,
 ) -> None:
     """Score candidates that lack a divergence for this model and config; y-hat is generated when missing."""
     check_generator(generator)
-    settings = scoring_settings(db, dtype, device, batch_size, threads)
-    spec = build_spec(spec_values(
-        "cap", model_options(settings, model, trust_remote_code, prompt_format), prompt_tokens=prompt_tokens,
-        horizon=horizon, early=early, late=late, batch_size=settings.score_batch_size,
-    ))
-    scorer = described(spec)
-    assert isinstance(scorer, CapScorer)  # a cap spec builds the CAP scorer
-    with scoring_db(settings) as con, CandidateProgress("scoring") as progress:
-        # vLLM writes every missing y-hat first; the HF scorer then finds them all stored
-        pre_pass = generator_for(generator, settings, scorer) if generator == "vllm" else None
-        outcome = score_stage(ScoreRequest(spec, Scope(domain, limit), pre_pass),
-                              RunContext(con, settings, progress, run_config={"generator": generator}), scorer)
+    with json_output(json_out) as output:
+        settings = scoring_settings(db, dtype, device, batch_size, threads)
+        spec = build_spec(spec_values(
+            "cap", model_options(settings, model, trust_remote_code, prompt_format), prompt_tokens=prompt_tokens,
+            horizon=horizon, early=early, late=late, batch_size=settings.score_batch_size,
+        ))
+        scorer = described(spec)
+        assert isinstance(scorer, CapScorer)  # a cap spec builds the CAP scorer
+        with scoring_db(settings) as con, CandidateProgress("scoring") as progress:
+            # vLLM writes every missing y-hat first; the HF scorer then finds them all stored
+            pre_pass = generator_for(generator, settings, scorer) if generator == "vllm" else None
+            outcome = score_stage(ScoreRequest(spec, Scope(domain, limit), pre_pass),
+                                  RunContext(con, settings, progress, run_config={"generator": generator}), scorer)
         if outcome.generation is not None:
             print_summary("generate", outcome.generation, "generated")
         print_summary("score", outcome.scoring, "scored")
+        output.emit({
+            "model_fingerprint": scorer.identity.fingerprint, "config_hash": scorer.config_hash,
+            "prompt_format": scorer.prompt_format,
+            "generation": None if outcome.generation is None else summary_json(outcome.generation),
+            "scoring": summary_json(outcome.scoring),
+        })

@@ -10,7 +10,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from capsel.cli.common import DbOption, console, settings_for
+from capsel.cli.common import DbOption, JsonOption, console, json_output, settings_for
 from capsel.cli.specs import MethodChoice
 from capsel.db import open_db
 from capsel.paths import inside_root
@@ -76,6 +76,7 @@ def select(
     config_hash: Annotated[Optional[str], typer.Option(
         "--config-hash", help="Scoring config hash of the method to use (needed when several are scored).",
     )] = None,
+    json_out: JsonOption = False,
     db: DbOption = None) -> None:
     """Select a subset under a budget, check it with the data-quality gate and publish it."""
     settings = settings_for(db)
@@ -91,22 +92,26 @@ def select(
         ppl_guard=ppl_guard,
     )
     con = open_db(settings.db_path, must_exist=True)
-    try:
-        with _stages() as progress:
-            stage = progress.add_task("selecting", total=None)
-            summary = select_and_publish(
-                SelectRequest(request, out_dir, target, target_max), RunContext(con, settings),
-                on_step=lambda step: progress.update(stage, description=step),
-            )
-    finally:
-        con.close()
-    selection, published = summary.selection, summary.published
-    for note in selection.notes:
-        console.print(f"[yellow]note:[/] {note}")
-    console.print(_summary(selection, published.manifest))
-    console.print(
-        f"published [bold]{published.selection_id}[/] with {len(selection.members)} members at {published.path}"
-    )
+    with json_output(json_out) as output:
+        try:
+            with _stages() as progress:
+                stage = progress.add_task("selecting", total=None)
+                summary = select_and_publish(
+                    SelectRequest(request, out_dir, target, target_max), RunContext(con, settings),
+                    on_step=lambda step: progress.update(stage, description=step),
+                )
+        finally:
+            con.close()
+        selection, published = summary.selection, summary.published
+        output.emit({"selection_id": published.selection_id, "path": published.path,
+                     "n_members": len(selection.members), "rule": selection.rule, "notes": selection.notes,
+                     "manifest": published.manifest})
+        for note in selection.notes:
+            console.print(f"[yellow]note:[/] {note}")
+        console.print(_summary(selection, published.manifest))
+        console.print(
+            f"published [bold]{published.selection_id}[/] with {len(selection.members)} members at {published.path}"
+        )
 
 
 def _stages() -> Progress:

@@ -6,12 +6,12 @@ from pathlib import Path
 
 from rich.table import Table
 
-from capsel.cli.common import DbOption, console, settings_for
+from capsel.cli.common import DbOption, JsonOption, console, json_output, settings_for
 from capsel.db import open_db
 from capsel.db.records import fetch_records
 
 
-def selections(db: DbOption = None) -> None:
+def selections(json_out: JsonOption = False, db: DbOption = None) -> None:
     """List published selections, newest first (a path marked missing was moved or deleted)."""
     settings = settings_for(db)
     con = open_db(settings.db_path, read_only=True)
@@ -19,6 +19,13 @@ def selections(db: DbOption = None) -> None:
         rows = fetch_records(con, "publish/selections_list")
     finally:
         con.close()
+    with json_output(json_out) as output:
+        output.emit({"selections": [{**row, "present": Path(row["out_dir"]).is_dir()} for row in rows]})
+        print_selections(rows)
+
+
+def print_selections(rows: list[dict]) -> None:
+    """The selections as a table, with a hint when there are none."""
     if not rows:
         console.print("no selections published yet; run `capsel select`")
         return

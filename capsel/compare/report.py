@@ -50,6 +50,19 @@ def summaries(comparison: Comparison) -> dict:
     }
 
 
+def report_payload(comparison: Comparison, numbers: dict, title: str) -> dict:
+    """The comparison's numbers as JSON-ready values: compare.json, and `capsel compare --json`."""
+    return {
+        "title": title,
+        "methods": [c.label for c in comparison.contenders],
+        "jaccard": _matrix_json(numbers["jaccard"]),
+        "spearman": {name: _matrix_json(frame) for name, frame in numbers["spearman"].items()},
+        "medians": numbers["medians"].replace({np.nan: None}).to_dict("records"),
+        "ppl_source": comparison.ppl_source,
+        "notes": comparison.notes,
+    }
+
+
 def write_report(directory: Path, comparison: Comparison, numbers: dict, title: str) -> list[Path]:
     """Write the PNGs, compare.json and index.html into `directory`; return every file written."""
     directory.mkdir(parents=True, exist_ok=True)
@@ -71,17 +84,9 @@ def write_report(directory: Path, comparison: Comparison, numbers: dict, title: 
             path = directory / f"{column}.png"
             written.append(_save(_boxplots(distributions, column, label, log), path))
             images.append((f"{label} of each selection, per domain", path.name))
-    payload = {
-        "title": title,
-        "methods": [c.label for c in comparison.contenders],
-        "jaccard": _matrix_json(overlap),
-        "spearman": {name: _matrix_json(frame) for name, frame in correlations.items()},
-        "medians": numbers["medians"].replace({np.nan: None}).to_dict("records"),
-        "ppl_source": comparison.ppl_source,
-        "notes": comparison.notes,
-    }
     written.append(directory / "compare.json")
-    written[-1].write_bytes(orjson.dumps(payload, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY))
+    written[-1].write_bytes(orjson.dumps(report_payload(comparison, numbers, title),
+                                         option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY))
     index = directory / "index.html"
     index.write_text(_page(title, comparison, numbers, images), encoding="utf-8")
     return [*written, index]

@@ -29,6 +29,7 @@ class CompareSummary:
     comparison: Comparison
     numbers: dict
     files: list[Path]
+    title: str
 
 
 def compare(request: CompareRequest, ctx: RunContext) -> CompareSummary:
@@ -36,4 +37,4 @@ def compare(request: CompareRequest, ctx: RunContext) -> CompareSummary:
     comparison = gather(ctx.con, request.budget, request.seed, request.ppl_order)
     numbers = summaries(comparison)
     title = f"capsel compare, budget {request.budget.text} per domain"
-    return CompareSummary(comparison, numbers, write_report(request.out_dir, comparison, numbers, title))
+    return CompareSummary(comparison, numbers, write_report(request.out_dir, comparison, numbers, title), title)

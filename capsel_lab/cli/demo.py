@@ -20,8 +20,8 @@ import typer
 from rich.table import Table
 
 from capsel.cli.common import console, settings_for
+from capsel.cli.flow_state import flow_failure
 from capsel.cli.scoring_options import PromptFormatOption, ThreadsOption, apply_threads
-from capsel.errors import CapselError
 from capsel.models.installed import installed_model_path
 from capsel.paths import inside_root
 from capsel.profile.check import check_model
@@ -67,7 +67,7 @@ def demo(
 
     state = select_flow(config, return_state=True)
     if not state.is_completed():
-        raise CapselError(f"the demo's select_flow ended {state.type.value}: {state.message}")
+        raise flow_failure(state, "the demo's select_flow")
     with console.status("PPL baseline (from CAP's stored PPL) and the compared selections"):
         result = demo_result(config, state.result(), records, options)
     _print_result(result, profile_files, time.perf_counter() - started)
@@ -106,7 +106,7 @@ def _print_result(result: DemoResult, profile_files: list[Path], wall_s: float) 
     for stage, count, note in (
         ("rows read", counts["rows_read"], "bundled pool + malformed rows"),
         ("duplicates", counts["duplicates"], "dropped at ingest, each pointing at the row it repeats"),
-        ("quarantined", counts["quarantined"], "kept with a reason (`capsel status`)"),
+        ("quarantined", counts["quarantined"], "kept with a reason (`capsel quarantine`)"),
         ("candidates", counts["inserted"], f"{result.junk['n']} of them junk"),
         ("scored", counts["scored"], f"CAP measured at {counts['candidates_per_s']:.2f} candidates/s"),
         ("excluded", counts["excluded"], excluded),
