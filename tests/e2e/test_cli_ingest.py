@@ -45,7 +45,7 @@ def test_ingest_then_status_then_noop_reingest(tmp_path):
 
 def test_bad_path_is_one_clear_line_and_creates_nothing(tmp_path):
     result = capsel("ingest", "missing.jsonl", "--db", "pool.duckdb", cwd=tmp_path)
-    assert result.returncode == 2
+    assert result.returncode == 3  # an input error
     assert result.stderr.strip() == "error: missing.jsonl: no such file"
     assert not (tmp_path / "pool.duckdb").exists()
     bad_map = capsel("ingest", "missing.jsonl", "--map", "prompt=question", cwd=tmp_path)

@@ -58,17 +58,17 @@ def test_score_resume_and_export(tmp_path):
 
 def test_user_errors_are_one_line(tmp_path):
     no_db = _capsel("score", "--model", str(tiny_model_dir(tmp_path / "tiny")), "--db", "mistyped.duckdb", cwd=tmp_path)
-    assert no_db.returncode == 2 and "Traceback" not in no_db.stderr
+    assert no_db.returncode == 3 and "Traceback" not in no_db.stderr
     assert "no capsel database at mistyped.duckdb" in no_db.stderr and "--db" in no_db.stderr
     assert not (tmp_path / "mistyped.duckdb").exists()
     assert _capsel("migrate", "--db", "x.duckdb", cwd=tmp_path).returncode == 0
     missing = _capsel("score", "--model", str(tmp_path / "nope"), "--db", "x.duckdb", cwd=tmp_path)
-    assert missing.returncode == 2 and "Traceback" not in missing.stderr
+    assert missing.returncode == 3 and "Traceback" not in missing.stderr
     assert "neither a model folder nor a hub id" in missing.stderr
     bad = _capsel("score", "--model", "m", "--horizon", "3", "--db", "x.duckdb", cwd=tmp_path)
     assert bad.returncode == 2 and "horizon 3 is below min_response_tokens" in bad.stderr
     if not (importlib.util.find_spec("vllm") and torch.cuda.is_available()):
         model = tiny_model_dir(tmp_path / "model")
         vllm = _capsel("score", "--model", str(model), "--generator", "vllm", "--db", "x.duckdb", cwd=tmp_path)
-        assert vllm.returncode == 2 and "Traceback" not in vllm.stderr
+        assert vllm.returncode == 3 and "Traceback" not in vllm.stderr
         assert "--generator vllm needs" in vllm.stderr

@@ -61,7 +61,7 @@ def test_user_errors_are_one_clean_line(tmp_path):
     con.close()
 
     degenerate = capsel(tmp_path, "select", "--budget", "5", "--out", "sels")
-    assert degenerate.returncode == 2
+    assert degenerate.returncode == 3  # the data cannot be regressed: a data error
     assert "domain 'tiny'" in degenerate.stderr and "--domain" in degenerate.stderr
     assert "Traceback" not in degenerate.stderr
     assert not (tmp_path / "out" / "sels").exists() or not list((tmp_path / "out" / "sels").glob("sel-*"))
@@ -70,5 +70,5 @@ def test_user_errors_are_one_clean_line(tmp_path):
     assert escape.returncode == 2 and "outside the output root" in escape.stderr
 
     no_db = capsel(tmp_path, "select", "--budget", "5", "--out", "sels", "--db", str(tmp_path / "mistyped.duckdb"))
-    assert no_db.returncode == 2 and "no capsel database at" in no_db.stderr and "Traceback" not in no_db.stderr
+    assert no_db.returncode == 3 and "no capsel database at" in no_db.stderr and "Traceback" not in no_db.stderr
     assert not (tmp_path / "mistyped.duckdb").exists()

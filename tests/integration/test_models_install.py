@@ -103,7 +103,7 @@ def test_install_prints_the_folder_and_a_second_call_is_a_no_op(wheelhouse, tmp_
 def test_a_checksum_mismatch_refuses_and_leaves_nothing(wheelhouse, tmp_path):
     models_dir = tmp_path / "models"
     done = run_cli(wheelhouse, models_dir, *_install_args(wheelhouse, "tiny-llama-tampered"))
-    assert done.returncode == 2 and done.stdout == ""
+    assert done.returncode == 3 and done.stdout == ""
     assert "sha256 mismatch" in done.stderr and "refusing to install" in done.stderr
     assert [path.name for path in models_dir.iterdir() if not path.name.endswith(".lock")] == []
 
