@@ -12,10 +12,13 @@ from pathlib import Path
 
 from capsel.config import load_settings
 from capsel.errors import CapselError, OptionError
+from capsel.models import demo_model_path
 from capsel.models.registry import INSTALL_DTYPES, REGISTRY, RegistryModel
 
 # Written last into a finished install: a folder without it is not an installed model.
 MANIFEST_NAME = "capsel_install.json"
+# The bundled 2.6M-parameter lab model, by name wherever --model is accepted (it knows only the lab world).
+DEMO_MODEL_NAME = "demo"
 
 
 @dataclass(frozen=True)
@@ -65,13 +68,16 @@ def installed(entry: RegistryModel, dtype: str, root: Path | None = None) -> Ins
 
 
 def installed_model_path(name_or_path: str | Path) -> str:
-    """An installed model's folder for its name; an existing path, a hub id or any other name unchanged.
+    """An installed model's folder for its name (`demo`: the bundled demo model); an existing path, a hub id or
+    any other name unchanged.
 
     An existing file or folder wins over a registry name, so a local folder called like one still loads.
     """
     text = str(name_or_path)
     if Path(text).expanduser().exists():
         return text
+    if text == DEMO_MODEL_NAME:
+        return str(demo_model_path())
     parsed = parse_install_name(text)
     if parsed is None:
         return text

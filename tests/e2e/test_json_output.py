@@ -1,0 +1,87 @@
+"""`--json`: every reporting command prints exactly one JSON object on stdout, whose numbers match the store."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import duckdb
+import pandas as pd
+import pytest
+
+from capsel.db import open_db
+from tests.fixtures.candidates import mixed_candidates
+from tests.fixtures.pool import append_candidates, tiny_model_dir
+from tests.support.scored_pool import make_pool
+
+pytestmark = pytest.mark.e2e
+
+
+def capsel_json(tmp_path, *args) -> dict:
+    env = {key: value for key, value in os.environ.items() if not key.startswith("CAPSEL_")}
+    env.update(CAPSEL_DB_PATH=str(tmp_path / "capsel.duckdb"), CAPSEL_OUTPUT_ROOT=str(tmp_path / "out"),
+               OMP_NUM_THREADS="1", COLUMNS="200")
+    done = subprocess.run([sys.executable, "-m", "capsel", *args, "--json"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    payload = json.loads(done.stdout)  # fails on a table, a progress line or a second object
+    assert payload["ok"] is True
+    return payload
+
+
+def query(tmp_path, sql: str):
+    con = duckdb.connect(str(tmp_path / "capsel.duckdb"), read_only=True)
+    try:
+        return con.execute(sql).fetchall()
+    finally:
+        con.close()
+
+
+def test_score_json_counts_match_the_stored_results(tmp_path):
+    model = tiny_model_dir(tmp_path / "model")
+    con = open_db(tmp_path / "capsel.duckdb")
+    append_candidates(con, mixed_candidates())
+    con.close()
+    scored = capsel_json(tmp_path, "score", "--model", str(model), "--batch-size", "4", "--device", "cpu",
+                         "--threads", "1")
+    run = scored["scoring"]
+    stored = dict(query(tmp_path, "select coalesce(excluded_reason, 'scored'), count(*) from divergences group by 1"))
+    assert run["n_done"] == stored.pop("scored")
+    assert run["n_excluded"] == stored
+    assert run["n_processed"] == run["n_done"] + sum(run["n_excluded"].values()) == len(mixed_candidates())
+    assert run["torch_threads"] == 1 and run["run_id"]
+    assert [(scored["model_fingerprint"], scored["config_hash"])] == query(
+        tmp_path, "select distinct model_fingerprint, config_hash from divergences")
+
+
+def test_select_selections_export_and_compare_json(tmp_path):
+    con = open_db(tmp_path / "capsel.duckdb")
+    make_pool(con, {"code": 30, "math": 50}, n_excluded=2)
+    con.close()
+
+    selected = capsel_json(tmp_path, "select", "--budget", "10", "--out", "sels")
+    members = query(tmp_path, "select domain, count(*) from selection_members group by 1 order by 1")
+    assert members == [("code", 10), ("math", 10)] and selected["n_members"] == 20
+    assert os.path.isdir(selected["path"]) and selected["manifest"]["n_members"] == 20
+    assert [d["k"] for d in selected["manifest"]["domains"]] == [10, 10]
+
+    listed = capsel_json(tmp_path, "selections")
+    assert [(s["selection_id"], s["n_members"], s["present"]) for s in listed["selections"]] == [
+        (selected["selection_id"], 20, True)]
+
+    exported = capsel_json(tmp_path, "export-scores", "--out", "scores.parquet")
+    frame = pd.read_parquet(exported["path"])
+    assert exported["n_rows"] == len(frame) == 80  # every candidate, excluded ones with their reason
+    assert frame["excluded_reason"].notna().sum() == 4
+
+    compared = capsel_json(tmp_path, "compare", "--budget", "5", "--out", "cmp")
+    assert {"cap", "random"} <= set(compared["methods"])
+    assert compared["report"].endswith("index.html") and os.path.isfile(compared["report"])
+    medians = pd.DataFrame(compared["medians"])
+    assert set(medians["domain"]) == {"code", "math"} and set(medians["n_members"]) == {5}
+
+    status = capsel_json(tmp_path, "status")
+    assert {row["domain"]: row["n_candidates"] for row in status["domains"]} == {"code": 30, "math": 50}
+    assert {row["domain"]: row["n_selections"] for row in status["domains"]} == {"code": 1, "math": 1}
