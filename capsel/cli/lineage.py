@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from typing import Annotated
 
-import orjson
 import typer
 
-from capsel.cli.common import DbOption, console, settings_for
+from capsel.cli.common import DbOption, JsonOption, console, json_output, settings_for
 from capsel.db import open_db
 from capsel.lineage import trace
 from capsel.lineage.render import lineage_tree
@@ -15,7 +14,7 @@ from capsel.lineage.render import lineage_tree
 
 def lineage(
     identifier: Annotated[str, typer.Argument(help="A candidate id or a selection id.")],
-    as_json: Annotated[bool, typer.Option("--json", help="Print the lineage as JSON instead of a tree.")] = False,
+    json_out: JsonOption = False,
     db: DbOption = None,
 ) -> None:
     """Where a candidate came from (source, row, runs, model, config, scores, selections), or a selection's basis."""
@@ -25,7 +24,6 @@ def lineage(
         found = trace(con, identifier)
     finally:
         con.close()
-    if as_json:
-        print(orjson.dumps(found.__dict__, default=str, option=orjson.OPT_INDENT_2).decode())
-    else:
+    with json_output(json_out) as output:
+        output.emit(found.__dict__)
         console.print(lineage_tree(found))

@@ -67,6 +67,9 @@ def test_select_selections_export_and_compare_json(tmp_path):
     assert os.path.isdir(selected["path"]) and selected["manifest"]["n_members"] == 20
     assert [d["k"] for d in selected["manifest"]["domains"]] == [10, 10]
 
+    traced = capsel_json(tmp_path, "lineage", selected["selection_id"])
+    assert traced["selection"]["selection_id"] == selected["selection_id"] and traced["selection"]["n_members"] == 20
+
     listed = capsel_json(tmp_path, "selections")
     assert [(s["selection_id"], s["n_members"], s["present"]) for s in listed["selections"]] == [
         (selected["selection_id"], 20, True)]
