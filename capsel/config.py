@@ -24,7 +24,9 @@ class Settings(BaseSettings):
     )
 
     db_path: Path = Field(Path("capsel.duckdb"), description="DuckDB file holding the pool and scores")
-    output_root: Path = Field(Path("capsel_out"), description="root folder every output path must stay inside")
+    output_root: Path = Field(
+        Path("capsel_out"), description="default folder of outputs; flow output paths must stay inside it"
+    )
     max_field_chars: int = Field(
         1_000_000, gt=0, description="a text field longer than this is quarantined as oversized"
     )

@@ -14,7 +14,7 @@ import numpy as np  # noqa: E402
 from capsel_lab.pretrain import TRAINING_LOG  # noqa: E402
 
 LOSS_PNG = "loss_curve.png"
-REPRODUCE = "CAPSEL_OUTPUT_ROOT=capsel/models capsel lab pretrain --out demo"
+REPRODUCE = "capsel lab pretrain --out capsel/models/demo"
 
 
 def plot_losses(losses: list[float], path: Path, window: int = 25) -> Path:

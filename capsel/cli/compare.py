@@ -15,7 +15,7 @@ from capsel.cli.select import DirectionChoice
 from capsel.compare.metrics import ALL_DOMAINS
 from capsel.compare.report import report_payload
 from capsel.db import open_db
-from capsel.paths import inside_root
+from capsel.paths import typed_or_default
 from capsel.selection.budget import parse_budget
 from capsel.stages.compare import CompareRequest
 from capsel.stages.compare import compare as compare_stage
@@ -26,7 +26,7 @@ def compare(
     budget: Annotated[str, typer.Option(
         "--budget", help="Members per domain for every method: a count like 800 or a share like 10%.")],
     out: Annotated[Optional[Path], typer.Option(
-        "--out", help="Report folder inside the output root (default: compare/compare-<UTC time>).",
+        "--out", help="Report folder (default: compare/compare-<UTC time> inside the output root).",
         show_default=False,
     )] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the random control.")] = 0,
@@ -44,7 +44,7 @@ def compare(
     """
     settings = settings_for(db)
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    directory = inside_root(settings.output_root, out or Path("compare") / f"compare-{stamp}")
+    directory = typed_or_default(out, settings.output_root, Path("compare") / f"compare-{stamp}")
     request = CompareRequest(parse_budget(budget), directory, seed, ppl_direction.value)
     con = open_db(settings.db_path, read_only=True)
     with json_output(json_out) as output:

@@ -10,13 +10,13 @@ import typer
 from capsel.cli.common import DbOption, JsonOption, console, json_output, settings_for
 from capsel.cli.scoring_options import DomainOption
 from capsel.db import open_db
-from capsel.paths import inside_root
+from capsel.paths import typed_path
 from capsel.scoring.export import export_scores as write_scores
 from capsel.selection.scoring_key import resolve_scoring_key
 
 
 def export_scores(
-    out: Annotated[Path, typer.Option("--out", help="FILE.parquet or FILE.jsonl, inside the output root.")],
+    out: Annotated[Path, typer.Option("--out", help="FILE.parquet or FILE.jsonl.")],
     model: Annotated[Optional[str], typer.Option(
         "--model", help="Model fingerprint or name/path (default: the only scored model).",
         show_default=False)] = None,
@@ -28,7 +28,7 @@ def export_scores(
 ) -> None:
     """Export candidate, exclusion, n_aligned, D_early, D_late, the D_l profile, PPL, CAP and z."""
     settings = settings_for(db)
-    target = inside_root(settings.output_root, out)
+    target = typed_path(out)
     con = open_db(settings.db_path, read_only=True)
     try:
         key = resolve_scoring_key(con, model, config_hash)

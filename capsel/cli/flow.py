@@ -53,7 +53,9 @@ BudgetOption = Annotated[Optional[str], typer.Option(
     "--budget", help="Members per domain: a count or a share like 10%.")]
 GuardOption = Annotated[Optional[float], typer.Option(
     "--ppl-guard", min=0.0, max=100.0, help="cap, random: no candidate above this PPL percentile of its domain.")]
-OutOption = Annotated[Optional[str], typer.Option("--out", help="Folder inside the output root for the selection.")]
+OutOption = Annotated[Optional[str], typer.Option(
+    "--out", help="Folder for the selection, relative to the output root and kept inside it (a flow parameter, "
+    "unlike the --out of `capsel select`).")]
 ShardOption = Annotated[Optional[int], typer.Option("--shard-size", min=1, help="Candidates per shard.")]
 BatchOption = Annotated[Optional[int], typer.Option("--batch-size", min=1, help="Candidates per model batch.")]
 DeviceOption = Annotated[Optional[str], typer.Option("--device", help="auto | cpu | cuda.")]

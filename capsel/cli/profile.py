@@ -11,7 +11,7 @@ from rich.table import Table
 from capsel.cli.common import console, settings_for
 from capsel.cli.scoring_options import PromptFormatOption
 from capsel.models import demo_model_path
-from capsel.paths import inside_root
+from capsel.paths import typed_or_default
 from capsel.profile.check import check_model
 from capsel.profile.report import write_profile
 
@@ -22,9 +22,10 @@ def profile(
         "Default: the bundled demo model.")] = None,
     texts: Annotated[Optional[Path], typer.Option(
         "--texts", help="UTF-8 file of sample texts separated by blank lines. Default: a bundled sample.")] = None,
-    out: Annotated[Path, typer.Option(
-        "--out", help="Output folder for profile.csv, profile.png, verdict.json (inside the output root).",
-    )] = Path("profile"),
+    out: Annotated[Optional[Path], typer.Option(
+        "--out", help="Output folder for profile.csv, profile.png, verdict.json (default: profile inside the "
+        "output root).", show_default=False,
+    )] = None,
     random_init: Annotated[bool, typer.Option(
         "--random-init", help="Survey the same architecture with fresh random weights instead.")] = False,
     seed: Annotated[int, typer.Option("--seed", help="Seed for --random-init.")] = 0,
@@ -36,7 +37,7 @@ def profile(
 ) -> None:
     """Stable rank of weights and hidden states per layer; says whether the hidden-state U-shape is present."""
     settings = settings_for()
-    out_dir = inside_root(settings.output_root, out)
+    out_dir = typed_or_default(out, settings.output_root, "profile")
     source = model or str(demo_model_path())
     with console.status(f"surveying {source}"):
         survey, verdict = check_model(source, texts, random_init, seed, max_tokens, trust_remote_code, prompt_format)

@@ -13,7 +13,7 @@ from rich.table import Table
 from capsel.cli.common import DbOption, JsonOption, console, json_output, settings_for
 from capsel.cli.specs import MethodChoice
 from capsel.db import open_db
-from capsel.paths import inside_root
+from capsel.paths import typed_path
 from capsel.selection.budget import parse_budget
 from capsel.selection.plan import Selection, SelectionRequest
 from capsel.stages.context import RunContext
@@ -33,7 +33,7 @@ def select(
         "--budget", help="Members per domain (or in total): a count like 800 or a share like 10%.",
     )],
     out: Annotated[Path, typer.Option(
-        "--out", help="Folder (inside the output root) that receives <selection_id>/.",
+        "--out", help="Folder that receives <selection_id>/.",
     )],
     total: Annotated[bool, typer.Option(
         "--total/--per-domain",
@@ -80,7 +80,7 @@ def select(
     db: DbOption = None) -> None:
     """Select a subset under a budget, check it with the data-quality gate and publish it."""
     settings = settings_for(db)
-    out_dir = inside_root(settings.output_root, out)
+    out_dir = typed_path(out)
     request = SelectionRequest(
         budget=parse_budget(budget, "total" if total else "per_domain"),
         method=method.value,

@@ -23,7 +23,7 @@ from capsel.cli.common import console, settings_for
 from capsel.cli.flow_state import flow_failure
 from capsel.cli.scoring_options import PromptFormatOption, ThreadsOption, apply_threads
 from capsel.models.installed import installed_model_path
-from capsel.paths import inside_root
+from capsel.paths import typed_or_default
 from capsel.profile.check import check_model
 from capsel.profile.report import write_profile
 from capsel_lab.demo import DEFAULT_MODEL, PROFILE_DIR, TOY_MODEL, DemoOptions, DemoResult, demo_result, prepare_demo
@@ -38,7 +38,8 @@ def demo(
         "--model", help=f"Installed model name or folder (`capsel models install {DEFAULT_MODEL}` first), or "
         f"'{TOY_MODEL}' for the bundled 2.6M lab model on its synthetic world.")] = DEFAULT_MODEL,
     out: Annotated[Optional[Path], typer.Option(
-        "--out", help="Output root; the demo writes (and first empties) <root>/demo (default: $CAPSEL_OUTPUT_ROOT).",
+        "--out", help="Folder the demo writes (and first empties) <out>/demo in (default: the output root, "
+        "$CAPSEL_OUTPUT_ROOT).",
         show_default=False)] = None,
     limit: Annotated[Optional[int], typer.Option(
         "--limit", min=1, help="Clean rows per domain (default: sized from the model's measured rate to about "
@@ -51,11 +52,12 @@ def demo(
 ) -> None:
     """Run the selection flow end to end on a bundled pool and show where the junk went."""
     started = time.perf_counter()
-    settings = settings_for(None, output_root=out)
+    settings = settings_for()
     # the lab model is tiny: per-op overhead dominates and one thread is fastest (measured 13 vs 1.6 cand/s)
     apply_threads(threads or settings.threads or (1 if model == TOY_MODEL else None))
-    options = DemoOptions(root=inside_root(settings.output_root, DEMO_DIR), model=model, per_domain=limit,
-                          budget=budget, prompt_format=prompt_format)
+    # only <out>/demo is emptied, never the folder typed, which may hold the user's own files
+    root = typed_or_default(out, settings.output_root, ".") / DEMO_DIR
+    options = DemoOptions(root=root, model=model, per_domain=limit, budget=budget, prompt_format=prompt_format)
     installed_model_path(options.model_source)  # a model that is not installed fails before anything is written
     config, records = prepare_demo(options)
     _announce(options, records)

@@ -9,12 +9,12 @@ from typing import Annotated
 import typer
 from rich.progress import TextColumn
 
-from capsel.cli.common import console, settings_for
+from capsel.cli.common import console
 from capsel.cli.progress import progress_bar
 from capsel.errors import CapselError
 from capsel.models import demo_model_path
 from capsel.models.loading import load_causal_lm
-from capsel.paths import inside_root
+from capsel.paths import typed_path
 from capsel_lab.cli import noise, real_pool, sft
 from capsel_lab.demo_pool import write_demo_pool
 from capsel_lab.evaluate import recall_report
@@ -36,7 +36,7 @@ _DEFAULT = PretrainConfig()
 
 @app.command("world")
 def world(
-    out: Annotated[Path, typer.Option("--out", help="Folder for corpus/pool/heldout JSONL (inside the output root).")],
+    out: Annotated[Path, typer.Option("--out", help="Folder for corpus/pool/heldout JSONL.")],
     seed: Annotated[int, typer.Option("--seed", help="World seed (the demo model uses 0).")] = 0,
     pool_seed: Annotated[int, typer.Option("--pool-seed", help="Seed for drawing the candidate pool.")] = 0,
     n_known: Annotated[int, typer.Option("--n-known", min=0, help="Known-fact candidates per domain.")] = 100,
@@ -47,7 +47,7 @@ def world(
         "--duplicates", min=0.0, help="Near-duplicates as a fraction of clean ones.")] = 0.05,
 ) -> None:
     """Write the world's pretraining corpus, a labelled SFT candidate pool and held-out questions."""
-    out_dir = inside_root(settings_for().output_root, out)
+    out_dir = typed_path(out)
     manifest = write_world(
         out_dir, WorldSpec(seed=seed),
         PoolSpec(seed=pool_seed, n_known=n_known, n_learnable=n_learnable, junk_fraction=junk,
@@ -61,7 +61,7 @@ def world(
 
 @app.command("pretrain")
 def pretrain_command(
-    out: Annotated[Path, typer.Option("--out", help="Folder for model, tokenizer and card (inside the output root).")],
+    out: Annotated[Path, typer.Option("--out", help="Folder for model, tokenizer and card.")],
     steps: Annotated[int, typer.Option("--steps", min=1, help="Optimizer steps.")] = _DEFAULT.steps,
     seed: Annotated[int, typer.Option("--seed", help="Seed for world, data order and initialisation.")] = _DEFAULT.seed,
     threads: Annotated[int, typer.Option("--threads", min=1, help="CPU threads for torch.")] = _DEFAULT.threads,
@@ -73,7 +73,7 @@ def pretrain_command(
         "--n-heads", min=1, help="Attention heads (must divide the width).")] = _DEFAULT.n_heads,
 ) -> None:
     """Pretrain the demo model on the synthetic world (CPU) and write it with its model card."""
-    out_dir = inside_root(settings_for().output_root, out)
+    out_dir = typed_path(out)
     if hidden_size % n_heads:
         raise CapselError(f"--n-heads {n_heads} does not divide --hidden-size {hidden_size}")
     config = replace(_DEFAULT, steps=steps, seed=seed, threads=threads, world=replace(_DEFAULT.world, seed=seed),
@@ -92,9 +92,9 @@ def pretrain_command(
 @app.command("demo-pool")
 def demo_pool(
     out: Annotated[Path, typer.Option(
-        "--out", help="Folder for pool.jsonl, malformed.jsonl, manifest.json (inside the output root).")],
+        "--out", help="Folder for pool.jsonl, malformed.jsonl, manifest.json.")],
 ) -> None:
     """Regenerate the bundled demo pool (capsel/data/lab_pool) from the demo model's world seed."""
-    out_dir = inside_root(settings_for().output_root, out)
+    out_dir = typed_path(out)
     manifest = write_demo_pool(out_dir, world_spec_of(demo_model_path()))
     console.print(f"{manifest['n_candidates']} lab candidates + {manifest['n_malformed']} malformed rows -> {out_dir}")

@@ -14,7 +14,7 @@ from capsel.cli.progress import CandidateProgress
 from capsel.cli.scoring_options import PromptFormatOption, ThreadsOption, apply_threads
 from capsel.errors import OptionError
 from capsel.models import demo_model_path
-from capsel.paths import inside_root
+from capsel.paths import typed_or_default
 from capsel_lab.noise.experiment import NoiseSpec, PoolKind
 from capsel_lab.noise.seeds import run_noise_seeds
 from capsel_lab.noise.stats import METHOD_NAMES
@@ -49,13 +49,14 @@ def noise(
         "--budget", help="Per-domain budget of the selections compared (junk taken by each).")] = _DEFAULT.budget,
     batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Candidates per scoring batch.")] = 16,
     threads: ThreadsOption = None,
-    out: Annotated[Path, typer.Option(
+    out: Annotated[Optional[Path], typer.Option(
         "--out", help="Folder for one seed-S/ per seed (pool, DB, noise.json, noise.png) and the aggregate "
-        "noise.json and junk_percentiles.png (inside the output root).")] = Path("lab_noise"),
+        "noise.json and junk_percentiles.png (default: lab_noise inside the output root).",
+        show_default=False)] = None,
 ) -> None:
     """Score a clean pool with 5% junk and report where the junk ranks under PPL, CAP and CAP with a PPL guard."""
     settings = settings_for()
-    out_dir = inside_root(settings.output_root, out)
+    out_dir = typed_or_default(out, settings.output_root, "lab_noise")
     source = model or str(demo_model_path())
     kind = pool or ("world" if model is None else "real")
     if kind not in get_args(PoolKind):

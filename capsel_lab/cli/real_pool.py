@@ -8,8 +8,8 @@ from typing import Annotated, Optional
 import typer
 from rich.table import Table
 
-from capsel.cli.common import console, settings_for
-from capsel.paths import inside_root
+from capsel.cli.common import console
+from capsel.paths import typed_path
 from capsel_lab.real_pool import JUNK_KINDS, RealPoolSpec, write_real_pool
 from capsel_lab.real_sources import bundled_real_sources
 
@@ -18,8 +18,7 @@ _DEFAULT = RealPoolSpec()
 
 def real_pool(
     out: Annotated[Path, typer.Option(
-        "--out", help="Folder for pool.jsonl, labels.csv, manifest.json, the licences and PROVENANCE.md "
-                      "(inside the output root).")],
+        "--out", help="Folder for pool.jsonl, labels.csv, manifest.json, the licences and PROVENANCE.md.")],
     source: Annotated[Optional[Path], typer.Option(
         "--source", help="Folder holding gsm8k_train.jsonl and humaneval.jsonl with the bundled sha256s (default: "
                          "the copies bundled in capsel/data/real).", show_default=False)] = None,
@@ -40,7 +39,7 @@ def real_pool(
                             "(the manifest records the sha256s read).")] = False,
 ) -> None:
     """Draw GSM8K and HumanEval rows by seed, inject junk, and write the pool with its labels and provenance."""
-    out_dir = inside_root(settings_for().output_root, out)
+    out_dir = typed_path(out)
     spec = RealPoolSpec(seed=seed, n_math=n_math, n_code=n_code, junk_share=junk_share,
                         junk_kinds=tuple(kind.strip() for kind in junk_kinds.split(",") if kind.strip()))
     manifest = write_real_pool(source or bundled_real_sources(), out_dir, spec, verify=not no_verify)

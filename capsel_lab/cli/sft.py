@@ -14,7 +14,7 @@ from capsel.cli.common import console, settings_for
 from capsel.cli.progress import THREADS_HELP, CandidateProgress
 from capsel.errors import CapselError
 from capsel.models import demo_model_path
-from capsel.paths import inside_root
+from capsel.paths import typed_or_default
 from capsel.selection.budget import parse_budget
 from capsel_lab.sft.experiment import SftSpec, run_sft
 
@@ -40,11 +40,12 @@ def sft(
         show_default=False)] = None,
     quick: Annotated[bool, typer.Option("--quick", help="A tiny setting that runs in seconds (for tests).")] = False,
     threads: Annotated[int, typer.Option("--threads", min=1, help=THREADS_HELP)] = 1,
-    out: Annotated[Path, typer.Option(
-        "--out", help="Folder for the pool DB, sft.json and sft.png (inside the output root).")] = Path("lab_sft"),
+    out: Annotated[Optional[Path], typer.Option(
+        "--out", help="Folder for the pool DB, sft.json and sft.png (default: lab_sft inside the output root).",
+        show_default=False)] = None,
 ) -> None:
     """Fine-tune on CAP-selected and random subsets (same budget, seed, steps, schedule); print held-out accuracy."""
-    out_dir = inside_root(settings_for().output_root, out)
+    out_dir = typed_or_default(out, settings_for().output_root, "lab_sft")
     spec = _spec(quick, budgets, seeds, steps, n_clean)
     source = model or str(demo_model_path())
     torch.set_num_threads(threads)

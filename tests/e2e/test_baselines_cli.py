@@ -67,7 +67,7 @@ def test_score_every_baseline_select_and_compare_on_the_sample_pool(tmp_path):
     compare = ok(capsel(tmp_path, "compare", "--budget", str(BUDGET), "--out", "cmp"))
     assert "Jaccard overlap" in compare.stdout and "Spearman" in compare.stdout
 
-    report = tmp_path / "out" / "cmp"
+    report = tmp_path / "cmp"  # a typed --out: relative to the working directory
     for name in ("index.html", "compare.json", "jaccard.png", "spearman.png", "response_chars.png", "ppl.png"):
         assert (report / name).is_file(), name
     summary = orjson.loads((report / "compare.json").read_bytes())

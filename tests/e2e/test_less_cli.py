@@ -44,7 +44,7 @@ def test_score_select_and_compare_less_toward_a_target(tmp_path):
               "--out", "sels"))
     compare = ok(capsel(tmp_path, "compare", "--budget", str(BUDGET), "--out", "cmp"))
     assert "less" in compare.stdout
-    assert orjson.loads((tmp_path / "out" / "cmp" / "compare.json").read_bytes())["methods"] == ["less", "random"]
+    assert orjson.loads((tmp_path / "cmp" / "compare.json").read_bytes())["methods"] == ["less", "random"]
 
     con = duckdb.connect(str(tmp_path / "out" / "demo" / "capsel.duckdb"), read_only=True)
     scores = con.execute(

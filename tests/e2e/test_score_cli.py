@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import orjson
+import pandas as pd
 import pytest
 import torch
 
@@ -26,7 +27,7 @@ def _capsel(*args: str, cwd) -> subprocess.CompletedProcess:
     )
 
 
-def test_score_resume_and_export(tmp_path):
+def test_score_resume_and_export(tmp_path, tmp_path_factory):
     model = tiny_model_dir(tmp_path / "model")
     con = open_db(tmp_path / "capsel.duckdb")
     append_candidates(con, mixed_candidates())
@@ -47,13 +48,17 @@ def test_score_resume_and_export(tmp_path):
     assert generated.returncode == 0, generated.stderr
     assert "14" in generated.stdout.split("skipped (already done)")[1][:40]
 
-    exported = _capsel("export-scores", "--db", "capsel.duckdb", "--out", "scores.jsonl", cwd=tmp_path)
+    # a typed --out is taken as typed: relative to the working directory, absolute as is, never under the root
+    exported = _capsel("export-scores", "--db", "capsel.duckdb", "--out", "scores.parquet", cwd=tmp_path)
     assert exported.returncode == 0, exported.stderr
-    rows = [orjson.loads(line) for line in (tmp_path / "out" / "scores.jsonl").read_bytes().splitlines()]
-    assert sorted(row["candidate_id"] for row in rows) == sorted(c["candidate_id"] for c in mixed_candidates())
-
-    outside = _capsel("export-scores", "--db", "capsel.duckdb", "--out", "/tmp/escape.jsonl", cwd=tmp_path)
-    assert outside.returncode == 2 and "outside the output root" in outside.stderr
+    ids = pd.read_parquet(tmp_path / "scores.parquet")["candidate_id"]
+    assert sorted(ids) == sorted(c["candidate_id"] for c in mixed_candidates())
+    typed = tmp_path_factory.mktemp("typed") / "scores.jsonl"
+    absolute = _capsel("export-scores", "--db", "capsel.duckdb", "--out", str(typed), cwd=tmp_path)
+    assert absolute.returncode == 0, absolute.stderr
+    rows = [orjson.loads(line) for line in typed.read_bytes().splitlines()]
+    assert sorted(row["candidate_id"] for row in rows) == sorted(ids)
+    assert not (tmp_path / "out" / "scores.parquet").exists() and not (tmp_path / "out" / "scores.jsonl").exists()
 
 
 def test_user_errors_are_one_line(tmp_path):

@@ -26,7 +26,8 @@ N_CLEAN, JUNK_SHARE, GUARD = 48, 0.125, 90.0
 def noise_run(tmp_path_factory):
     root = tmp_path_factory.mktemp("noise")
     result = CliRunner().invoke(app, ["lab", "noise", "--n-clean", str(N_CLEAN), "--junk-share", str(JUNK_SHARE),
-                                      "--seeds", "0", "--seeds", "1", "--ppl-guard", str(GUARD), "--out", "noise"],
+                                      "--seeds", "0", "--seeds", "1", "--ppl-guard", str(GUARD),
+                                      "--out", str(root / "noise")],
                                 env={"CAPSEL_OUTPUT_ROOT": str(root), "COLUMNS": "200"})
     assert result.exit_code == 0, result.output
     return root / "noise", result.output

@@ -51,7 +51,7 @@ def test_saved_tokenizer_matches_cap_conventions(tmp_path):
 
 
 def test_lab_world_cli_writes_consistent_files(tmp_path, monkeypatch):
-    monkeypatch.setenv("CAPSEL_OUTPUT_ROOT", str(tmp_path))
+    monkeypatch.chdir(tmp_path)  # a typed --out is relative to the working directory
     result = CliRunner().invoke(app, ["lab", "world", "--out", "w", "--n-known", "20", "--n-learnable", "20",
                                       "--junk", "0.1", "--duplicates", "0.1"])
     assert result.exit_code == 0, result.output

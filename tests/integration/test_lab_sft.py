@@ -64,7 +64,7 @@ def test_summary_is_mean_and_sample_std_per_budget_and_method():
 
 
 def test_quick_setting_runs_and_reports_every_run(tmp_path):
-    result = CliRunner().invoke(app, ["lab", "sft", "--quick", "--out", "sft"],
+    result = CliRunner().invoke(app, ["lab", "sft", "--quick", "--out", str(tmp_path / "sft")],
                                 env={"CAPSEL_OUTPUT_ROOT": str(tmp_path), "COLUMNS": "200"})
     assert result.exit_code == 0, result.output
     summary = json.loads((tmp_path / "sft" / "sft.json").read_text())

@@ -11,7 +11,6 @@ from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 from typer.testing import CliRunner
 
 from capsel.cli.main import app
-from capsel.errors import CapselError
 from capsel.profile import has_u_shape, rank_profile
 from capsel.profile.texts import load_texts
 
@@ -67,21 +66,23 @@ def test_profile_matches_numpy(tiny_model_dir):
 
 def test_cli_writes_csv_png_and_verdict(tiny_model_dir, tmp_path, monkeypatch):
     path = tiny_model_dir[0]
-    monkeypatch.setenv("CAPSEL_OUTPUT_ROOT", str(tmp_path))
+    monkeypatch.setenv("CAPSEL_OUTPUT_ROOT", str(tmp_path / "root"))
+    monkeypatch.chdir(tmp_path)
     runner = CliRunner()
-    for out, extra in (("trained", []), ("random", ["--random-init", "--seed", "3"])):
-        result = runner.invoke(app, ["profile", "--model", str(path), "--out", out, *extra])
+    # a typed --out is taken as typed (relative to the cwd, or absolute); without one it lands in the output root
+    for out, extra in ((["--out", "trained"], []), (["--out", str(tmp_path / "abs" / "random")], ["--random-init"]),
+                       ([], [])):
+        result = runner.invoke(app, ["profile", "--model", str(path), *out, *extra])
         assert result.exit_code == 0, result.output
         assert "hidden-state U-shape" in result.output
-        rows = list(csv.DictReader(open(tmp_path / out / "profile.csv")))
+        folder = tmp_path / out[1] if out else tmp_path / "root" / "profile"
+        rows = list(csv.DictReader(open(folder / "profile.csv")))
         assert [int(row["layer"]) for row in rows] == list(range(1, N_LAYERS + 1))
-        assert (tmp_path / out / "profile.png").read_bytes()[:4] == b"\x89PNG"
-        verdict = json.loads((tmp_path / out / "verdict.json").read_text())
+        assert (folder / "profile.png").read_bytes()[:4] == b"\x89PNG"
+        verdict = json.loads((folder / "verdict.json").read_text())
         values = [float(row["hidden_srank"]) for row in rows]
         assert verdict["trough"] == pytest.approx(min(values))
-    escape = runner.invoke(app, ["profile", "--model", str(path), "--out", str(tmp_path.parent / "elsewhere")])
-    assert isinstance(escape.exception, CapselError)
-    assert "outside the output root" in str(escape.exception)
+    assert [entry.name for entry in (tmp_path / "root").iterdir()] == ["profile"]
 
 
 def test_verdict_reads_the_profile(tiny_model_dir):

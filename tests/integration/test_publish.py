@@ -173,3 +173,19 @@ def test_random_control_without_scores_publishes_from_all_candidates(tmp_path):
     # nothing to plot without scores: the report is the summary table alone
     assert [p.name for p in (published.path / "report").iterdir()] == ["index.html"]
     con.close()
+
+
+def test_names_from_the_data_never_leave_the_selection_folder(tmp_path):
+    # domains and candidate ids are user data; the report turns domains into file names
+    escapes = ["../../escape", str(tmp_path / "absolute"), "a/b\\c"]
+    con = open_db(tmp_path / "capsel.duckdb")
+    make_pool(con, {name: 30 for name in escapes})
+    selection = build_selection(con, SelectionRequest(parse_budget("10%")), resolve_scoring_key(con))
+    out_dir = tmp_path / "deep" / "out"
+    published = publish_selection(con, selection, out_dir)
+    con.close()
+
+    written = [path for path in tmp_path.rglob("*") if path.is_file() and not path.name.startswith("capsel.duckdb")]
+    assert written and all(published.path in path.parents for path in written)
+    assert len(list((published.path / "report").glob("*.png"))) == 2 * len(escapes)
+    assert [entry.name for entry in out_dir.iterdir()] == [published.selection_id]

@@ -1,9 +1,12 @@
-"""Output paths from users never escape the output root."""
+"""Typed output paths are taken as typed; flow output paths never escape the output root."""
 
 import pytest
 
+from capsel.config import load_settings
 from capsel.errors import CapselError
-from capsel.paths import inside_root
+from capsel.paths import inside_root, typed_or_default, typed_path
+from capsel.pipeline_config import PipelineConfig
+from capsel.store.results import ResultKey
 
 
 def test_relative_path_lands_inside_root(tmp_path):
@@ -22,3 +25,42 @@ def test_symlink_out_of_root_is_refused(tmp_path):
     (root / "link").symlink_to(tmp_path)
     with pytest.raises(CapselError):
         inside_root(root, "link/x")
+
+
+def test_typed_relative_path_is_relative_to_the_working_directory(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert typed_path("sels/v1") == tmp_path.resolve() / "sels" / "v1"
+    assert typed_path("../elsewhere") == tmp_path.resolve().parent / "elsewhere"
+
+
+def test_typed_absolute_path_is_kept_and_home_expanded(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert typed_path(tmp_path / "abs" / "out") == tmp_path.resolve() / "abs" / "out"
+    assert typed_path("~/out") == tmp_path.resolve() / "home" / "out"
+
+
+def test_typed_out_wins_and_a_bare_command_writes_inside_the_root(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    root = tmp_path / "root"
+    assert typed_or_default("mine", root, "profile") == tmp_path.resolve() / "mine"
+    assert typed_or_default(None, root, "profile") == root.resolve() / "profile"
+
+
+@pytest.mark.parametrize("out", ["../x", "/etc/capsel"])
+def test_a_flow_selection_out_outside_the_root_is_refused(tmp_path, out):
+    from capsel.flows.pipeline import _select_request  # the Prefect layer: imported only where tested
+
+    config = PipelineConfig.model_validate({"scoring": {"method": "cap", "model": {"path": "/models/m"}},
+                                            "selection": {"out": out}})
+    settings = load_settings(output_root=tmp_path / "root")
+    with pytest.raises(CapselError, match="outside the output root"):
+        _select_request(config, settings, ResultKey("cap", "fp", "hash"))
+
+
+def test_a_flow_selection_out_lands_inside_the_root(tmp_path):
+    from capsel.flows.pipeline import _select_request
+
+    config = PipelineConfig.model_validate({"scoring": {"method": "cap", "model": {"path": "/models/m"}},
+                                            "selection": {"out": "sels"}})
+    request = _select_request(config, load_settings(output_root=tmp_path / "root"), ResultKey("cap", "fp", "hash"))
+    assert request.out_dir == (tmp_path / "root" / "sels").resolve()
