@@ -70,7 +70,7 @@ def test_a_refused_selection_exits_4_and_publishes_nothing(tmp_path):
     assert refused.returncode == 4
     assert "data-quality gate failed" in one_clean_line(refused) and "nothing was published" in refused.stderr
     assert json.loads(refused.stdout)["exit_code"] == 4
-    out = Path(tmp_path / "capsel_out" / "sels")
+    out = tmp_path / "sels"  # --out is taken as typed: relative to the working directory
     assert not list(out.glob("sel-*")) and list((out / "rejected").iterdir())
     con = duckdb.connect(str(tmp_path / "capsel.duckdb"), read_only=True)
     assert con.execute("select count(*) from selections").fetchone()[0] == 0

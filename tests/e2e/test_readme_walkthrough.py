@@ -57,7 +57,7 @@ def test_the_readme_walkthrough_runs_verbatim_and_its_snippets_are_what_it_print
     shown = [" ".join(line.split()) for line in snippets.splitlines() if re.match(r"^\s+(math|total)\s+\d", line)]
     assert shown and all(line in printed for line in shown), (shown, done.stdout)
 
-    con = duckdb.connect(str(tmp_path / "my.duckdb"), read_only=True)
+    con = duckdb.connect(str(tmp_path / "capsel.duckdb"), read_only=True)
     n_candidates = con.execute("select count(*) from candidates").fetchone()[0]
     n_quarantined = con.execute("select count(*) from quarantine").fetchone()[0]
     n_scored = con.execute("select count(*) from divergences where excluded_reason is null").fetchone()[0]
