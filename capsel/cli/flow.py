@@ -18,6 +18,7 @@ from capsel.cli.common import DbOption, console
 from capsel.cli.specs import MethodChoice, flag_problems, model_field, spec_values
 from capsel.errors import CapselError
 from capsel.pipeline_config import PipelineConfig, ScoreFlowConfig
+from capsel.scorers.specs import Device
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -55,7 +56,8 @@ GuardOption = Annotated[Optional[float], typer.Option(
 OutOption = Annotated[Optional[str], typer.Option("--out", help="Folder inside the output root for the selection.")]
 ShardOption = Annotated[Optional[int], typer.Option("--shard-size", min=1, help="Candidates per shard.")]
 BatchOption = Annotated[Optional[int], typer.Option("--batch-size", min=1, help="Candidates per model batch.")]
-DeviceOption = Annotated[Optional[str], typer.Option("--device", help="auto | cpu | cuda.")]
+DeviceOption = Annotated[Optional[Device], typer.Option(
+    "--device", help="Where the model runs (default auto: cuda when a GPU is visible).")]
 PromptFormatOption = Annotated[Optional[str], typer.Option(
     "--prompt-format", help="raw | chat | auto (default auto: chat when the model has a chat template).")]
 ThreadsOption = Annotated[Optional[int], typer.Option(

@@ -15,7 +15,7 @@ from capsel.db import open_db
 from capsel.errors import CapselError
 from capsel.runner.build import build_scorer
 from capsel.scorers.base import Scorer
-from capsel.scorers.specs import ModelSpec, ScorerSpec
+from capsel.scorers.specs import Device, Dtype, ModelSpec, ScorerSpec
 from capsel.threads import available_cores, use_torch_threads
 
 ModelOption = Annotated[Optional[str], typer.Option(
@@ -26,10 +26,12 @@ HorizonOption = Annotated[int, typer.Option(
 PromptTokensOption = Annotated[int, typer.Option("--prompt-tokens", help="P: keep the last P prompt token ids.")]
 EarlyOption = Annotated[float, typer.Option("--early", help="D_early averages layers l <= early * L.")]
 LateOption = Annotated[float, typer.Option("--late", help="D_late averages layers l >= late * L.")]
-DtypeOption = Annotated[Optional[str], typer.Option(
-    "--dtype", help="auto | float32 | bfloat16 (default: $CAPSEL_DTYPE or auto).", show_default=False)]
-DeviceOption = Annotated[Optional[str], typer.Option(
-    "--device", help="auto | cpu | cuda (default: $CAPSEL_DEVICE or auto).", show_default=False)]
+DtypeOption = Annotated[Optional[Dtype], typer.Option(
+    "--dtype", help="Weights' dtype (default: $CAPSEL_DTYPE, else auto: bfloat16 on CUDA, float32 on CPU).",
+    show_default=False)]
+DeviceOption = Annotated[Optional[Device], typer.Option(
+    "--device", help="Where the model runs (default: $CAPSEL_DEVICE, else auto: cuda when a GPU is visible).",
+    show_default=False)]
 BatchSizeOption = Annotated[Optional[str], typer.Option(
     "--batch-size", help="Candidates per batch, or auto to size it from free GPU memory "
     "(default: $CAPSEL_SCORE_BATCH_SIZE or 16).", show_default=False)]
