@@ -15,6 +15,7 @@ import typer
 from pydantic import BaseModel, ValidationError
 
 from capsel.cli.common import DbOption, console
+from capsel.cli.metavars import ReadableTyper
 from capsel.cli.specs import MethodChoice, flag_problems, model_field, spec_values
 from capsel.errors import CapselError
 from capsel.pipeline_config import PipelineConfig, ScoreFlowConfig
@@ -22,7 +23,7 @@ from capsel.scorers.specs import Device
 
 M = TypeVar("M", bound=BaseModel)
 
-app = typer.Typer(help="Run the Prefect flows directly (a Prefect server, or a temporary one, records them).",
+app = ReadableTyper(help="Run the Prefect flows directly (a Prefect server, or a temporary one, records them).",
                   no_args_is_help=True)
 
 

@@ -32,7 +32,7 @@ from capsel.stages.ingest import ingest as ingest_stage
 
 def ingest(
     paths: Annotated[list[Path], typer.Argument(
-        help="JSONL, JSON (array), Parquet or CSV files, or folders holding them.", show_default=False,
+        help="JSONL, JSON (array), Parquet or CSV files, or folders holding them.", metavar="PATH", show_default=False,
     )],
     domain: Annotated[Optional[str], typer.Option(
         "--domain", help="Domain of every row; overrides a `domain` field in the rows.", show_default=False,

@@ -10,6 +10,7 @@ import typer
 
 from capsel import __version__
 from capsel.cli.common import err_console
+from capsel.cli.metavars import ReadableTyper
 from capsel.errors import CapselError
 
 # Command name -> (module, function); a bare module name is one in capsel.cli. Modules load only for the
@@ -82,7 +83,7 @@ SUMMARIES: dict[str, str] = {
 
 
 def _new_app() -> typer.Typer:
-    app = typer.Typer(
+    app = ReadableTyper(
         name="capsel",
         help="Select SFT data with CAP (Counterfactual Assimilation Profile): ingest, score, select, publish.",
         no_args_is_help=True,

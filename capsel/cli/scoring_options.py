@@ -34,7 +34,7 @@ DeviceOption = Annotated[Optional[Device], typer.Option(
     show_default=False)]
 BatchSizeOption = Annotated[Optional[str], typer.Option(
     "--batch-size", help="Candidates per batch, or auto to size it from free GPU memory "
-    "(default: $CAPSEL_SCORE_BATCH_SIZE or 16).", show_default=False)]
+    "(default: $CAPSEL_SCORE_BATCH_SIZE or 16).", metavar="N|auto", show_default=False)]
 GeneratorOption = Annotated[str, typer.Option(
     "--generator", help="hf (transformers) or vllm (CUDA, pip install capsel\\[gpu]).")]
 TrustRemoteCodeOption = Annotated[bool, typer.Option(

@@ -10,6 +10,7 @@ import typer
 from rich.progress import TextColumn
 
 from capsel.cli.common import console, settings_for
+from capsel.cli.metavars import ReadableTyper
 from capsel.cli.progress import progress_bar
 from capsel.errors import CapselError
 from capsel.models import demo_model_path
@@ -24,7 +25,7 @@ from capsel_lab.world.export import write_world
 from capsel_lab.world.facts import WorldSpec, build_world
 from capsel_lab.world.pools import PoolSpec
 
-app = typer.Typer(help="The validation lab: synthetic world, demo model pretraining, noise and SFT experiments, "
+app = ReadableTyper(help="The validation lab: synthetic world, demo model pretraining, noise and SFT experiments, "
                        "the bundled demo and real pools.",
                   no_args_is_help=True)
 app.command("noise")(noise.noise)
