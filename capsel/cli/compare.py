@@ -12,6 +12,8 @@ from rich.table import Table
 
 from capsel.cli.common import DbOption, console, settings_for
 from capsel.cli.select import DirectionChoice
+from capsel.cli.tables import print_table
+from capsel.cli.wrapping import print_unbroken
 from capsel.compare.metrics import ALL_DOMAINS
 from capsel.db import open_db
 from capsel.paths import inside_root
@@ -51,13 +53,14 @@ def compare(
     finally:
         con.close()
     comparison, numbers, files = compared.comparison, compared.numbers, compared.files
-    console.print(_matrix_table("Jaccard overlap of selections", numbers["jaccard"]))
+    print_table(console, _matrix_table("Jaccard overlap of selections", numbers["jaccard"]))
     if numbers["spearman"]:
-        console.print(_matrix_table("Spearman rho of scores (mean over domains)", numbers["spearman"][ALL_DOMAINS]))
-    console.print(_medians_table(numbers["medians"]))
+        print_table(console, _matrix_table("Spearman rho of scores (mean over domains)",
+                                           numbers["spearman"][ALL_DOMAINS]))
+    print_table(console, _medians_table(numbers["medians"]))
     for note in comparison.notes:
         console.print(f"[yellow]note:[/] {note}")
-    console.print(f"report: {directory / 'index.html'} ({len(files)} files)")
+    print_unbroken(console, f"report: {directory / 'index.html'} ({len(files)} files)")
 
 
 def _matrix_table(title: str, matrix: pd.DataFrame) -> Table:

@@ -21,6 +21,8 @@ from rich.progress import (
 from rich.table import Table
 
 from capsel.cli.common import DbOption, console, settings_for
+from capsel.cli.tables import print_table
+from capsel.cli.wrapping import print_unbroken
 from capsel.db import open_db
 from capsel.ingest.pipeline import IngestOptions, ProgressFn, resolve_inputs
 from capsel.ingest.records import parse_field_map
@@ -99,13 +101,11 @@ def print_report(report: IngestReport) -> None:
     """Files ingested or skipped, then per-domain counts whose columns add up to `read`."""
     for outcome in report.files:
         if outcome.already_ingested_by:
-            console.print(
-                f"[yellow]skipped[/] {outcome.path}: same sha256 as source {outcome.source_id}, "
-                f"already ingested by run {outcome.already_ingested_by}"
-            )
+            print_unbroken(console, f"[yellow]skipped[/] {outcome.path}: same sha256 as source {outcome.source_id}, "
+                                    f"already ingested by run {outcome.already_ingested_by}")
         else:
-            console.print(f"[green]ingested[/] {outcome.path}: {outcome.n_rows_read:,} rows "
-                          f"(source {outcome.source_id})")
+            print_unbroken(console, f"[green]ingested[/] {outcome.path}: {outcome.n_rows_read:,} rows "
+                                    f"(source {outcome.source_id})")
     if not report.domains:
         console.print("nothing new to ingest")
         return
@@ -121,4 +121,4 @@ def print_report(report: IngestReport) -> None:
         values += [counts.n_sampled_out] if sampled else []
         style = "bold" if counts.domain == "total" else None
         table.add_row(counts.domain, *(f"{value:,}" for value in values), style=style)
-    console.print(table)
+    print_table(console, table)

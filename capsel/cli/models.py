@@ -13,6 +13,7 @@ from rich.table import Table
 from capsel.cli.common import console, err_console
 from capsel.cli.install_progress import RichInstallProgress
 from capsel.cli.metavars import ReadableTyper
+from capsel.cli.tables import print_table
 from capsel.models.install import install_model
 from capsel.models.installed import every_install, models_dir
 from capsel.models.registry import REGISTRY, InstallDtype, registry_entry
@@ -72,7 +73,7 @@ def list_models() -> None:
                           f"{install.folder}" for install in done)
         table.add_row(entry.name, entry.description, entry.licence, decimal(entry.size_bytes),
                       where or "[dim]no[/]")
-    console.print(table)
+    print_table(console, table)
 
 
 def _folder_bytes(folder: Path) -> int:

@@ -10,6 +10,7 @@ import typer
 from pydantic import ValidationError
 
 from capsel.cli.common import console, err_console, settings_for
+from capsel.cli.wrapping import print_unbroken
 from capsel.config import Settings
 from capsel.db import open_db
 from capsel.errors import CapselError
@@ -83,9 +84,9 @@ def described(spec: ScorerSpec) -> Scorer:
     with console.status(f"preparing the {spec.method} scorer (hashing model files)"):
         scorer = build_scorer(spec)
     identity = scorer.identity
-    console.print(f"{spec.method}: {identity.name_or_path}, {identity.architecture}, "
-                  f"{identity.n_layers or '?'} layers, {identity.dtype}, fingerprint {identity.fingerprint}, "
-                  f"config {scorer.config_hash}")
+    print_unbroken(console, f"{spec.method}: {identity.name_or_path}, {identity.architecture}, "
+                            f"{identity.n_layers or '?'} layers, {identity.dtype}, fingerprint {identity.fingerprint}, "
+                            f"config {scorer.config_hash}")
     if isinstance(model := getattr(spec, "model", None), ModelSpec):  # a causal LM that tokenises prompts
         how = "the model's chat template" if scorer.prompt_format == "chat" else "tokenizer(prompt), no template"
         console.print(f"prompt format {scorer.prompt_format} ({how}; asked: {model.prompt_format})")

@@ -6,6 +6,8 @@ from rich import box
 from rich.table import Table
 
 from capsel.cli.common import DbOption, console, settings_for
+from capsel.cli.tables import print_table
+from capsel.cli.wrapping import print_unbroken
 from capsel.db import open_db
 from capsel.status import domain_status, source_totals
 
@@ -19,10 +21,8 @@ def status(db: DbOption = None) -> None:
         domains = domain_status(con)
     finally:
         con.close()
-    console.print(
-        f"{settings.db_path}: {totals.n_sources:,} source files, {totals.n_rows_read:,} rows read, "
-        f"{totals.n_bytes / 2**20:,.1f} MiB"
-    )
+    print_unbroken(console, f"{settings.db_path}: {totals.n_sources:,} source files, "
+                            f"{totals.n_rows_read:,} rows read, {totals.n_bytes / 2**20:,.1f} MiB")
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True)
     headers = ["domain", "candidates", "duplicates", "quarantined", "sampled out", "scored", "selections"]
     for header in headers:
@@ -31,4 +31,4 @@ def status(db: DbOption = None) -> None:
         values = (row.n_candidates, row.n_duplicates, row.n_quarantined, row.n_sampled_out, row.n_scored,
                   row.n_selections)
         table.add_row(row.domain, *(f"{value:,}" for value in values))
-    console.print(table)
+    print_table(console, table)
