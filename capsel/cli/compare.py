@@ -12,6 +12,8 @@ from rich.table import Table
 
 from capsel.cli.common import DbOption, JsonOption, console, json_output, settings_for
 from capsel.cli.select import DirectionChoice
+from capsel.cli.tables import print_table
+from capsel.cli.wrapping import print_unbroken
 from capsel.compare.metrics import ALL_DOMAINS
 from capsel.compare.report import report_payload
 from capsel.db import open_db
@@ -57,14 +59,15 @@ def compare(
         report = directory / "index.html"
         output.emit({**report_payload(comparison, numbers, compared.title), "report": report, "files": files})
         _print_tables(numbers, comparison.notes)
-        console.print(f"report: {report} ({len(files)} files)")
+        print_unbroken(console, f"report: {report} ({len(files)} files)")
 
 
 def _print_tables(numbers: dict, notes: list[str]) -> None:
-    console.print(_matrix_table("Jaccard overlap of selections", numbers["jaccard"]))
+    print_table(console, _matrix_table("Jaccard overlap of selections", numbers["jaccard"]))
     if numbers["spearman"]:
-        console.print(_matrix_table("Spearman rho of scores (mean over domains)", numbers["spearman"][ALL_DOMAINS]))
-    console.print(_medians_table(numbers["medians"]))
+        print_table(console, _matrix_table("Spearman rho of scores (mean over domains)",
+                                           numbers["spearman"][ALL_DOMAINS]))
+    print_table(console, _medians_table(numbers["medians"]))
     for note in notes:
         console.print(f"[yellow]note:[/] {note}")
 

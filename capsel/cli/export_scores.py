@@ -16,7 +16,7 @@ from capsel.selection.scoring_key import resolve_scoring_key
 
 
 def export_scores(
-    out: Annotated[Path, typer.Option("--out", help="FILE.parquet or FILE.jsonl.")],
+    out: Annotated[Path, typer.Option("--out", metavar="FILE", help="FILE.parquet or FILE.jsonl.")],
     model: Annotated[Optional[str], typer.Option(
         "--model", help="Model fingerprint or name/path (default: the only scored model).",
         show_default=False)] = None,

@@ -16,13 +16,15 @@ from pydantic import BaseModel, ValidationError
 
 from capsel.cli.common import DbOption, console
 from capsel.cli.flow_state import flow_failure
+from capsel.cli.metavars import ReadableTyper
 from capsel.cli.specs import MethodChoice, flag_problems, model_field, spec_values
 from capsel.errors import CapselError, OptionError
 from capsel.pipeline_config import PipelineConfig, ScoreFlowConfig
+from capsel.scorers.specs import Device
 
 M = TypeVar("M", bound=BaseModel)
 
-app = typer.Typer(help="Run the Prefect flows directly (a Prefect server, or a temporary one, records them).",
+app = ReadableTyper(help="Run the Prefect flows directly (a Prefect server, or a temporary one, records them).",
                   no_args_is_help=True)
 
 
@@ -58,7 +60,8 @@ OutOption = Annotated[Optional[str], typer.Option(
     "unlike the --out of `capsel select`).")]
 ShardOption = Annotated[Optional[int], typer.Option("--shard-size", min=1, help="Candidates per shard.")]
 BatchOption = Annotated[Optional[int], typer.Option("--batch-size", min=1, help="Candidates per model batch.")]
-DeviceOption = Annotated[Optional[str], typer.Option("--device", help="auto | cpu | cuda.")]
+DeviceOption = Annotated[Optional[Device], typer.Option(
+    "--device", help="Where the model runs (default auto: cuda when a GPU is visible).")]
 PromptFormatOption = Annotated[Optional[str], typer.Option(
     "--prompt-format", help="raw | chat | auto (default auto: chat when the model has a chat template).")]
 ThreadsOption = Annotated[Optional[int], typer.Option(

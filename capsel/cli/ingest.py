@@ -22,6 +22,8 @@ from rich.progress import (
 from rich.table import Table
 
 from capsel.cli.common import DbOption, Interrupted, JsonOption, console, json_output, settings_for
+from capsel.cli.tables import print_table
+from capsel.cli.wrapping import print_unbroken
 from capsel.db import open_db
 from capsel.errors import CapselError
 from capsel.ingest.pipeline import IngestOptions, ProgressFn, resolve_inputs
@@ -34,7 +36,7 @@ from capsel.stages.ingest import ingest as ingest_stage
 
 def ingest(
     paths: Annotated[list[Path], typer.Argument(
-        help="JSONL, JSON (array), Parquet or CSV files, or folders holding them.", show_default=False,
+        help="JSONL, JSON (array), Parquet or CSV files, or folders holding them.", metavar="PATH", show_default=False,
     )],
     domain: Annotated[Optional[str], typer.Option(
         "--domain", help="Domain of every row; overrides a `domain` field in the rows.", show_default=False,
@@ -112,17 +114,16 @@ def print_report(report: IngestReport, seconds: float) -> None:
     """Files ingested, retried or skipped, per-domain counts whose columns add up to `read`, --map hints."""
     for outcome in report.files:
         if outcome.n_retried is not None:
-            console.print(f"[green]retried[/] {outcome.n_retried:,} quarantined rows of {outcome.path} "
-                          f"(source {outcome.source_id}); {outcome.n_quarantined:,} of its "
-                          f"{outcome.n_source_rows:,} rows are quarantined now")
+            print_unbroken(console, f"[green]retried[/] {outcome.n_retried:,} quarantined rows of {outcome.path} "
+                                    f"(source {outcome.source_id}); {outcome.n_quarantined:,} of its "
+                                    f"{outcome.n_source_rows:,} rows are quarantined now")
         elif outcome.already_ingested_by:
-            console.print(
-                f"[yellow]skipped[/] {outcome.path}: same sha256 as source {outcome.source_id}, "
-                f"already ingested by run {outcome.already_ingested_by} (--reingest retries its quarantined rows)"
-            )
+            print_unbroken(console, f"[yellow]skipped[/] {outcome.path}: same sha256 as source {outcome.source_id}, "
+                                    f"already ingested by run {outcome.already_ingested_by} (--reingest retries its "
+                                    "quarantined rows)")
         else:
-            console.print(f"[green]ingested[/] {outcome.path}: {outcome.n_rows_read:,} rows "
-                          f"(source {outcome.source_id})")
+            print_unbroken(console, f"[green]ingested[/] {outcome.path}: {outcome.n_rows_read:,} rows "
+                                    f"(source {outcome.source_id})")
     if not report.domains:
         console.print("nothing new to ingest")
         return
@@ -140,9 +141,9 @@ def print_report(report: IngestReport, seconds: float) -> None:
         values += [counts.n_sampled_out] if sampled else []
         style = "bold" if counts.domain == "total" else None
         table.add_row(counts.domain, *(f"{value:,}" for value in values), style=style)
-    console.print(table)
+    print_table(console, table)
     for hint in report.hints:
-        console.print(f"[yellow]hint:[/] {hint.message()}")
+        print_unbroken(console, f"[yellow]hint:[/] {hint.message()}")
 
 
 def report_json(report: IngestReport, seconds: float) -> dict:

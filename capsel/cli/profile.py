@@ -10,6 +10,8 @@ from rich.table import Table
 
 from capsel.cli.common import console, settings_for
 from capsel.cli.scoring_options import PromptFormatOption
+from capsel.cli.tables import print_table
+from capsel.cli.wrapping import print_unbroken
 from capsel.models import demo_model_path
 from capsel.paths import typed_or_default
 from capsel.profile.check import check_model
@@ -46,8 +48,8 @@ def profile(
         table.add_column(column, justify="right")
     for layer in survey.layers:
         table.add_row(str(layer.layer), f"{layer.depth:.2f}", f"{layer.weight_srank:.4f}", f"{layer.hidden_srank:.4f}")
-    console.print(table)
+    print_table(console, table)
     paths = write_profile(survey, verdict, out_dir)
     status = "[green]present[/]" if verdict.present else "[yellow]absent[/]"
     console.print(f"hidden-state U-shape: {status}; {verdict.reason}")
-    console.print("wrote " + ", ".join(str(path) for path in paths))
+    print_unbroken(console, "wrote " + ", ".join(str(path) for path in paths))

@@ -10,6 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from capsel.cli.common import DbOption, JsonOption, console, json_output, settings_for
+from capsel.cli.tables import print_table
 from capsel.db import open_db
 from capsel.ingest.reasons import REASON_HELP, Reason
 from capsel.quarantine import quarantined_rows
@@ -19,10 +20,12 @@ RAW_PREVIEW_CHARS = 120
 
 def quarantine(
     reason: Annotated[Optional[Reason], typer.Option(
-        "--reason", help="Only rows quarantined for this reason.", show_default=False,
+        "--reason", metavar="REASON", show_default=False,
+        help=f"Only rows quarantined for this reason: {', '.join(Reason)}.",
     )] = None,
     source: Annotated[Optional[str], typer.Option(
-        "--source", help="Only rows of this file (the path given to ingest) or source id.", show_default=False,
+        "--source", metavar="FILE|ID", show_default=False,
+        help="Only rows of this file (the path given to ingest) or source id.",
     )] = None,
     limit: Annotated[int, typer.Option("--limit", min=1, help="Show at most this many rows.")] = 20,
     json_out: JsonOption = False,
@@ -48,7 +51,7 @@ def quarantine(
             raw = raw if len(raw) <= RAW_PREVIEW_CHARS else raw[:RAW_PREVIEW_CHARS] + "…"
             table.add_row(escape(f"{row['path']}:{row['source_row']}"), row["reason"], escape(row["detail"] or ""),
                           escape(raw))
-        console.print(table)
+        print_table(console, table)
         for shown in dict.fromkeys(row["reason"] for row in listing.rows):
             console.print(f"{shown}: {REASON_HELP[Reason(shown)]}")
         if listing.n_matching > len(listing.rows):

@@ -10,12 +10,13 @@ import typer
 from pydantic import ValidationError
 
 from capsel.cli.common import Interrupted, console, settings_for
+from capsel.cli.wrapping import print_unbroken
 from capsel.config import Settings
 from capsel.db import open_db
 from capsel.errors import OptionError
 from capsel.runner.build import build_scorer
 from capsel.scorers.base import Scorer
-from capsel.scorers.specs import ModelSpec, ScorerSpec
+from capsel.scorers.specs import Device, Dtype, ModelSpec, ScorerSpec
 from capsel.threads import available_cores, use_torch_threads
 
 ModelOption = Annotated[Optional[str], typer.Option(
@@ -26,13 +27,15 @@ HorizonOption = Annotated[int, typer.Option(
 PromptTokensOption = Annotated[int, typer.Option("--prompt-tokens", help="P: keep the last P prompt token ids.")]
 EarlyOption = Annotated[float, typer.Option("--early", help="D_early averages layers l <= early * L.")]
 LateOption = Annotated[float, typer.Option("--late", help="D_late averages layers l >= late * L.")]
-DtypeOption = Annotated[Optional[str], typer.Option(
-    "--dtype", help="auto | float32 | bfloat16 (default: $CAPSEL_DTYPE or auto).", show_default=False)]
-DeviceOption = Annotated[Optional[str], typer.Option(
-    "--device", help="auto | cpu | cuda (default: $CAPSEL_DEVICE or auto).", show_default=False)]
+DtypeOption = Annotated[Optional[Dtype], typer.Option(
+    "--dtype", help="Weights' dtype (default: $CAPSEL_DTYPE, else auto: bfloat16 on CUDA, float32 on CPU).",
+    show_default=False)]
+DeviceOption = Annotated[Optional[Device], typer.Option(
+    "--device", help="Where the model runs (default: $CAPSEL_DEVICE, else auto: cuda when a GPU is visible).",
+    show_default=False)]
 BatchSizeOption = Annotated[Optional[str], typer.Option(
     "--batch-size", help="Candidates per batch, or auto to size it from free GPU memory "
-    "(default: $CAPSEL_SCORE_BATCH_SIZE or 16).", show_default=False)]
+    "(default: $CAPSEL_SCORE_BATCH_SIZE or 16).", metavar="N|auto", show_default=False)]
 GeneratorOption = Annotated[str, typer.Option(
     "--generator", help="hf (transformers) or vllm (CUDA, pip install capsel\\[gpu]).")]
 TrustRemoteCodeOption = Annotated[bool, typer.Option(
@@ -81,9 +84,9 @@ def described(spec: ScorerSpec) -> Scorer:
     with console.status(f"preparing the {spec.method} scorer (hashing model files)"):
         scorer = build_scorer(spec)
     identity = scorer.identity
-    console.print(f"{spec.method}: {identity.name_or_path}, {identity.architecture}, "
-                  f"{identity.n_layers or '?'} layers, {identity.dtype}, fingerprint {identity.fingerprint}, "
-                  f"config {scorer.config_hash}")
+    print_unbroken(console, f"{spec.method}: {identity.name_or_path}, {identity.architecture}, "
+                            f"{identity.n_layers or '?'} layers, {identity.dtype}, fingerprint {identity.fingerprint}, "
+                            f"config {scorer.config_hash}")
     if isinstance(model := getattr(spec, "model", None), ModelSpec):  # a causal LM that tokenises prompts
         how = "the model's chat template" if scorer.prompt_format == "chat" else "tokenizer(prompt), no template"
         console.print(f"prompt format {scorer.prompt_format} ({how}; asked: {model.prompt_format})")

@@ -12,6 +12,8 @@ from rich.table import Table
 
 from capsel.cli.common import DbOption, JsonOption, console, json_output, settings_for
 from capsel.cli.specs import MethodChoice
+from capsel.cli.tables import print_table
+from capsel.cli.wrapping import print_unbroken
 from capsel.db import open_db
 from capsel.paths import typed_path
 from capsel.selection.budget import parse_budget
@@ -108,10 +110,9 @@ def select(
                      "manifest": published.manifest})
         for note in selection.notes:
             console.print(f"[yellow]note:[/] {note}")
-        console.print(_summary(selection, published.manifest))
-        console.print(
-            f"published [bold]{published.selection_id}[/] with {len(selection.members)} members at {published.path}"
-        )
+        print_table(console, _summary(selection, published.manifest))
+        print_unbroken(console, f"published [bold]{published.selection_id}[/] with {len(selection.members)} "
+                                f"members at {published.path}")
 
 
 def _stages() -> Progress:

@@ -7,6 +7,7 @@ from pathlib import Path
 from rich.table import Table
 
 from capsel.cli.common import DbOption, JsonOption, console, json_output, settings_for
+from capsel.cli.tables import print_table
 from capsel.db import open_db
 from capsel.db.records import fetch_records
 
@@ -31,9 +32,7 @@ def print_selections(rows: list[dict]) -> None:
         return
     table = Table(title=f"{len(rows)} published selection(s)")
     for name in ("selection", "method", "budget", "members", "model", "config", "created (UTC)", "path"):
-        table.add_column(
-            name, justify="right" if name == "members" else "left", overflow="fold", no_wrap=name == "selection"
-        )
+        table.add_column(name, justify="right" if name == "members" else "left")
     for row in rows:
         budget = f"{row['budget']} {row['budget_mode'].replace('_', ' ')}"
         if row["method"] == "random":
@@ -44,4 +43,4 @@ def print_selections(rows: list[dict]) -> None:
             row["model_fingerprint"] or "-", row["config_hash"] or "-",
             f"{row['created_at']:%Y-%m-%d %H:%M:%S}", path,
         )
-    console.print(table)
+    print_table(console, table)

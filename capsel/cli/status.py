@@ -9,6 +9,8 @@ from rich import box
 from rich.table import Table
 
 from capsel.cli.common import DbOption, JsonOption, console, json_output, settings_for
+from capsel.cli.tables import print_table
+from capsel.cli.wrapping import print_unbroken
 from capsel.db import open_db
 from capsel.quarantine import quarantine_reasons
 from capsel.status import DomainStatus, SourceTotals, domain_status, source_totals
@@ -32,10 +34,8 @@ def status(json_out: JsonOption = False, db: DbOption = None) -> None:
 
 def print_status(db_path: Path, totals: SourceTotals, domains: list[DomainStatus], reasons: list[dict]) -> None:
     """Totals, the per-domain table, and the quarantine reasons with the command that shows their rows."""
-    console.print(
-        f"{db_path}: {totals.n_sources:,} source files, {totals.n_rows_read:,} rows read, "
-        f"{totals.n_bytes / 2**20:,.1f} MiB"
-    )
+    print_unbroken(console, f"{db_path}: {totals.n_sources:,} source files, {totals.n_rows_read:,} rows read, "
+                            f"{totals.n_bytes / 2**20:,.1f} MiB")
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True)
     headers = ["domain", "candidates", "duplicates", "quarantined", "sampled out", "scored", "selections"]
     for header in headers:
@@ -44,7 +44,7 @@ def print_status(db_path: Path, totals: SourceTotals, domains: list[DomainStatus
         values = (row.n_candidates, row.n_duplicates, row.n_quarantined, row.n_sampled_out, row.n_scored,
                   row.n_selections)
         table.add_row(row.domain, *(f"{value:,}" for value in values))
-    console.print(table)
+    print_table(console, table)
     if reasons:
-        console.print("quarantined by reason: " + ", ".join(f"{row['reason']} {row['n_rows']:,}" for row in reasons)
-                      + "; the rows: `capsel quarantine --reason REASON`")
+        counts = ", ".join(f"{row['reason']} {row['n_rows']:,}" for row in reasons)
+        print_unbroken(console, f"quarantined by reason: {counts}; the rows: `capsel quarantine --reason REASON`")

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
 from capsel.errors import CapselError
 
 # Installs other than float32 live under "<name>-<dtype>", so a registry name never ends like that.
-INSTALL_DTYPES = ("float32", "bfloat16")
+InstallDtype = Literal["float32", "bfloat16"]
+INSTALL_DTYPES: tuple[InstallDtype, ...] = get_args(InstallDtype)
 
 
 @dataclass(frozen=True)

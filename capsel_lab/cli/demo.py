@@ -22,6 +22,8 @@ from rich.table import Table
 from capsel.cli.common import console, settings_for
 from capsel.cli.flow_state import flow_failure
 from capsel.cli.scoring_options import PromptFormatOption, ThreadsOption, apply_threads
+from capsel.cli.tables import print_table
+from capsel.cli.wrapping import print_unbroken
 from capsel.models.installed import installed_model_path
 from capsel.paths import typed_or_default
 from capsel.profile.check import check_model
@@ -115,19 +117,19 @@ def _print_result(result: DemoResult, profile_files: list[Path], wall_s: float) 
         ("selected", counts["selected"], f"gate {'passed' if result.gate_success else 'FAILED'}"),
     ):
         table.add_row(stage, str(count), note)
-    console.print(table)
-    console.print(_ranks_table(result))
-    console.print(_selections_table(result))
+    print_table(console, table)
+    print_table(console, _ranks_table(result))
+    print_table(console, _selections_table(result))
     for note in result.notes:
         console.print(f"[yellow]note:[/] {note}")
     for name, path in result.paths.items():
-        console.print(f"{name:>10}: {path}")
+        print_unbroken(console, f"{name:>10}: {path}", hang=4)
     if profile_files:
-        console.print(f"{'profile':>10}: {', '.join(str(path) for path in profile_files)}")
+        print_unbroken(console, f"{'profile':>10}: {', '.join(str(path) for path in profile_files)}", hang=4)
     summary = result.paths["selection"].parent.parent / SUMMARY_FILE
     summary.write_bytes(orjson.dumps({"counts": counts, "junk": result.junk, "prompt_format": result.prompt_format,
                                       "notes": result.notes}, option=orjson.OPT_INDENT_2))
-    console.print(f"{'summary':>10}: {summary}")
+    print_unbroken(console, f"{'summary':>10}: {summary}", hang=4)
     console.print(f"done in {wall_s / 60:.1f} min")
 
 

@@ -10,7 +10,9 @@ import typer
 from rich.progress import TextColumn
 
 from capsel.cli.common import console
+from capsel.cli.metavars import ReadableTyper
 from capsel.cli.progress import progress_bar
+from capsel.cli.wrapping import print_unbroken
 from capsel.errors import CapselError
 from capsel.models import demo_model_path
 from capsel.models.loading import load_causal_lm
@@ -24,7 +26,7 @@ from capsel_lab.world.export import write_world
 from capsel_lab.world.facts import WorldSpec, build_world
 from capsel_lab.world.pools import PoolSpec
 
-app = typer.Typer(help="The validation lab: synthetic world, demo model pretraining, noise and SFT experiments, "
+app = ReadableTyper(help="The validation lab: synthetic world, demo model pretraining, noise and SFT experiments, "
                        "the bundled demo and real pools.",
                   no_args_is_help=True)
 app.command("noise")(noise.noise)
@@ -53,8 +55,8 @@ def world(
         PoolSpec(seed=pool_seed, n_known=n_known, n_learnable=n_learnable, junk_fraction=junk,
                  duplicate_fraction=duplicates),
     )
-    console.print(f"{manifest['n_documents']} corpus documents, {manifest['n_candidates']} candidates, "
-                  f"{manifest['n_heldout']} held-out questions -> {out_dir}")
+    print_unbroken(console, f"{manifest['n_documents']} corpus documents, {manifest['n_candidates']} candidates, "
+                            f"{manifest['n_heldout']} held-out questions -> {out_dir}")
     for label, count in manifest["labels"].items():
         console.print(f"  {label}: {count}")
 
@@ -97,4 +99,5 @@ def demo_pool(
     """Regenerate the bundled demo pool (capsel/data/lab_pool) from the demo model's world seed."""
     out_dir = typed_path(out)
     manifest = write_demo_pool(out_dir, world_spec_of(demo_model_path()))
-    console.print(f"{manifest['n_candidates']} lab candidates + {manifest['n_malformed']} malformed rows -> {out_dir}")
+    print_unbroken(console, f"{manifest['n_candidates']} lab candidates + {manifest['n_malformed']} malformed rows "
+                            f"-> {out_dir}")

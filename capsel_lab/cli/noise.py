@@ -12,6 +12,8 @@ from rich.table import Table
 from capsel.cli.common import console, settings_for
 from capsel.cli.progress import CandidateProgress
 from capsel.cli.scoring_options import PromptFormatOption, ThreadsOption, apply_threads
+from capsel.cli.tables import print_table
+from capsel.cli.wrapping import print_unbroken
 from capsel.errors import OptionError
 from capsel.models import demo_model_path
 from capsel.paths import typed_or_default
@@ -67,13 +69,13 @@ def noise(
     with CandidateProgress("scoring") as progress:
         result = run_noise_seeds(source, spec, seeds or [0], out_dir, lambda seed: progress)
     aggregate = result.aggregate
-    console.print(_ranks_table(aggregate, len(result.per_seed)))
-    console.print(_selections_table(aggregate, budget))
+    print_table(console, _ranks_table(aggregate, len(result.per_seed)))
+    print_table(console, _selections_table(aggregate, budget))
     console.print(_exclusions_line(aggregate, ppl_guard))
     for note in dict.fromkeys(aggregate["notes"]):
         console.print(f"[yellow]warning:[/] {note}")
-    console.print("wrote " + ", ".join(str(path) for path in result.files.values())
-                  + "; per seed: " + ", ".join(str(r.files["figure"]) for r in result.per_seed.values()))
+    print_unbroken(console, "wrote " + ", ".join(str(path) for path in result.files.values())
+                   + "; per seed: " + ", ".join(str(r.files["figure"]) for r in result.per_seed.values()))
 
 
 def _ranks_table(aggregate: dict, n_seeds: int) -> Table:

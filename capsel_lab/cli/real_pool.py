@@ -9,6 +9,8 @@ import typer
 from rich.table import Table
 
 from capsel.cli.common import console
+from capsel.cli.tables import print_table
+from capsel.cli.wrapping import print_unbroken
 from capsel.paths import typed_path
 from capsel_lab.real_pool import JUNK_KINDS, RealPoolSpec, write_real_pool
 from capsel_lab.real_sources import bundled_real_sources
@@ -48,8 +50,8 @@ def real_pool(
         table.add_column(column, justify="left" if column == "domain" else "right")
     for domain, counts in manifest["counts"].items():
         table.add_row(domain, str(counts.get("clean", 0)), *(str(counts.get(kind, 0)) for kind in JUNK_KINDS))
-    console.print(table)
+    print_table(console, table)
     if manifest["n_duplicates"]:
         console.print(f"{manifest['n_duplicates']} records repeat an earlier instruction: "
                       "ingest counts them as duplicates")
-    console.print(f"wrote {out_dir}")
+    print_unbroken(console, f"wrote {out_dir}")

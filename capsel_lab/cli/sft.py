@@ -12,6 +12,8 @@ from rich.table import Table
 
 from capsel.cli.common import console, settings_for
 from capsel.cli.progress import THREADS_HELP, CandidateProgress
+from capsel.cli.tables import print_table
+from capsel.cli.wrapping import print_unbroken
 from capsel.errors import CapselError
 from capsel.models import demo_model_path
 from capsel.paths import typed_or_default
@@ -59,10 +61,10 @@ def sft(
                           f"{row['n_train']} examples ({row['n_junk']} junk), accuracy {row['accuracy']:.3f}")
 
         result = run_sft(source, spec, out_dir, progress, report)
-    console.print(_table(result.table))
+    print_table(console, _table(result.table))
     console.print("correct = the held-out question's expected answer (a number, word or value) occurs as a whole "
                   "word in the model's greedy answer; held-out questions ask the pool's facts in another form")
-    console.print("wrote " + ", ".join(str(path) for path in result.files.values()))
+    print_unbroken(console, "wrote " + ", ".join(str(path) for path in result.files.values()))
 
 
 def _spec(quick: bool, budgets: str | None, seeds: int | None, steps: int | None, n_clean: int | None) -> SftSpec:
