@@ -19,7 +19,7 @@ import orjson
 import typer
 from rich.table import Table
 
-from capsel.cli.common import console, settings_for
+from capsel.cli.common import JsonOption, JsonReport, console, json_output, settings_for
 from capsel.cli.flow_state import flow_failure
 from capsel.cli.scoring_options import PromptFormatOption, ThreadsOption, apply_threads
 from capsel.cli.tables import print_table
@@ -51,8 +51,15 @@ def demo(
     threads: ThreadsOption = None,
     skip_profile: Annotated[bool, typer.Option(
         "--skip-profile", help="Do not run the rank-profile check of the model first.")] = False,
+    json_out: JsonOption = False,
 ) -> None:
     """Run the selection flow end to end on a bundled pool and show where the junk went."""
+    with json_output(json_out) as output:
+        _run_demo(model, out, limit, budget, prompt_format, threads, skip_profile, output)
+
+
+def _run_demo(model: str, out: Path | None, limit: int | None, budget: str, prompt_format: str,
+              threads: int | None, skip_profile: bool, output: JsonReport) -> None:
     started = time.perf_counter()
     settings = settings_for()
     # the lab model is tiny: per-op overhead dominates and one thread is fastest (measured 13 vs 1.6 cand/s)
@@ -74,7 +81,20 @@ def demo(
         raise flow_failure(state, "the demo's select_flow")
     with console.status("PPL baseline (from CAP's stored PPL) and the compared selections"):
         result = demo_result(config, state.result(), records, options)
-    _print_result(result, profile_files, time.perf_counter() - started)
+    summary = write_summary(result)
+    output.emit({"selection_id": result.selection_id, "gate_success": result.gate_success,
+                 **orjson.loads(summary.read_bytes()), "paths": {**result.paths, "summary": summary},
+                 "profile": profile_files, "wall_s": round(time.perf_counter() - started, 1)})
+    _print_result(result, profile_files, summary, time.perf_counter() - started)
+
+
+def write_summary(result: DemoResult) -> Path:
+    """demo.json beside the demo's database: the counts, where the junk went, the prompt format and the notes."""
+    summary = result.paths["selection"].parent.parent / SUMMARY_FILE
+    summary.write_bytes(orjson.dumps({"counts": result.counts, "junk": result.junk,
+                                      "prompt_format": result.prompt_format, "notes": result.notes},
+                                     option=orjson.OPT_INDENT_2))
+    return summary
 
 
 def _announce(options: DemoOptions, records: list[dict]) -> None:
@@ -100,7 +120,7 @@ def _check_profile(options: DemoOptions) -> list[Path]:
     return files
 
 
-def _print_result(result: DemoResult, profile_files: list[Path], wall_s: float) -> None:
+def _print_result(result: DemoResult, profile_files: list[Path], summary: Path, wall_s: float) -> None:
     counts = result.counts
     table = Table(title=f"capsel demo: selection {result.selection_id} (prompt format {result.prompt_format})")
     table.add_column("stage")
@@ -126,9 +146,6 @@ def _print_result(result: DemoResult, profile_files: list[Path], wall_s: float) 
         print_unbroken(console, f"{name:>10}: {path}", hang=4)
     if profile_files:
         print_unbroken(console, f"{'profile':>10}: {', '.join(str(path) for path in profile_files)}", hang=4)
-    summary = result.paths["selection"].parent.parent / SUMMARY_FILE
-    summary.write_bytes(orjson.dumps({"counts": counts, "junk": result.junk, "prompt_format": result.prompt_format,
-                                      "notes": result.notes}, option=orjson.OPT_INDENT_2))
     print_unbroken(console, f"{'summary':>10}: {summary}", hang=4)
     console.print(f"done in {wall_s / 60:.1f} min")
 

@@ -34,7 +34,8 @@ def _run_demo(tmp_path_factory, prefect_server, *args: str, **env: str):
 
 @pytest.fixture(scope="module")
 def demo_run(tmp_path_factory, prefect_server):
-    return _run_demo(tmp_path_factory, prefect_server, "--model", "demo", "--limit", str(PER_DOMAIN), "--budget", "5")
+    return _run_demo(tmp_path_factory, prefect_server, "--model", "demo", "--limit", str(PER_DOMAIN), "--budget", "5",
+                     "--json")
 
 
 @pytest.fixture(scope="module")
@@ -87,8 +88,14 @@ def test_demo_publishes_a_gated_selection_whose_counts_add_up(demo_run, tmp_path
     (selection,) = sorted((folder / "selections").glob("sel-*"))
     for name in ("data.jsonl", "report/index.html", "gate/index.html"):
         assert (selection / name).is_file()
-        assert name.split("/")[0] in stdout
     assert (folder / "profile" / "profile.png").is_file() and (folder / "profile" / "verdict.json").is_file()
+    # --json: one object on stdout, the same numbers as demo.json and the store
+    shown = orjson.loads(stdout)
+    assert shown["ok"] and shown["selection_id"] == selection.name and shown["gate_success"]
+    assert shown["counts"] == orjson.loads((folder / "demo.json").read_bytes())["counts"]
+    assert (shown["counts"]["duplicates"], shown["counts"]["quarantined"]) == (db["n_duplicates"], quarantined)
+    assert shown["counts"]["selected"] == len(members) and shown["paths"]["data"] == str(selection / "data.jsonl")
+    assert shown["paths"]["summary"] == str(folder / "demo.json")
 
 
 @pytest.mark.slow

@@ -110,11 +110,11 @@ def test_demo_summary(root, narrow):
     )
     profile = [root / "out" / "demo" / "profile" / name for name in ("profile.csv", "verdict.json")]
 
-    demo._print_result(result, profile, wall_s=150.0)
+    summary = demo.write_summary(result)
+    demo._print_result(result, profile, summary, wall_s=150.0)
 
     output = narrow.file.getvalue()  # type: ignore[attr-defined]
-    summary = root / "out" / "demo" / demo.SUMMARY_FILE
-    assert summary.is_file()
+    assert summary == root / "out" / "demo" / demo.SUMMARY_FILE and summary.is_file()
     assert "CAP z with PPL guard" in output and "random control" in output
     assert_unbroken(output, [*(str(path) for path in result.paths.values()), *map(str, profile), str(summary)])
 
