@@ -54,19 +54,19 @@ def test_the_readme_walkthrough_runs_verbatim_and_its_snippets_are_what_it_print
 
     # every table row the README shows for ingest and status is a row the commands printed
     printed = {" ".join(line.split()) for line in done.stdout.splitlines()}
-    shown = [" ".join(line.split()) for line in snippets.splitlines() if re.match(r"^\s+(math|total)\s+\d", line)]
+    shown = [" ".join(line.split()) for line in snippets.splitlines() if re.match(r"^\s*(math|total)\s+\d", line)]
     assert shown and all(line in printed for line in shown), (shown, done.stdout)
 
     con = duckdb.connect(str(tmp_path / "capsel.duckdb"), read_only=True)
     n_candidates = con.execute("select count(*) from candidates").fetchone()[0]
     n_quarantined = con.execute("select count(*) from quarantine").fetchone()[0]
     n_scored = con.execute("select count(*) from divergences where excluded_reason is null").fetchone()[0]
-    members = con.execute("select candidate_id from selection_members").fetchall()
+    members = con.execute("select instruction from selection_members join candidates using (candidate_id)").fetchall()
     con.close()
     assert (n_candidates, n_quarantined) == (40, 2) and n_scored >= 36
     published = [path for path in (tmp_path / "my_selection").iterdir() if path.name.startswith("sel-")]
     assert len(published) == 1 and len(members) == round(0.1 * n_scored)
     data = [json.loads(line) for line in (published[0] / "data.jsonl").read_text().splitlines()]
-    assert sorted(row["candidate_id"] for row in data) == sorted(member for (member,) in members)
+    assert sorted(row["instruction"] for row in data) == sorted(member for (member,) in members)
     scores = pd.read_parquet(tmp_path / "my_scores.parquet")
     assert len(scores) == n_candidates and scores["z"].notna().sum() == n_scored
