@@ -160,7 +160,8 @@ def _ingest_file(
     workers: ParseWorkers | None,
     progress: ProgressFn | None,
 ) -> FileOutcome:
-    """Stream one file into candidates, duplicates and quarantine, unless its content is already a source."""
+    """Stream one file into candidates, duplicates and quarantine, unless its content is already a source;
+    with --reingest, a known source's quarantined rows are streamed again (and only those)."""
     sha256 = file_sha256(path)
     known = run_sql(con, "ingest/ingest_source_find", {"sha256": sha256}).fetchone()
     retry: pa.Array | None = None
@@ -169,10 +170,7 @@ def _ingest_file(
         if not options.reingest:
             return FileOutcome(path, known[0], 0, already_ingested_by=known_by)
         source_id = known[0]
-        retry = pa.array(sorted(row for (row,) in run_sql(con, "ingest/ingest_retry_take", {
-            "source_id": source_id, "run_id": run_id,
-        }).fetchall()), pa.int64())
-        run_sql(con, "ingest/ingest_retry_clear", {"source_id": source_id})
+        retry = _take_quarantined(con, source_id, run_id)
         if not len(retry):
             return FileOutcome(path, source_id, 0, already_ingested_by=known_by, n_retried=0)
     else:
@@ -201,6 +199,13 @@ def _ingest_file(
     if retry is not None:
         return FileOutcome(path, source_id, n_rows, already_ingested_by=known_by, n_retried=len(retry))
     return FileOutcome(path, source_id, n_rows)
+
+
+def _take_quarantined(con: duckdb.DuckDBPyConnection, source_id: str, run_id: str) -> pa.Array:
+    """The source's quarantined row numbers, their rows moved to quarantine_retried to be read again (--reingest)."""
+    rows = run_sql(con, "ingest/ingest_retry_take", {"source_id": source_id, "run_id": run_id}).fetchall()
+    run_sql(con, "ingest/ingest_retry_clear", {"source_id": source_id})
+    return pa.array(sorted(row for (row,) in rows), pa.int64())
 
 
 def _noting_ends(batches: Iterator[Batch], handle: BinaryIO, ends: deque[int]) -> Iterator[Batch]:
