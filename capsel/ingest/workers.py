@@ -10,7 +10,6 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
-import tempfile
 from collections import deque
 from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import contextmanager
@@ -21,6 +20,8 @@ import pyarrow as pa
 
 from capsel.ingest.chunks import Chunk, ClassifyConfig, classify_batch
 from capsel.ingest.readers import Batch
+from capsel.ingest.scratch import remove_stale_scratch, scratch_folder
+from capsel.processes import die_with_parent
 
 
 class SpilledChunk(NamedTuple):
@@ -38,7 +39,9 @@ class ParseWorkers(NamedTuple):
     scratch: str
 
 
-def _leave_ctrl_c_to_parent() -> None:
+def _start_worker(parent_pid: int) -> None:
+    """Worker start-up: die with the parent, even a SIGKILLed one, and leave Ctrl-C to it."""
+    die_with_parent(parent_pid)
     # Ctrl-C reaches the whole process group; only the parent should act on it (roll back, then
     # shut the pool down), or workers dying mid-task leave the parent waiting on a broken pool.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -50,24 +53,26 @@ def _started() -> None:
 
 @contextmanager
 def worker_pool(n_workers: int) -> Iterator[ParseWorkers | None]:
-    """`n_workers` parse processes with a scratch folder, or None to classify in this process."""
+    """`n_workers` parse processes with a scratch folder, or None to classify in this process.
+
+    Either way, scratch folders that killed ingests left behind go first.
+    """
+    remove_stale_scratch()
     if n_workers < 1:
         yield None
         return
-    # spawn, not fork: the parent holds DuckDB and Arrow thread pools that a fork would copy mid-flight.
-    pool = ProcessPoolExecutor(
-        n_workers, mp_context=multiprocessing.get_context("spawn"), initializer=_leave_ctrl_c_to_parent
-    )
-    # Start every worker now, so their interpreters and imports overlap the file's sha256 pass.
-    for _ in range(n_workers):
-        pool.submit(_started)
-    scratch = tempfile.TemporaryDirectory(prefix="capsel-ingest-")
-    try:
-        yield ParseWorkers(pool, scratch.name)
-    finally:
-        # Workers stop first: after an error, chunks still in flight would write into a removed folder.
-        pool.shutdown(wait=True, cancel_futures=True)
-        scratch.cleanup()
+    with scratch_folder() as scratch:
+        # spawn, not fork: the parent holds DuckDB and Arrow thread pools that a fork would copy mid-flight.
+        pool = ProcessPoolExecutor(n_workers, mp_context=multiprocessing.get_context("spawn"),
+                                   initializer=_start_worker, initargs=(os.getpid(),))
+        try:
+            # Start every worker now, so their interpreters and imports overlap the file's sha256 pass.
+            for _ in range(n_workers):
+                pool.submit(_started)
+            yield ParseWorkers(pool, scratch)
+        finally:
+            # Workers stop first: after an error, chunks still in flight would write into a removed folder.
+            pool.shutdown(wait=True, cancel_futures=True)
 
 
 def classified_chunks(
