@@ -16,6 +16,7 @@ import weakref
 from typing import Any, Callable, Sequence
 
 from capsel.errors import CapselError
+from capsel.processes import die_with_parent
 
 # A generator built in the child: any picklable callable (a module-level function) and its kwargs.
 Factory = Callable[..., Any]
@@ -31,7 +32,7 @@ class ProcessGenerator:
         context = multiprocessing.get_context("spawn")
         self._conn, child_conn = context.Pipe()
         # Not a daemon: vLLM starts processes of its own, which daemons may not.
-        self._process = context.Process(target=_serve, args=(child_conn, factory, kwargs), daemon=False,
+        self._process = context.Process(target=_serve, args=(child_conn, factory, kwargs, os.getpid()), daemon=False,
                                         name=f"capsel-{name}-generator")
         self._process.start()
         # Only the child holds its end now, so its death reads as EOF here instead of a hang.
@@ -108,11 +109,14 @@ def _signal_group(pgid: int, sig: int) -> None:
         pass
 
 
-def _serve(conn, factory: Factory, kwargs: dict) -> None:
-    """Child main loop: build the generator, then answer each batch until told to stop or orphaned."""
+def _serve(conn, factory: Factory, kwargs: dict, parent_pid: int) -> None:
+    """Child main loop: build the generator, then answer each batch until told to stop or the parent is gone."""
     # A process group of our own: the terminal's Ctrl-C reaches only the parent, which decides and
     # closes us, and a forced close can end everything vLLM started along with us.
     os.setpgrp()
+    # A killed parent cannot close us, and vLLM's engine process does not watch for our death: without
+    # this, both would hold the GPU while a model loads or a batch runs, and for good if one hangs.
+    die_with_parent(parent_pid, whole_group=True)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         generator = factory(**kwargs)
@@ -120,13 +124,8 @@ def _serve(conn, factory: Factory, kwargs: dict) -> None:
         conn.send(("error", _describe(exc)))
         return
     conn.send(("ready", None))
-    parent = multiprocessing.parent_process()
     try:
         while True:
-            if not conn.poll(1.0):
-                if parent is not None and not parent.is_alive():
-                    return
-                continue
             batch = conn.recv()
             if batch is None:
                 return

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -79,3 +82,35 @@ def test_closing_a_busy_worker_ends_it_and_what_it_started_at_once():
         time.sleep(0.1)
     assert not _alive(grandchild), "the worker's own children end with it"
     stuck.join(5)
+
+
+# Holds a worker busy on a batch that never ends, after printing the worker's pid and its child's.
+KILLED_PARENT = """
+from capsel.scoring.worker_process import ProcessGenerator
+from tests.support import process_factories
+worker = ProcessGenerator(process_factories.sleepy_generator, {}, name="sleepy", batch_size=1)
+[[grandchild]] = worker.generate([[0]])
+print(worker.pid, grandchild, flush=True)
+worker.generate([[1]])
+"""
+
+
+def test_a_busy_worker_and_what_it_started_end_when_its_parent_is_sigkilled():
+    parent = subprocess.Popen([sys.executable, "-c", KILLED_PARENT], cwd=Path(__file__).parents[2],
+                              stdout=subprocess.PIPE, text=True)
+    pids: list[int] = []
+    try:
+        pids = [int(pid) for pid in parent.stdout.readline().split()]
+        assert len(pids) == 2 and all(_alive(pid) for pid in pids)
+        time.sleep(0.5)  # into the endless batch
+        parent.kill()
+        parent.wait()
+        deadline = time.time() + 5
+        while any(_alive(pid) for pid in pids) and time.time() < deadline:
+            time.sleep(0.1)
+        assert not any(_alive(pid) for pid in pids), "nobody can close them now: they must end by themselves"
+    finally:
+        parent.kill()
+        for pid in pids:
+            if _alive(pid):
+                os.kill(pid, signal.SIGKILL)
