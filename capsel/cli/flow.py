@@ -17,6 +17,7 @@ from pydantic import BaseModel, ValidationError
 from capsel.cli.common import DbOption, console
 from capsel.cli.flow_state import flow_failure
 from capsel.cli.metavars import ReadableTyper
+from capsel.cli.prefect_server import use_temporary_server
 from capsel.cli.specs import MethodChoice, flag_problems, model_field, spec_values
 from capsel.errors import CapselError, OptionError
 from capsel.pipeline_config import PipelineConfig, ScoreFlowConfig
@@ -192,6 +193,7 @@ def validated(model: type[M], body: dict) -> M:
 
 def run_flow(flow, config) -> None:
     """Run `flow(config)` here; print its counters, or raise its failure as one clean line."""
+    use_temporary_server()
     state = flow(config, return_state=True)
     if state.is_completed():
         result = state.result()

@@ -10,7 +10,6 @@ where each kind of junk went under CAP and under PPL, and what each method's sel
 from __future__ import annotations
 
 import math
-import os
 import time
 from pathlib import Path
 from typing import Annotated, Optional
@@ -21,6 +20,7 @@ from rich.table import Table
 
 from capsel.cli.common import JsonOption, JsonReport, console, json_output, settings_for
 from capsel.cli.flow_state import flow_failure
+from capsel.cli.prefect_server import use_temporary_server
 from capsel.cli.scoring_options import PromptFormatOption, ThreadsOption, apply_threads
 from capsel.cli.tables import print_table
 from capsel.cli.wrapping import print_unbroken
@@ -72,10 +72,9 @@ def _run_demo(model: str, out: Path | None, limit: int | None, budget: str, prom
     _announce(options, records)
     profile_files = [] if skip_profile else _check_profile(options)
     console.rule("select_flow: ingest → generate + score → residualize → gate → publish")
-    # the temporary server's telemetry write races its own startup and prints a 'database is locked' traceback
-    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     from capsel.flows.select_flow import select_flow  # Prefect only here: the library and `capsel --help` stay light
 
+    use_temporary_server()
     state = select_flow(config, return_state=True)
     if not state.is_completed():
         raise flow_failure(state, "the demo's select_flow")
