@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import uuid
 from contextlib import contextmanager
 from typing import Any, Iterator
@@ -10,6 +11,7 @@ import duckdb
 import orjson
 
 from capsel.db import run_sql
+from capsel.processes import this_host
 from capsel.versioning import code_version
 
 
@@ -27,9 +29,10 @@ def start_run(
     run_id: str | None = None,
     prefect_flow_run_id: str | None = None,
 ) -> str:
-    """Insert a run row in state 'running' and return its id.
+    """Insert a run row in state 'running', owned by this process, and return its id.
 
-    Prefect tasks pass their flow run id in; the library itself never imports Prefect.
+    Prefect tasks pass their flow run id in; the library itself never imports Prefect. The pid and host
+    let a later writer tell a run whose process was killed from one still going.
     """
     run_id = run_id or new_run_id()
     run_sql(con, "runs/runs_start", {
@@ -40,6 +43,8 @@ def start_run(
         "code_version": code_version(),
         "config": orjson.dumps(config or {}).decode(),
         "model_fingerprint": model_fingerprint,
+        "pid": os.getpid(),
+        "host": this_host(),
     })
     return run_id
 

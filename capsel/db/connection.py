@@ -8,6 +8,7 @@ import duckdb
 
 from capsel.db.migrations import check_not_newer, latest_version, migrate
 from capsel.db.sqlfiles import one_row
+from capsel.db.stale_runs import interrupt_dead_runs
 from capsel.errors import CapselError
 
 
@@ -15,6 +16,8 @@ def open_db(
     path: str | Path, read_only: bool = False, memory_limit: str | None = None, must_exist: bool = False
 ) -> duckdb.DuckDBPyConnection:
     """Connect to the store at `path` (':memory:' allowed); writers migrate, readers only check.
+
+    A writer also marks the runs that processes of this host left 'running' when they died as 'interrupted'.
 
     A writer creates a missing file unless `must_exist`: work on an existing pool (scoring, selecting) must
     not answer a mistyped path with an empty new database.
@@ -39,6 +42,7 @@ def open_db(
         _check_readable(con, target)
     else:
         migrate(con, target)
+        interrupt_dead_runs(con)
     return con
 
 
