@@ -1,4 +1,5 @@
-"""A real Prefect server on 127.0.0.1 (free port, temporary PREFECT_HOME) shared by the flow tests."""
+"""A real Prefect server on 127.0.0.1 (free port, temporary PREFECT_HOME) shared by the flow tests, and a
+pool big enough for ingest to parse in worker processes."""
 
 from __future__ import annotations
 
@@ -58,3 +59,13 @@ def prefect_api(prefect_server, monkeypatch):
         monkeypatch.delenv(key)
     with temporary_settings(updates={PREFECT_API_URL: prefect_server.api_url, PREFECT_LOGGING_TO_API_ENABLED: False}):
         yield prefect_server
+
+
+@pytest.fixture(scope="session")
+def big_pool(tmp_path_factory) -> Path:
+    """About 50 MB: ingest runs for seconds, with its parallel parse workers (inputs over 32 MiB)."""
+    path = tmp_path_factory.mktemp("big") / "big.jsonl"
+    with open(path, "w") as handle:
+        for i in range(600_000):
+            handle.write(f'{{"instruction": "Question {i}: what is {i} times 3?", "response": "{3 * i}"}}\n')
+    return path

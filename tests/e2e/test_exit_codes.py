@@ -89,16 +89,6 @@ def _group_members(pgid: int) -> list[int]:
     return members
 
 
-@pytest.fixture(scope="module")
-def big_pool(tmp_path_factory) -> Path:
-    """About 60 MB: ingest runs for seconds, with its parallel parse workers."""
-    path = tmp_path_factory.mktemp("big") / "big.jsonl"
-    with open(path, "w") as handle:
-        for i in range(600_000):
-            handle.write(f'{{"instruction": "Question {i}: what is {i} times 3?", "response": "{3 * i}"}}\n')
-    return path
-
-
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_an_interrupted_ingest_exits_5_keeps_nothing_half_done_and_leaves_no_process(tmp_path, big_pool, sig):
     db = tmp_path / "capsel.duckdb"
