@@ -41,7 +41,8 @@ def use_temporary_server() -> None:
     if PREFECT_API_URL.value() or not PREFECT_SERVER_EPHEMERAL_ENABLED.value():
         return
     server, api_url = _start(max(PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value(), MIN_STARTUP_S))
-    # Registered before Prefect starts its log and event workers, so it runs after they drain at exit.
+    # Stopped at exit after Prefect's last logs and events: its workers drain before atexit hooks run, and
+    # hooks it registers later run before this one.
     atexit.register(_stop, server)
     os.environ["PREFECT_API_URL"] = api_url  # for child processes, and for the settings refreshed below
     os.environ.setdefault("PREFECT_UI_URL", "")  # the server has no UI: no 'View at' links to it in the log
