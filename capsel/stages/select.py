@@ -8,6 +8,7 @@ from typing import Callable
 
 from capsel.baselines.less.target import target_scores_hash
 from capsel.errors import OptionError
+from capsel.faults import fault_point
 from capsel.publish.publish import PublishedSelection, publish_selection
 from capsel.runs import recorded_run
 from capsel.selection.plan import Selection, SelectionRequest, build_selection
@@ -65,6 +66,7 @@ def select_and_publish(
         on_step("selecting")
         selection = build_selection(ctx.con, request.selection, key)
         counters.update(n_members=len(selection.members), n_domains=len(selection.quotas))
+        fault_point("select.before_publish")
         on_step("data-quality gate and publish")
         published = publish_selection(ctx.con, selection, request.out_dir, run_id, ctx.settings.report_max_points,
                                       on_file_written=lambda path: on_step(f"wrote {path.name}"))
