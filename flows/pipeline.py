@@ -107,6 +107,7 @@ def _stages(con, config: PipelineConfig, settings: Settings, report: FlowReport,
         publish_gate_failure(report.run_id, error, report.flow)
         raise
     report.published = selected.published
+    report.notes.extend(f"reconcile: {line}" for line in selected.reconciled.lines())
     report.notes.extend(selected.selection.notes)
     report.members = selection_rows(selected.selection.members)
     datasets.selection_dir = report.published.path
