@@ -16,6 +16,7 @@ from prefect.runtime import flow_run
 from capsel.config import Settings
 from capsel.db import open_db
 from capsel.errors import CapselError
+from capsel.faults import fault_point
 from capsel.flows.artifacts import publish_gate_failure, publish_run_artifacts
 from capsel.flows.score_flow import score_flow_for
 from capsel.lineage.openlineage_events import FlowDatasets, event_emitter, run_event
@@ -74,6 +75,7 @@ def _stages(con, config: PipelineConfig, settings: Settings, report: FlowReport,
         logger.info("ingest: %s", report.ingest.counters())
     else:
         report.notes.append(f"no input files in {config.sources.paths}")
+    fault_point("flow.after_ingest")
 
     if config.check_profile and isinstance(model := getattr(config.scoring, "model", None), ModelSpec):
         _warn_without_u_shape(model, report)
@@ -82,6 +84,7 @@ def _stages(con, config: PipelineConfig, settings: Settings, report: FlowReport,
     scored = score_flow_for(score_config)(score_config, parent_run_id=report.run_id)
     report.scoring = scored.scoring
     report.notes.extend(scored.scoring.notes)
+    fault_point("flow.after_score")
     request = _select_request(config, settings, scored.key)
     key = selection_key(ctx, request)
     report.key = key
@@ -97,12 +100,14 @@ def _stages(con, config: PipelineConfig, settings: Settings, report: FlowReport,
     if key is not None and key.method == "cap":
         residuals = residualize_task(ctx, key, config.selection.domains)
         report.fits, report.examples = residuals.fits, residuals.examples
+    fault_point("flow.before_select")
     try:
         selected = select_and_publish_task(request, ctx, key)
     except GateFailedError as error:
         publish_gate_failure(report.run_id, error, report.flow)
         raise
     report.published = selected.published
+    report.notes.extend(f"reconcile: {line}" for line in selected.reconciled.lines())
     report.notes.extend(selected.selection.notes)
     report.members = selection_rows(selected.selection.members)
     datasets.selection_dir = report.published.path

@@ -107,7 +107,9 @@ def select(
         selection, published = summary.selection, summary.published
         output.emit({"selection_id": published.selection_id, "path": published.path,
                      "n_members": len(selection.members), "rule": selection.rule, "notes": selection.notes,
-                     "manifest": published.manifest})
+                     "manifest": published.manifest, "reconciled": summary.reconciled.as_dict()})
+        for line in summary.reconciled.lines():
+            console.print(f"[yellow]reconcile:[/] {line}")
         for note in selection.notes:
             console.print(f"[yellow]note:[/] {note}")
         print_table(console, _summary(selection, published.manifest))

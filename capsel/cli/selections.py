@@ -10,19 +10,42 @@ from capsel.cli.common import DbOption, JsonOption, console, json_output, settin
 from capsel.cli.tables import print_table
 from capsel.db import open_db
 from capsel.db.records import fetch_records
+from capsel.publish.reconcile import Reconciled, find_disagreements, reconcile_selections
 
 
 def selections(json_out: JsonOption = False, db: DbOption = None) -> None:
-    """List published selections, newest first (a path marked missing was moved or deleted)."""
+    """List published selections, newest first (a path marked missing was moved or deleted).
+
+    Publishes a kill left unfinished are finished or undone first, and said so.
+    """
     settings = settings_for(db)
+    reconciled = _reconcile_if_needed(settings.db_path)
     con = open_db(settings.db_path, read_only=True)
     try:
         rows = fetch_records(con, "publish/selections_list")
     finally:
         con.close()
     with json_output(json_out) as output:
-        output.emit({"selections": [{**row, "present": Path(row["out_dir"]).is_dir()} for row in rows]})
+        output.emit({"selections": [{**row, "present": Path(row["out_dir"]).is_dir()} for row in rows],
+                     "reconciled": reconciled.as_dict()})
+        for line in reconciled.lines():
+            console.print(f"[yellow]reconcile:[/] {line}")
         print_selections(rows)
+
+
+def _reconcile_if_needed(db_path: Path) -> Reconciled:
+    # a listing opens the store read-only; only a store that needs repair is opened to write
+    con = open_db(db_path, read_only=True)
+    try:
+        if not find_disagreements(con):
+            return Reconciled()
+    finally:
+        con.close()
+    con = open_db(db_path, must_exist=True)
+    try:
+        return reconcile_selections(con)
+    finally:
+        con.close()
 
 
 def print_selections(rows: list[dict]) -> None:

@@ -19,6 +19,7 @@ import pyarrow as pa
 
 from capsel.db import one_row, run_sql, sql_text, transaction
 from capsel.errors import CapselError, OptionError
+from capsel.faults import fault_point
 from capsel.ingest.chunks import Chunk, ClassifyConfig, only_rows
 from capsel.ingest.field_hint import field_hints
 from capsel.ingest.readers import FORMATS, Batch, bytes_through, format_for
@@ -149,7 +150,10 @@ def _ingest_unit(
             outcomes.append(_ingest_file(con, path, options, run_id, workers, progress))
         if options.sample_size is not None:
             _draw_sample(con, run_id, options)
-        return [_record_counts(con, outcome) for outcome in outcomes]
+        recorded = [_record_counts(con, outcome) for outcome in outcomes]
+        fault_point("ingest.before_commit")
+    fault_point("ingest.after_commit")
+    return recorded
 
 
 def _ingest_file(
@@ -211,6 +215,7 @@ def _take_quarantined(con: duckdb.DuckDBPyConnection, source_id: str, run_id: st
 def _noting_ends(batches: Iterator[Batch], handle: BinaryIO, ends: deque[int]) -> Iterator[Batch]:
     for batch in batches:
         ends.append(bytes_through(batch, handle))
+        fault_point("ingest.after_framing")
         yield batch
 
 
@@ -219,6 +224,7 @@ def _write_chunk(con: duckdb.DuckDBPyConnection, chunk: Chunk, ids: dict) -> Non
     if chunk.staged.num_rows:
         staged = _with_ids(chunk.staged, ids)
         _run_over(con, staged, "staged_chunk", "ingest/ingest_chunk_duplicates")
+        fault_point("ingest.mid_chunk")
         _run_over(con, staged, "staged_chunk", "ingest/ingest_chunk_candidates")
     if chunk.quarantined.num_rows:
         _run_over(con, _with_ids(chunk.quarantined, ids), "quarantine_chunk", "ingest/ingest_quarantine_append")

@@ -1,9 +1,8 @@
-"""Publish a selection atomically: gate, build in a `.tmp-*` sibling, rename, record in the DB."""
+"""Publish a selection atomically: gate, build in a `.tmp-*` sibling, record as publishing, rename, mark published."""
 
 from __future__ import annotations
 
 import os
-import shutil
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -14,18 +13,19 @@ import orjson
 from capsel.baselines.registry import BASELINES
 from capsel.db import transaction
 from capsel.errors import CapselError, ExitCode
+from capsel.faults import fault_point
 from capsel.publish.data_files import FileHook, write_data_files
 from capsel.publish.dataset_card import dataset_card
 from capsel.publish.manifest import build_manifest
-from capsel.publish.record import record_selection
+from capsel.publish.record import forget_selection, mark_published, record_selection
 from capsel.publish.report import report_points, write_report
 from capsel.publish.selection_id import members_digest, new_selection_id
+from capsel.publish.staging import claimed_staging, staging_dir
 from capsel.quality.expectations import gate_spec
 from capsel.quality.gate import GateResult, check_selection
 from capsel.selection.plan import Selection
 
 REJECTED_DIR = "rejected"
-STAGING_PREFIX = ".tmp-"
 
 
 class GateFailedError(CapselError):
@@ -63,9 +63,10 @@ def publish_selection(
 ) -> PublishedSelection:
     """Gate `selection`, then publish it as `out_dir/<selection_id>/` and record it in the DB.
 
-    The directory appears only complete (built under `.tmp-<id>`, then renamed), and its DB rows
-    are committed in the transaction that spans the rename. A failing gate publishes nothing and
-    keeps its report in `out_dir/rejected/<id>/`. `on_file_written` is called after each file.
+    The directory appears only complete (built under `.tmp-<id>`, then renamed). Its rows commit as
+    'publishing' before the rename and are marked 'published' after it, so a kill at any instant leaves
+    a state `capsel.publish.reconcile` finishes or undoes. A failing gate publishes nothing and keeps its
+    report in `out_dir/rejected/<id>/`. `on_file_written` is called after each file.
     """
     notify = on_file_written or (lambda path: None)
     created_at = created_at or datetime.now(timezone.utc)
@@ -75,9 +76,8 @@ def publish_selection(
     final = out_dir / selection_id
     if final.exists():
         raise CapselError(f"{final} already exists; run the selection again for a fresh id")
-    staging = out_dir / f"{STAGING_PREFIX}{selection_id}"
-    staging.mkdir()
-    try:
+    fault_point("publish.before_staging")
+    with claimed_staging(staging_dir(out_dir, selection_id)) as staging:
         gate = check_selection(
             con,
             selection.members,
@@ -94,9 +94,8 @@ def publish_selection(
         _write(staging / "README.md", dataset_card(manifest).encode(), notify)
         _write(staging / "manifest.json", orjson.dumps(manifest, option=orjson.OPT_INDENT_2), notify)
         _sync_tree(staging)
-        _rename_and_record(con, staging, final, manifest, selection, created_at)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        fault_point("publish.after_staging")
+        _record_and_rename(con, staging, final, manifest, selection, created_at)
     return PublishedSelection(selection_id=selection_id, path=final, manifest=manifest)
 
 
@@ -116,20 +115,29 @@ def _write_report(con, selection: Selection, directory: Path, title: str, manife
         notify(path)
 
 
-def _rename_and_record(con, staging: Path, final: Path, manifest: dict, selection: Selection,
+def _record_and_rename(con, staging: Path, final: Path, manifest: dict, selection: Selection,
                        created_at: datetime) -> None:
-    renamed = False
+    selection_id = manifest["selection_id"]
+    with transaction(con):
+        record_selection(con, manifest, selection.members, str(final), created_at)
+        fault_point("publish.before_record_commit")
+    fault_point("publish.after_record_commit")
     try:
+        os.rename(staging, final)
+        _fsync_dir(final.parent)
+        fault_point("publish.after_rename")
         with transaction(con):
-            record_selection(con, manifest, selection.members, str(final), created_at)
-            os.rename(staging, final)
-            renamed = True
-            _fsync_dir(final.parent)
+            mark_published(con, selection_id)
+            fault_point("publish.before_commit")
     except BaseException:
-        if renamed:
-            # the rows did not commit: take the directory back out of sight before cleaning it up
+        # not published after all: take the folder back out of sight and drop its 'publishing' row
+        # (a failure here too leaves that row to the next reconcile, which finds no folder)
+        if final.exists() and not staging.exists():
             os.rename(final, staging)
+        with transaction(con):
+            forget_selection(con, selection_id)
         raise
+    fault_point("publish.after_commit")
 
 
 def _keep_rejected(staging: Path, out_dir: Path, selection_id: str, gate: GateResult) -> Path:

@@ -1,4 +1,4 @@
-"""The `selections` and `selection_members` rows of a published selection."""
+"""The `selections` and `selection_members` rows of a selection: written as 'publishing', then published or dropped."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from capsel.db import run_sql
 def record_selection(
     con: duckdb.DuckDBPyConnection, manifest: dict, members: pd.DataFrame, out_dir: str, created_at: datetime
 ) -> None:
-    """Insert the selection and its members; the caller owns the transaction.
+    """Insert the selection, in state 'publishing', and its members; the caller owns the transaction.
 
     `created_at` (timezone-aware) is stored as naive UTC.
     """
@@ -44,3 +44,14 @@ def record_selection(
     })
     if len(rows):
         con.append("selection_members", rows, by_name=True)
+
+
+def mark_published(con: duckdb.DuckDBPyConnection, selection_id: str) -> None:
+    """The selection's folder is in place: mark its row 'published'."""
+    run_sql(con, "publish/selection_mark_published", {"selection_id": selection_id})
+
+
+def forget_selection(con: duckdb.DuckDBPyConnection, selection_id: str) -> None:
+    """Delete a 'publishing' selection and its members (its folder never appeared); the caller owns the transaction."""
+    run_sql(con, "publish/selection_members_forget", {"selection_id": selection_id})
+    run_sql(con, "publish/selection_forget", {"selection_id": selection_id})

@@ -8,6 +8,7 @@ from __future__ import annotations
 import duckdb
 
 from capsel.db import one_row, transaction
+from capsel.faults import fault_point
 from capsel.models.loading import ModelInfo
 from capsel.runner.progress import ProgressSink, RunSummary, Tally
 from capsel.runs import recorded_run
@@ -46,8 +47,11 @@ def run_generation(
             for batch in input_batches(keys.prepare([candidate_text(row) for row in rows]), generator.batch_size):
                 with tally.timing("model"):
                     results = generation_results(batch, generator)
+                fault_point("generate.mid_batch")
                 with tally.timing("write"), transaction(con):
                     insert_generations(con, key.model_fingerprint, generation_hash, run_id, results)
+                    fault_point("generate.before_commit")
+                fault_point("generate.after_commit")
                 reasons = [r.excluded_reason for r in results if r.excluded_reason]
                 tally.committed(len(results), reasons, n_generated=len(results) - len(reasons))
     summary = tally.finished()

@@ -17,6 +17,7 @@ import duckdb
 
 from capsel.db import transaction
 from capsel.errors import CapselError, OptionError
+from capsel.faults import fault_point
 from capsel.runner.progress import ProgressSink, RunSummary, Tally
 from capsel.runner.window import Done, ResultHandle, check_fingerprint, check_window, run_window, shard_run
 from capsel.runner.work import Work, WorkResult, score_work
@@ -116,6 +117,8 @@ def _counted(tally: Tally, scorer: Scorer, result: WorkResult) -> None:
 def _commit(con: duckdb.DuckDBPyConnection, tally: Tally, key: ResultKey, scorer: Scorer, result: WorkResult) -> None:
     with tally.timing("write"), transaction(con):
         write_results(con, key, scorer.table, tally.summary.run_id, result.results)
+        fault_point("score.before_commit")
+    fault_point("score.after_commit")
     _counted(tally, scorer, result)
 
 
@@ -136,6 +139,8 @@ def _merge_shard(
     with tally.timing("write"), shard_run(con, tally.summary.run_id, key.model_fingerprint, config, counters,
                                           prefect_flow_run_id) as shard_run_id:
         write_results(con, key, scorer.table, shard_run_id, result.results)
+        fault_point("score.before_commit")
+    fault_point("score.after_commit")
     _counted(tally, scorer, result)
 
 

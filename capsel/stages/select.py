@@ -1,4 +1,4 @@
-"""Stage: pick a selection by any method under a budget, run the data-quality gate and publish it, as one run."""
+"""Stage: reconcile interrupted publishes, pick a selection under a budget, gate it and publish it, as one run."""
 
 from __future__ import annotations
 
@@ -8,7 +8,9 @@ from typing import Callable
 
 from capsel.baselines.less.target import target_scores_hash
 from capsel.errors import OptionError
+from capsel.faults import fault_point
 from capsel.publish.publish import PublishedSelection, publish_selection
+from capsel.publish.reconcile import Reconciled, reconcile_selections
 from capsel.runs import recorded_run
 from capsel.selection.plan import Selection, SelectionRequest, build_selection
 from capsel.selection.scoring_key import ScoringKey, resolve_scoring_key
@@ -27,11 +29,12 @@ class SelectRequest:
 
 @dataclass
 class SelectSummary:
-    """The selection picked and where it was published."""
+    """The selection picked, where it was published, and what the reconcile before it repaired."""
 
     selection: Selection
     published: PublishedSelection
     run_id: str
+    reconciled: Reconciled
 
 
 def selection_key(ctx: RunContext, request: SelectRequest) -> ScoringKey | None:
@@ -55,18 +58,23 @@ def select_and_publish(
 ) -> SelectSummary:
     """Build the selection from `key` (resolved from the request when not given), gate it and publish it.
 
-    Recorded as one 'select' run; a gate failure publishes nothing (GateFailedError).
+    Recorded as one 'select' run; a gate failure publishes nothing (GateFailedError). Publishes a kill left
+    unfinished, in the output folder or any recorded one, are finished or undone first.
     """
     key = key if key is not None else selection_key(ctx, request)
     counters: dict = {}
     with recorded_run(ctx.con, "select", counters, config=request.selection.as_dict(),
                       model_fingerprint=key.model_fingerprint if key else None, parent_run_id=ctx.parent_run_id,
                       prefect_flow_run_id=ctx.prefect_flow_run_id) as run_id:
+        reconciled = reconcile_selections(ctx.con, [request.out_dir])
+        if reconciled:
+            counters["reconciled"] = reconciled.as_dict()
         on_step("selecting")
         selection = build_selection(ctx.con, request.selection, key)
         counters.update(n_members=len(selection.members), n_domains=len(selection.quotas))
+        fault_point("select.before_publish")
         on_step("data-quality gate and publish")
         published = publish_selection(ctx.con, selection, request.out_dir, run_id, ctx.settings.report_max_points,
                                       on_file_written=lambda path: on_step(f"wrote {path.name}"))
         counters["selection_id"] = published.selection_id
-    return SelectSummary(selection, published, run_id)
+    return SelectSummary(selection, published, run_id, reconciled)

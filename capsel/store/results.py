@@ -10,6 +10,7 @@ import orjson
 
 from capsel.db import one_row, run_sql
 from capsel.db.records import fetch_records
+from capsel.faults import fault_point
 from capsel.scorers.base import Scorer
 from capsel.store.scope import Scope
 from capsel.store.tables import append_method_results, insert_divergences, insert_generations
@@ -92,4 +93,5 @@ def write_results(
     generations = [result.generation for result in results if result.generation is not None]
     if generations and key.generation_hash is not None:
         insert_generations(con, key.model_fingerprint, key.generation_hash, run_id, generations)
+    fault_point("score.mid_batch")
     insert_divergences(con, key.model_fingerprint, key.config_hash, run_id, [result.divergence for result in results])

@@ -12,7 +12,7 @@ final as (
         selections.out_dir,
         selections.created_at
     from memberships
-    join selections on selections.selection_id = memberships.selection_id
+    join published_selections as selections on selections.selection_id = memberships.selection_id
 )
 select * from final
 order by created_at;

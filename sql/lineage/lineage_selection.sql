@@ -1,6 +1,6 @@
 -- One published selection with the run, model and scoring config behind it.
 with selection as (
-    select * from selections where selection_id = $selection_id
+    select * from published_selections where selection_id = $selection_id
 ),
 final as (
     select

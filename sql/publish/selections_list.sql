@@ -11,7 +11,7 @@ with final as (
         config_hash,
         created_at,
         out_dir
-    from selections
+    from published_selections
 )
 select * from final
 order by created_at desc, selection_id desc;

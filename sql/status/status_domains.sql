@@ -26,7 +26,10 @@ scored_counts as (
 ),
 
 selection_counts as (
-    select domain, count(distinct selection_id) as n_selections from selection_members group by domain
+    select members.domain, count(distinct members.selection_id) as n_selections
+    from selection_members as members
+    inner join published_selections using (selection_id)
+    group by members.domain
 ),
 
 domains as (

@@ -54,3 +54,21 @@ def test_memory_limit_is_applied_to_the_connection(tmp_path):
     limit = con.execute("select current_setting('memory_limit')").fetchone()[0]
     con.close()
     assert limit.endswith("MiB") and 280 <= float(limit.split()[0]) <= 300
+
+
+def test_selections_recorded_before_the_status_column_stay_published(tmp_path):
+    path = tmp_path / "v4.duckdb"
+    raw = duckdb.connect(str(path))
+    run_sql(raw, "db/schema_version_create")
+    for migration in available_migrations()[:4]:
+        raw.execute(sql_text(migration.sql_name))
+        run_sql(raw, "db/schema_version_record", {"version": migration.version, "name": migration.name})
+    raw.execute("insert into selections (selection_id, method, budget, budget_mode, out_dir, n_members) "
+                "values ('sel-old', 'cap', '5', 'per_domain', '/elsewhere/sel-old', 5)")
+    raw.close()
+    con = open_db(path)
+    try:
+        assert con.execute("select selection_id, status from selections").fetchall() == [("sel-old", "published")]
+        assert [row[0] for row in run_sql(con, "publish/selections_list").fetchall()] == ["sel-old"]
+    finally:
+        con.close()

@@ -1,0 +1,144 @@
+"""Make the store's selections and the selection folders on disk agree again after a kill.
+
+A publish commits its rows as 'publishing', renames its folder into place, then marks the rows 'published'
+(capsel.publish.publish). A kill leaves at most one of these states behind, and this finishes or undoes it:
+
+- a 'publishing' row whose folder is in place and complete is marked 'published';
+- a 'publishing' row without its folder is deleted with its members;
+- a `.tmp-sel-*` staging folder that no live process holds and that predates this process is removed;
+- a `sel-*` folder that no row records, written by one of this store's runs (its manifest's run_id), is
+  moved to `<out>/orphaned/`, never deleted. Folders of other stores sharing the output folder, and
+  folders whose manifest names no run of this store, are left alone.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable
+
+import duckdb
+import orjson
+
+from capsel.db import one_row, transaction
+from capsel.db.records import fetch_records
+from capsel.publish.record import forget_selection, mark_published
+from capsel.publish.staging import STAGING_PREFIX, is_abandoned
+
+SELECTION_PREFIX = "sel-"
+ORPHANED_DIR = "orphaned"
+
+
+@dataclass
+class Reconciled:
+    """What disagreed between the store and the folders (and, once reconciled, what was done about it)."""
+
+    completed: list[str] = field(default_factory=list)
+    rolled_back: list[str] = field(default_factory=list)
+    stale_staging: list[Path] = field(default_factory=list)
+    orphans: list[Path] = field(default_factory=list)
+    moved_to: list[Path] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.completed or self.rolled_back or self.stale_staging or self.orphans)
+
+    def lines(self) -> list[str]:
+        """One sentence per repair, for the console."""
+        return [
+            *(f"finished publishing {name}: killed after its folder was in place" for name in self.completed),
+            *(f"undid publishing {name}: killed before its folder was in place" for name in self.rolled_back),
+            *(f"removed {path}, the staging folder of a killed publish" for path in self.stale_staging),
+            *(f"moved {path}, a selection folder no row records, to {target}"
+              for path, target in zip(self.orphans, self.moved_to)),
+        ]
+
+    def as_dict(self) -> dict:
+        """JSON-ready form for --json output."""
+        return {"completed": self.completed, "rolled_back": self.rolled_back,
+                "stale_staging": [str(path) for path in self.stale_staging],
+                "orphans": [{"path": str(path), "moved_to": str(target)}
+                            for path, target in zip(self.orphans, self.moved_to)]}
+
+
+def find_disagreements(con: duckdb.DuckDBPyConnection, out_dirs: Iterable[Path] = ()) -> Reconciled:
+    """What a reconcile would repair, in `out_dirs` and in every folder selections were recorded in; reads only."""
+    found = Reconciled()
+    for row in fetch_records(con, "publish/selections_publishing"):
+        folder = Path(row["out_dir"])
+        if _is_complete(folder, row["selection_id"]):
+            found.completed.append(row["selection_id"])
+        else:
+            found.rolled_back.append(row["selection_id"])
+            if folder.is_dir():  # only a hand-made or damaged folder: the rename moves whole ones
+                found.orphans.append(folder)
+    recorded = [Path(row["out_dir"]).parent for row in fetch_records(con, "publish/selections_out_dirs")]
+    handled = {path.resolve() for path in found.orphans}
+    for out_dir in sorted({path.resolve() for path in [*recorded, *out_dirs]}):
+        for entry in _entries(out_dir):
+            if entry.name.startswith(STAGING_PREFIX + SELECTION_PREFIX):
+                if is_abandoned(entry):
+                    found.stale_staging.append(entry)
+            elif entry.name.startswith(SELECTION_PREFIX) and entry not in handled and _is_orphan(con, entry):
+                found.orphans.append(entry)
+    return found
+
+
+def reconcile_selections(con: duckdb.DuckDBPyConnection, out_dirs: Iterable[Path] = ()) -> Reconciled:
+    """Repair what `find_disagreements` finds (rows first, in one transaction, then folders); returns it.
+
+    Needs a writable connection: run it where nothing else publishes to this store.
+    """
+    found = find_disagreements(con, out_dirs)
+    if found.completed or found.rolled_back:
+        with transaction(con):
+            for selection_id in found.completed:
+                mark_published(con, selection_id)
+            for selection_id in found.rolled_back:
+                forget_selection(con, selection_id)
+    for staging in found.stale_staging:
+        shutil.rmtree(staging, ignore_errors=True)
+    found.moved_to = [_move_aside(folder) for folder in found.orphans]
+    return found
+
+
+def _is_complete(folder: Path, selection_id: str) -> bool:
+    # the manifest is written last and the tree is synced before the rename, so a readable manifest
+    # naming this selection means the whole folder arrived
+    manifest = _manifest(folder)
+    return manifest is not None and manifest.get("selection_id") == selection_id
+
+
+def _is_orphan(con: duckdb.DuckDBPyConnection, folder: Path) -> bool:
+    manifest = _manifest(folder)
+    if manifest is None or not manifest.get("run_id"):
+        return False  # nothing ties it to this store: it may be another store's, leave it
+    has_row, is_ours = one_row(con, "publish/selection_folder_owner",
+                               {"selection_id": folder.name, "run_id": manifest["run_id"]})
+    return is_ours and not has_row
+
+
+def _manifest(folder: Path) -> dict | None:
+    try:
+        manifest = orjson.loads((folder / "manifest.json").read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    return manifest if isinstance(manifest, dict) else None
+
+
+def _entries(out_dir: Path) -> list[Path]:
+    try:
+        return sorted(entry for entry in out_dir.iterdir() if entry.is_dir() and not entry.is_symlink())
+    except OSError:  # gone or unreadable: nothing there to reconcile
+        return []
+
+
+def _move_aside(folder: Path) -> Path:
+    aside = folder.parent / ORPHANED_DIR
+    aside.mkdir(exist_ok=True)
+    target, n = aside / folder.name, 1
+    while target.exists():
+        n += 1
+        target = aside / f"{folder.name}.{n}"
+    folder.rename(target)
+    return target
