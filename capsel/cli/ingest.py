@@ -26,7 +26,8 @@ from capsel.cli.tables import print_table
 from capsel.cli.wrapping import print_unbroken
 from capsel.db import open_db
 from capsel.errors import CapselError
-from capsel.ingest.pipeline import IngestOptions, ProgressFn, resolve_inputs
+from capsel.ingest.inputs import resolve_inputs
+from capsel.ingest.pipeline import IngestOptions, ProgressFn
 from capsel.ingest.records import parse_field_map
 from capsel.ingest.summary import IngestReport
 from capsel.stages.context import RunContext
@@ -70,13 +71,13 @@ def ingest(
         chunk_rows=settings.ingest_chunk_rows,
         workers=settings.ingest_workers,
     )
-    files = resolve_inputs(paths)  # a bad path fails before the database is even created
+    resolve_inputs(paths)  # a bad path fails before the database is even created
     con = open_db(settings.db_path, memory_limit=settings.ingest_memory_limit)
     started = time.perf_counter()
     with json_output(json_out) as output:
         try:
             with file_progress() as progress:
-                report = ingest_stage(IngestRequest(files, options), RunContext(con, settings), progress)
+                report = ingest_stage(IngestRequest(paths, options), RunContext(con, settings), progress)
         except KeyboardInterrupt as exc:
             raise Interrupted(
                 "the file being read was rolled back (the whole run under --sample); files finished before it are "
@@ -111,7 +112,8 @@ def file_progress() -> Iterator[ProgressFn]:
 
 
 def print_report(report: IngestReport, seconds: float) -> None:
-    """Files ingested, retried or skipped, per-domain counts whose columns add up to `read`, --map hints."""
+    """Files ingested, retried or skipped, folder entries not read, per-domain counts that add up to `read`,
+    --map hints."""
     for outcome in report.files:
         if outcome.n_retried is not None:
             print_unbroken(console, f"[green]retried[/] {outcome.n_retried:,} quarantined rows of {outcome.path} "
@@ -124,6 +126,8 @@ def print_report(report: IngestReport, seconds: float) -> None:
         else:
             print_unbroken(console, f"[green]ingested[/] {outcome.path}: {outcome.n_rows_read:,} rows "
                                     f"(source {outcome.source_id})")
+    for skipped in report.skipped:
+        print_unbroken(console, f"[yellow]not read[/] {skipped.path}: {skipped.reason}")
     if not report.domains:
         console.print("nothing new to ingest")
         return
@@ -153,4 +157,5 @@ def report_json(report: IngestReport, seconds: float) -> dict:
         "files": [{**asdict(outcome), "all_quarantined": outcome.all_quarantined} for outcome in report.files],
         "domains": [asdict(counts) for counts in report.domains], "totals": asdict(report.totals()),
         "hints": [{**asdict(hint), "message": hint.message()} for hint in report.hints],
+        "skipped": [{"path": str(skipped.path), "reason": skipped.reason} for skipped in report.skipped],
     }

@@ -22,7 +22,8 @@ from capsel.errors import CapselError, OptionError
 from capsel.faults import fault_point
 from capsel.ingest.chunks import Chunk, ClassifyConfig, only_rows
 from capsel.ingest.field_hint import field_hints
-from capsel.ingest.readers import FORMATS, Batch, bytes_through, format_for
+from capsel.ingest.inputs import resolve_inputs
+from capsel.ingest.readers import FORMATS, Batch, bytes_through
 from capsel.ingest.records import FieldMap
 from capsel.ingest.summary import FileOutcome, IngestReport, run_summary
 from capsel.ingest.workers import ParseWorkers, classified_chunks, worker_pool
@@ -83,32 +84,6 @@ class IngestOptions:
         }
 
 
-def resolve_inputs(paths: Sequence[str | Path]) -> list[Path]:
-    """Input files in order (a folder gives its supported files by name); CapselError if any is unusable."""
-    if not paths:
-        raise OptionError("give at least one file or folder to ingest")
-    files: list[Path] = []
-    for given in paths:
-        path = Path(given).expanduser()
-        if path.is_dir():
-            found = sorted(p for p in path.iterdir() if p.is_file() and p.suffix.lower() in FORMATS)
-            if not found:
-                raise CapselError(f"{path}: folder holds no {', '.join(FORMATS)} files")
-            files.extend(found)
-        elif not path.exists():
-            raise CapselError(f"{path}: no such file")
-        else:
-            format_for(path)
-            files.append(path)
-    for path in files:
-        try:
-            with open(path, "rb"):
-                pass
-        except OSError as exc:
-            raise CapselError(f"{path}: cannot read it ({exc.strerror or exc})") from exc
-    return [path.resolve() for path in files]
-
-
 def ingest(
     con: duckdb.DuckDBPyConnection,
     paths: Sequence[str | Path],
@@ -118,7 +93,8 @@ def ingest(
     prefect_flow_run_id: str | None = None,
 ) -> IngestReport:
     """Ingest files as one recorded run (inside `parent_run_id` when a flow runs it); checks every path first."""
-    files = resolve_inputs(paths)
+    inputs = resolve_inputs(paths)
+    files = inputs.files
     parallel = sum(os.path.getsize(path) for path in files) >= options.parallel_min_bytes
     counters: dict = {}
     with (
@@ -131,7 +107,7 @@ def ingest(
         for unit in units:
             outcomes.extend(_ingest_unit(con, unit, options, run_id, workers, progress))
         report = IngestReport(run_id, outcomes, run_summary(con, run_id),
-                              field_hints(con, outcomes, options.fields))
+                              field_hints(con, outcomes, options.fields), inputs.skipped)
         counters.update(report.counters())
     return report
 

@@ -17,12 +17,13 @@ from itertools import islice
 from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterator, NamedTuple
 
-import ijson
 import numpy as np
 import orjson
 import pyarrow.parquet as pq
 
 from capsel.errors import CapselError
+from capsel.ingest.json_array import Unreadable, array_elements
+from capsel.ingest.json_text import parse_json_text
 from capsel.ingest.reasons import Reason, Rejection
 
 _BOM = b"\xef\xbb\xbf"
@@ -33,8 +34,8 @@ _NEWLINE = ord("\n")
 class RawRow(NamedTuple):
     """One source row: its number, its raw form (for quarantine), and the record or a Rejection.
 
-    `raw` is the line's bytes (JSONL), the record's fields (CSV), or None where the parsed
-    record is the most faithful form left (JSON array elements, Parquet rows).
+    `raw` is the line's or element's bytes (JSONL, JSON array), the record's fields (CSV), or None
+    where the parsed record is the most faithful form left (Parquet rows).
     """
 
     row: int
@@ -131,63 +132,38 @@ def _jsonl_lines(items: bytes | FileRange) -> io.BytesIO:
 
 def decode_jsonl(batch: Batch) -> Iterator[RawRow]:
     """Parse lines; blank lines are not records and yield nothing."""
-    loads = orjson.loads
     for number, line in enumerate(_jsonl_lines(batch.items), batch.first_row):
         if number == 1 and line.startswith(_BOM):
             line = line[len(_BOM):]
-        try:
-            value = loads(line)
-        except orjson.JSONDecodeError as exc:
-            if not line.strip():
-                continue
-            value = _undecodable_line(line, exc)
+        value = parse_json_text(line)
+        if isinstance(value, Rejection) and not line.strip():
+            continue
         yield RawRow(number, line, value)
 
 
-def _undecodable_line(line: bytes, exc: Exception) -> Rejection:
-    try:
-        line.decode("utf-8")
-    except UnicodeDecodeError as bad:
-        return Rejection(Reason.INVALID_UTF8, str(bad))
-    return Rejection(Reason.NOT_JSON, str(exc))
-
-
 def frame_json(handle: BinaryIO, batch_rows: int) -> Iterator[Batch]:
-    """Batches of JSON array elements (streamed by ijson); a .json file not starting with '[' is JSONL.
+    """Batches of a JSON array's elements, as raw bytes; a .json file not starting with '[' is JSONL.
 
-    A document broken part-way cannot be resynchronised: its last item is one not_json
-    Rejection for the element where parsing failed, after every element read before it.
-    Known gap: ijson's C backend turns an unpaired surrogate escape ("\\ud800") into '?',
-    where a JSONL line holding one is quarantined as not_json.
+    An element that is not valid JSON is one not_json row and the next element is read as usual. Where
+    the file ends before the array closes, the cut-off element is one not_json row; anything but whitespace
+    after the closing ']' is one more.
     """
     head = handle.peek(64 * 1024)  # type: ignore[attr-defined]  # open(path, "rb") is a BufferedReader
-    if not head.removeprefix(_BOM).lstrip(_JSON_WHITESPACE).startswith(b"["):
+    start = head.removeprefix(_BOM).lstrip(_JSON_WHITESPACE)
+    if not start.startswith(b"["):
         yield from frame_jsonl(handle, batch_rows)
         return
-    if head.startswith(_BOM):
-        handle.read(len(_BOM))
-    yield from _batches(_json_elements(handle), batch_rows)
+    handle.read(len(head) - len(start) + 1)  # through the opening bracket
+    yield from _batches(array_elements(handle), batch_rows)
 
 
-def _json_elements(handle: BinaryIO) -> Iterator[object]:
-    elements = ijson.items(handle, "item", use_float=True)
-    count = 0
-    while True:
-        try:
-            value = next(elements)
-        except StopIteration:
-            return
-        except (ijson.JSONError, UnicodeDecodeError) as exc:
-            yield Rejection(Reason.NOT_JSON, f"JSON array unreadable from element {count + 1} on: {exc}")
-            return
-        count += 1
-        yield value
-
-
-def decode_values(batch: Batch) -> Iterator[RawRow]:
-    """Rows of already-parsed values (JSON array elements)."""
-    for number, value in enumerate(batch.items, batch.first_row):
-        yield RawRow(number, None, value)
+def decode_elements(batch: Batch) -> Iterator[RawRow]:
+    """Parse a JSON array's elements as JSONL parses lines."""
+    for number, element in enumerate(batch.items, batch.first_row):
+        if isinstance(element, Unreadable):
+            yield RawRow(number, element.raw, Rejection(Reason.NOT_JSON, element.detail))
+        else:
+            yield RawRow(number, element, parse_json_text(element))
 
 
 def frame_parquet(handle: BinaryIO, batch_rows: int) -> Iterator[Batch]:
@@ -259,10 +235,10 @@ def raw_text(raw: bytes | list[str] | None, value: object) -> str | None:
 
 
 def decode_any(batch: Batch) -> Iterator[RawRow]:
-    """Decode a .json batch: raw lines when the file was JSON Lines, parsed elements otherwise."""
+    """Decode a .json batch: raw lines when the file was JSON Lines, array elements otherwise."""
     if isinstance(batch.items, (bytes, FileRange)):
         return decode_jsonl(batch)
-    return decode_values(batch)
+    return decode_elements(batch)
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ class Reason(StrEnum):
     """Quarantine reason codes, stored in `quarantine.reason`."""
 
     NOT_JSON = "not_json"
+    DUPLICATE_KEY = "duplicate_key"
     NOT_AN_OBJECT = "not_an_object"
     INVALID_UTF8 = "invalid_utf8"
     BAD_CSV_ROW = "bad_csv_row"
@@ -25,6 +26,7 @@ class Reason(StrEnum):
 
 REASON_HELP: dict[Reason, str] = {
     Reason.NOT_JSON: "the line (JSONL) or document (JSON array) is not valid JSON",
+    Reason.DUPLICATE_KEY: "an object names the same key twice; which value was meant is unknown, so none is kept",
     Reason.NOT_AN_OBJECT: "valid JSON, but not an object (e.g. a list, a number or a string)",
     Reason.INVALID_UTF8: "the line or CSV record holds bytes that are not UTF-8",
     Reason.BAD_CSV_ROW: "a CSV record whose field count differs from the header, or that the CSV parser rejects",

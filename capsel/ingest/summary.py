@@ -9,6 +9,7 @@ import duckdb
 
 from capsel.db import run_sql
 from capsel.ingest.field_hint import FieldHint
+from capsel.ingest.inputs import Skipped
 
 
 @dataclass(frozen=True)
@@ -47,12 +48,13 @@ class FileOutcome:
 
 @dataclass(frozen=True)
 class IngestReport:
-    """Result of one `ingest` call: its run, its files and its per-domain counts."""
+    """Result of one `ingest` call: its run, its files, its per-domain counts and the folder entries not read."""
 
     run_id: str
     files: list[FileOutcome]
     domains: list[DomainCounts]
     hints: list[FieldHint] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
 
     def totals(self) -> DomainCounts:
         """Counts summed over every domain, labelled 'total'."""

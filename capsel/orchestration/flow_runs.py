@@ -8,25 +8,19 @@ from typing import Sequence
 import duckdb
 
 from capsel.db.records import fetch_records
-from capsel.errors import CapselError
-from capsel.ingest.readers import FORMATS
+from capsel.ingest.inputs import folder_files, named_file
 from capsel.ingest.summary import IngestReport
 
 
 def incoming_files(paths: Sequence[str | Path]) -> list[Path]:
-    """Supported files of the given folders (in name order) and files; an empty folder gives none.
+    """Supported regular files of the given folders (in name order) and files; an empty folder gives none.
 
     Unlike `resolve_inputs`, an empty incoming folder is not an error: a nightly run may find nothing new.
     """
     files: list[Path] = []
     for given in paths:
         path = Path(given).expanduser()
-        if path.is_dir():
-            files.extend(sorted(p for p in path.iterdir() if p.is_file() and p.suffix.lower() in FORMATS))
-        elif path.is_file():
-            files.append(path)
-        else:
-            raise CapselError(f"{path}: no such file or folder")
+        files.extend(folder_files(path)[0] if path.is_dir() else [named_file(path)])
     return files
 
 

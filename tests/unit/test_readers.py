@@ -2,6 +2,7 @@
 
 import io
 import itertools
+import json
 import random
 
 import pyarrow as pa
@@ -10,6 +11,7 @@ import pytest
 
 from capsel.errors import CapselError
 from capsel.ingest import readers
+from capsel.ingest.json_array import array_elements
 from capsel.ingest.readers import FORMATS, raw_text, read_rows
 from capsel.ingest.reasons import Reason, Rejection
 
@@ -30,12 +32,78 @@ def test_jsonl_numbers_lines_and_keeps_bad_ones():
     assert rows[4].value == {"a": 2}
 
 
-def test_json_array_numbers_elements_and_stops_with_one_row_at_a_break():
+def test_json_array_numbers_elements_and_a_cut_off_end_is_one_row():
     rows = rows_of(b' [{"a": 1}, 2, {"a": 3}]', ".json")
     assert [(row.row, row.value) for row in rows] == [(1, {"a": 1}), (2, 2), (3, {"a": 3})]
+    assert raw_text(rows[0].raw, rows[0].value) == '{"a": 1}'  # the element's own text, kept for quarantine
     broken = rows_of(b'[{"a": 1}, {"a": 2}, {"a": ', ".json")
     assert [row.row for row in broken] == [1, 2, 3]
-    assert broken[2].value.reason == Reason.NOT_JSON
+    assert broken[2].value.reason == Reason.NOT_JSON and "ends before the array is closed" in broken[2].value.detail
+
+
+def test_json_array_elements_after_a_broken_one_are_read_and_counted():
+    rows = rows_of(b'[{"a": 1}, {"a": tru}, {"a": 3}, {"a": 1 2}, 5] trailing', ".json")
+    assert [row.row for row in rows] == [1, 2, 3, 4, 5, 6]
+    assert [row.value for row in rows if not isinstance(row.value, Rejection)] == [{"a": 1}, {"a": 3}, 5]
+    assert rows[1].value.reason == Reason.NOT_JSON and raw_text(rows[1].raw, rows[1].value) == '{"a": tru}'
+    assert rows[3].value.reason == Reason.NOT_JSON
+    assert rows[5].value.reason == Reason.NOT_JSON and "after the array's closing" in rows[5].value.detail
+    # an unbalanced bracket hides where the elements end: the rest of the file is one row, still counted
+    unbalanced = rows_of(b'[{"a": 1}, {"a": [1}, {"b": 2}]', ".json")
+    assert [row.value for row in unbalanced][0] == {"a": 1} and len(unbalanced) == 2
+    assert unbalanced[1].value.reason == Reason.NOT_JSON
+
+
+@pytest.mark.parametrize(("data", "n_rows", "n_unreadable"), [
+    (b"[]", 0, 0), (b" [ ]\n", 0, 0), (b"[1,]", 2, 1), (b"[1,,2]", 3, 1), (b"[", 1, 1), (b"[1, 2", 2, 1),
+    (b"[1] \n\n", 1, 0),
+])
+def test_json_array_edges(data, n_rows, n_unreadable):
+    rows = rows_of(data, ".json")
+    assert len(rows) == n_rows
+    assert sum(isinstance(row.value, Rejection) for row in rows) == n_unreadable
+
+
+@pytest.mark.parametrize("line", [
+    b'{"instruction": "q", "output": "\\ud800"}',  # a lone surrogate
+    b'{"instruction": "q", "output": "a", "instruction": "b"}',  # a repeated key
+    b'{"instruction": "q", "output": "a", "n": ' + b"7" * 5000 + b"}",  # a number beyond a double
+    b'{"instruction": "q\\u00e9\\ud83d\\ude00", "output": "a"}',
+])
+def test_a_json_array_element_is_read_exactly_as_the_same_jsonl_line(line):
+    [from_lines] = rows_of(line + b"\n", ".jsonl")
+    [from_array] = rows_of(b"[" + line + b"]", ".json")
+    assert from_array.value == from_lines.value
+    assert raw_text(from_array.raw, from_array.value) == raw_text(from_lines.raw, from_lines.value)
+
+
+def random_value(rng: random.Random, depth: int = 0) -> object:
+    kind = rng.randrange(6 if depth < 3 else 3)
+    if kind == 0:
+        return "".join(rng.choice(['"', "\\", ",", "[", "]", "{", "}", "a", " ", "é", "\n", ":"]) for _ in range(8))
+    if kind == 1:
+        return rng.randint(-5, 5)
+    if kind == 2:
+        return None
+    if kind == 3:
+        return [random_value(rng, depth + 1) for _ in range(rng.randint(0, 3))]
+    return {f"k{rng.randint(0, 99)}{index}": random_value(rng, depth + 1) for index in range(rng.randint(0, 3))}
+
+
+def test_json_array_elements_survive_any_block_boundaries_and_a_cut_anywhere():
+    rng = random.Random(8)
+    for _ in range(1500):
+        values = [random_value(rng) for _ in range(rng.randint(0, 6))]
+        separators = rng.choice([(",", ":"), (", ", ": "), (" ,\n", " : ")])
+        body = separators[0].join(json.dumps(v, separators=separators, ensure_ascii=rng.random() < 0.5) for v in values)
+        data = f"{rng.choice(['', ' ', chr(10)])}{body}]{rng.choice(['', chr(10)])}".encode()  # after the '['
+        elements = list(array_elements(io.BufferedReader(io.BytesIO(data)), read_bytes=rng.randint(1, 12)))
+        assert [json.loads(element) for element in elements] == values, data
+        cut = rng.randrange(0, len(data))
+        rows = rows_of(b"[" + data[:cut], ".json")
+        kept = [row.value for row in rows if not isinstance(row.value, Rejection)]
+        assert kept == values[:len(kept)], data[:cut]  # what is read before the cut is exactly the elements
+        assert len(rows) <= len(values) + 1
 
 
 def test_json_file_holding_json_lines_is_read_as_lines():

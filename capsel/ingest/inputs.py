@@ -1,0 +1,109 @@
+"""Which files an ingest reads: the files named and the regular files of the folders named, with what a folder
+holds that is not read and why; nothing is opened until it is known to be a regular file.
+
+Opening a FIFO waits for a writer forever, so every path is judged by its stat (symlinks followed) first.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+from capsel.errors import CapselError, OptionError
+from capsel.ingest.readers import FORMATS, format_for
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """An entry of a named folder that is not read, and why."""
+
+    path: Path
+    reason: str
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """The files to read, in order, and the folder entries left out."""
+
+    files: list[Path]
+    skipped: list[Skipped] = field(default_factory=list)
+
+
+def resolve_inputs(paths: Sequence[str | Path]) -> Inputs:
+    """Input files in order (a folder gives its supported regular files by name); CapselError if any is unusable."""
+    if not paths:
+        raise OptionError("give at least one file or folder to ingest")
+    files: list[Path] = []
+    skipped: list[Skipped] = []
+    for given in paths:
+        path = Path(given).expanduser()
+        if path.is_dir():
+            found, left_out = folder_files(path)
+            if not found:
+                others = f" ({len(left_out)} other entries, not read)" if left_out else ""
+                raise CapselError(f"{path}: folder holds no {', '.join(FORMATS)} files{others}")
+            files.extend(found)
+            skipped.extend(left_out)
+        else:
+            files.append(named_file(path))
+    for path in files:
+        try:
+            with open(path, "rb"):
+                pass
+        except OSError as exc:
+            raise CapselError(f"{path}: cannot read it ({exc.strerror or exc})") from exc
+    # the folder canonical, the name as given: a link's own suffix, not its target's, says how to read it
+    return Inputs([path.parent.resolve() / path.name for path in files], skipped)
+
+
+def named_file(path: Path) -> Path:
+    """`path` when it is a regular file (or a link to one) of a supported format; else a CapselError saying why."""
+    problem = not_regular(path)
+    if problem is not None:
+        raise CapselError(f"{path}: {problem}")
+    format_for(path)
+    return path
+
+
+def folder_files(folder: Path) -> tuple[list[Path], list[Skipped]]:
+    """A folder's supported regular files by name, and every other entry with the reason it is not read."""
+    try:
+        entries = sorted(folder.iterdir())
+    except OSError as exc:
+        raise CapselError(f"{folder}: cannot list it ({exc.strerror or exc})") from exc
+    files: list[Path] = []
+    skipped: list[Skipped] = []
+    for entry in entries:
+        problem = not_regular(entry)
+        if problem is None and entry.suffix.lower() not in FORMATS:
+            problem = f"not a {', '.join(FORMATS)} file"
+        if problem is None:
+            files.append(entry)
+        else:
+            skipped.append(Skipped(entry, problem))
+    return files, skipped
+
+
+def not_regular(path: Path) -> str | None:
+    """Why `path` (symlinks followed) is not a regular file that can be read, or None when it is one."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return "a symlink to a missing file" if path.is_symlink() else "no such file"
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "a symlink loop"
+        return f"cannot read it ({exc.strerror or exc})"
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISDIR(mode):
+        return "a folder (folders inside a folder are not read)"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe), not a file: reading it would wait for a writer"
+    if stat.S_ISSOCK(mode):
+        return "a socket, not a file"
+    return "a device, not a file"
