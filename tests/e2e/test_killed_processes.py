@@ -75,11 +75,15 @@ def group_members(pgid: int) -> list[int]:
     return members
 
 
-def seconds_until_gone(pids: list[int], timeout_s: float = 15.0) -> float:
+def seconds_until(condition, timeout_s: float = 15.0) -> float:
     started = time.monotonic()
-    while any(pid_alive(pid) for pid in pids) and time.monotonic() - started < timeout_s:
+    while not condition() and time.monotonic() - started < timeout_s:
         time.sleep(0.02)
     return time.monotonic() - started
+
+
+def seconds_until_gone(pids: list[int]) -> float:
+    return seconds_until(lambda: not any(pid_alive(pid) for pid in pids))
 
 
 def kill_leftovers(pids: list[int]) -> None:
@@ -163,11 +167,32 @@ def test_a_sigkilled_flow_leaves_no_prefect_server_and_frees_its_port(tmp_path):
         assert seconds_until_gone(children) < 5
     finally:
         kill_leftovers(children)
-    assert not _answers(port)
-    with socket.socket() as sock:  # a new server can listen on it (uvicorn sets SO_REUSEADDR too)
+    # A killed process's threads close its files after its pid already reads as dead, so the port is given a
+    # moment; a new server can then listen on it (uvicorn sets SO_REUSEADDR too).
+    assert seconds_until(lambda: _can_listen(port)) < 5, f"port {port} still taken: {_holders(port)}"
+
+
+def _can_listen(port: int) -> bool:
+    with socket.socket() as sock:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(("127.0.0.1", port))
-        sock.listen()
+        try:
+            sock.bind(("127.0.0.1", port))
+            sock.listen()
+        except OSError:
+            return False
+        return True
+
+
+def _holders(port: int) -> list[str]:
+    """Who listens on `port`, to say why it is still taken."""
+    holders = []
+    for connection in psutil.net_connections(kind="tcp"):
+        if connection.laddr and connection.laddr.port == port and connection.status == psutil.CONN_LISTEN:
+            try:
+                holders.append(" ".join(psutil.Process(connection.pid).cmdline()) if connection.pid else "?")
+            except psutil.NoSuchProcess:
+                holders.append(f"pid {connection.pid} (gone)")
+    return holders
 
 
 def _dead_pid() -> int:
