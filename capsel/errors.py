@@ -6,11 +6,16 @@ A message names the parameter it concerns as a [[field]] marker: a flow user rea
 
 from __future__ import annotations
 
+import errno
+import os
 import re
 from enum import IntEnum
 from typing import Callable
 
 FIELD = re.compile(r"\[\[([a-z_.]+)\]\]")
+# A write refused for lack of space: the disk, the file size limit, the quota.
+DISK_FULL_ERRNOS = (errno.ENOSPC, errno.EFBIG, errno.EDQUOT)
+_QUOTED_FILE = re.compile(r'file "([^"]+)"')
 
 
 class ExitCode(IntEnum):
@@ -44,3 +49,33 @@ class OptionError(CapselError):
 
 class SchemaVersionError(CapselError):
     """The database was written by a newer capsel than this one."""
+
+
+class CapselWarning(UserWarning):
+    """Something the user allowed or should know, that does not stop the command; the CLI prints `warning: ...`."""
+
+
+def disk_full_error(exc: BaseException) -> CapselError | None:
+    """A CapselError when `exc`, or an error it was raised from, is a write refused for lack of space; else None.
+
+    OSError carries its errno; DuckDB and Arrow only say it in their message (with DuckDB naming the file).
+    """
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, OSError) and current.errno in DISK_FULL_ERRNOS:
+            return _disk_full(current.filename, os.strerror(current.errno))
+        text = str(current)
+        for code in DISK_FULL_ERRNOS:
+            if os.strerror(code) in text:
+                quoted = _QUOTED_FILE.search(text)
+                return _disk_full(quoted.group(1) if quoted else None, os.strerror(code))
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def _disk_full(path: object, reason: str) -> CapselError:
+    where = f"writing {path}" if path else "writing a file"
+    return CapselError(f"disk full while {where} ({reason}); nothing of the work in progress was committed: free "
+                       "space and run the same command again")

@@ -127,7 +127,7 @@ def _warn_without_u_shape(model: ModelSpec, report: FlowReport) -> None:
     # The paper ties CAP's signal to the hidden-state U-shape; without it the ranks deserve doubt,
     # but the user asked for a selection, so this warns and goes on.
     try:
-        verdict = check_rank_profile(model.path, model.trust_remote_code, model.prompt_format)
+        verdict = check_rank_profile(model.path, model.trust_remote_code, model.prompt_format, model.allow_pickle)
     except CapselError as error:  # e.g. too few blocks to judge: say so, scoring can still run
         report.notes.append(f"rank profile not checked: {error}")
         return

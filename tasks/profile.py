@@ -10,7 +10,10 @@ from capsel.profile.verdict import Verdict
 
 
 @task(name="check-rank-profile", cache_policy=NO_CACHE)
-def check_rank_profile(model_path: str, trust_remote_code: bool, prompt_format: str = "auto") -> Verdict:
+def check_rank_profile(
+    model_path: str, trust_remote_code: bool, prompt_format: str = "auto", allow_pickle: bool = False
+) -> Verdict:
     """Survey the scoring model's per-layer stable ranks and judge the U-shape."""
-    _, verdict = check_model(model_path, trust_remote_code=trust_remote_code, prompt_format=prompt_format)
+    _, verdict = check_model(model_path, trust_remote_code=trust_remote_code, prompt_format=prompt_format,
+                             allow_pickle=allow_pickle)
     return verdict

@@ -98,5 +98,6 @@ def kcenter_scorer(spec: KCenterSpec) -> KCenterScorer:
     """The embedding scorer for the spec's encoder, or the packaged all-MiniLM-L6-v2 by default."""
     encoder = spec.encoder
     path = str(default_encoder()) if encoder.path == PACKAGED_ENCODER else encoder.path
-    local = describe_local_model(path, "encoder", encoder.dtype, encoder.device, encoder.trust_remote_code)
+    local = describe_local_model(path, "encoder", encoder.dtype, encoder.device, encoder.trust_remote_code,
+                                 encoder.allow_pickle)
     return KCenterScorer(KCenterConfig(max_length=spec.max_length), local, spec.batch_size)

@@ -26,7 +26,8 @@ class LmConfig(BaselineConfig):
 
 def describe_lm(model: ModelSpec) -> ModelInfo:
     """The LM a spec names, described without loading weights."""
-    return describe_model(model.path, dtype=model.dtype, device=model.device, trust_remote_code=model.trust_remote_code)
+    return describe_model(model.path, dtype=model.dtype, device=model.device, trust_remote_code=model.trust_remote_code,
+                          allow_pickle=model.allow_pickle)
 
 
 def lm_prompt_format(model: ModelSpec, info: ModelInfo) -> str:

@@ -90,7 +90,7 @@ class QuratingScorer(BaselineScorer):
 def qurating_scorer(spec: QuratingSpec) -> QuratingScorer:
     """The rater scorer for the spec's local sequence classifier."""
     rater = describe_local_model(spec.rater.path, "rater", spec.rater.dtype, spec.rater.device,
-                                 spec.rater.trust_remote_code)
+                                 spec.rater.trust_remote_code, spec.rater.allow_pickle)
     config = QuratingConfig(
         label=spec.rater_label, label_index=label_index(rater.config, spec.rater_label), max_length=spec.max_length,
     )

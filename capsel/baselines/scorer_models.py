@@ -10,6 +10,7 @@ from torch import nn
 
 from capsel.errors import CapselError
 from capsel.models.devices import DTYPES, resolve_device, resolve_dtype
+from capsel.models.load_errors import model_load_errors
 from capsel.models.load_lock import MODEL_LOAD_LOCK
 from capsel.models.source import ModelSource, resolve_model
 from capsel.scorers.base import ScorerIdentity
@@ -38,7 +39,8 @@ class LocalModel:
 
 
 def describe_local_model(
-    path: str | Path, role: str, dtype: str = "auto", device: str = "auto", trust_remote_code: bool = False
+    path: str | Path, role: str, dtype: str = "auto", device: str = "auto", trust_remote_code: bool = False,
+    allow_pickle: bool = False,
 ) -> LocalModel:
     """Fingerprint a local model folder and load its tokenizer and config; never reaches a hub.
 
@@ -49,20 +51,19 @@ def describe_local_model(
     folder = Path(path).expanduser()
     if not folder.is_dir():
         raise CapselError(f"the {role} {str(path)!r} is not a local model folder (config, tokenizer, weights)")
-    source = resolve_model(str(folder))
+    source = resolve_model(str(folder), allow_pickle=allow_pickle)
     device = resolve_device(device)
     kwargs = {"trust_remote_code": trust_remote_code, "local_files_only": True}
-    return LocalModel(
-        source=source, dtype=resolve_dtype(dtype, device), device=device,
-        tokenizer=AutoTokenizer.from_pretrained(source.local_dir, **kwargs),
-        config=AutoConfig.from_pretrained(source.local_dir, **kwargs),
-        trust_remote_code=trust_remote_code,
-    )
+    with model_load_errors(str(path)):
+        tokenizer = AutoTokenizer.from_pretrained(source.local_dir, **kwargs)
+        config = AutoConfig.from_pretrained(source.local_dir, **kwargs)
+    return LocalModel(source=source, dtype=resolve_dtype(dtype, device), device=device, tokenizer=tokenizer,
+                      config=config, trust_remote_code=trust_remote_code)
 
 
 def load_local_model(local: LocalModel, auto_class) -> nn.Module:
     """Load the weights with a transformers Auto class (safetensors when present), in eval mode."""
-    with MODEL_LOAD_LOCK:
+    with MODEL_LOAD_LOCK, model_load_errors(local.source.name_or_path):
         model = auto_class.from_pretrained(
             local.source.local_dir, dtype=DTYPES[local.dtype], trust_remote_code=local.trust_remote_code,
             use_safetensors=local.source.uses_safetensors, local_files_only=True,

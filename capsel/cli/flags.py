@@ -4,7 +4,7 @@ from __future__ import annotations
 
 FLAGS = {
     "path": "--model", "model": "--model", "dtype": "--dtype", "device": "--device",
-    "trust_remote_code": "--trust-remote-code", "prompt_format": "--prompt-format",
+    "trust_remote_code": "--trust-remote-code", "allow_pickle": "--allow-pickle", "prompt_format": "--prompt-format",
     "prompt_tokens": "--prompt-tokens", "horizon": "--horizon", "early": "--early", "late": "--late",
     "min_prompt_tokens": "--min-prompt-tokens", "min_response_tokens": "--min-response-tokens",
     "batch_size": "--batch-size", "max_length": "--max-length", "rater": "--rater", "rater_label": "--rater-label",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from capsel.cli.common import DbOption, console
 from capsel.cli.progress import CandidateProgress, print_summary
 from capsel.cli.scoring_options import (
+    AllowPickleOption,
     BatchSizeOption,
     DeviceOption,
     DomainOption,
@@ -39,6 +40,7 @@ def generate(
     batch_size: BatchSizeOption = None,
     generator: GeneratorOption = "hf",
     trust_remote_code: TrustRemoteCodeOption = False,
+    allow_pickle: AllowPickleOption = False,
     threads: ThreadsOption = None,
     domain: DomainOption = None,
     limit: LimitOption = None,
@@ -47,7 +49,7 @@ def generate(
     """Generate y-hat (greedy, at most R tokens, stopping before EOS) for candidates that lack one."""
     check_generator(generator)
     settings = scoring_settings(db, dtype, device, batch_size, threads)
-    spec = build_spec(spec_values("cap", model_options(settings, model, trust_remote_code, prompt_format),
+    spec = build_spec(spec_values("cap", model_options(settings, model, trust_remote_code, prompt_format, allow_pickle),
                                   prompt_tokens=prompt_tokens, horizon=horizon, batch_size=settings.score_batch_size))
     scorer = described(spec)
     assert isinstance(scorer, CapScorer)  # a cap spec builds the CAP scorer

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import signal
 import sys
+import warnings
 from importlib import import_module
 from typing import Any, Callable
 
@@ -13,7 +14,7 @@ import typer
 from capsel import __version__
 from capsel.cli.common import Interrupted, err_console, print_json
 from capsel.cli.metavars import ReadableTyper
-from capsel.errors import CapselError, ExitCode
+from capsel.errors import CapselError, CapselWarning, ExitCode, disk_full_error
 
 # Command name -> (module, function); a bare module name is one in capsel.cli. Modules load only for the
 # command being run: the scoring, lab and report commands import torch, transformers and matplotlib
@@ -171,6 +172,19 @@ class _Signals:
         raise KeyboardInterrupt()
 
 
+_show_python_warning = warnings.showwarning
+
+
+def _show_warning(message: Warning | str, category: type[Warning], *args: Any, **kwargs: Any) -> None:
+    """capsel's own warnings as one `warning:` line on stderr, others as Python shows them."""
+    if not issubclass(category, CapselWarning):
+        _show_python_warning(message, category, *args, **kwargs)
+        return
+    from rich.markup import escape
+
+    err_console.print(f"[bold yellow]warning:[/] {escape(str(message))}", highlight=False)
+
+
 def main() -> None:
     """Run the CLI; a problem prints one clear line and exits with its ExitCode (README: Exit codes).
 
@@ -178,6 +192,7 @@ def main() -> None:
     """
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, _Signals.interrupt)
+    warnings.showwarning = _show_warning
     args = sys.argv[1:]
     json_out = "--json" in args
     try:
@@ -191,7 +206,9 @@ def main() -> None:
         _fail(f"interrupted: {exc}", ExitCode.INTERRUPTED, json_out)
     except KeyboardInterrupt:  # before or after a command ran
         _fail("interrupted", ExitCode.INTERRUPTED, json_out)
-    except Exception:
+    except Exception as exc:
+        if (full := disk_full_error(exc)) is not None:
+            _fail(full.render(), full.exit_code, json_out)
         if not _Signals.received:
             raise
         _fail("interrupted: the work in progress was rolled back, finished work is kept; run the same command "

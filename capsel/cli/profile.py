@@ -9,7 +9,7 @@ import typer
 from rich.table import Table
 
 from capsel.cli.common import console, settings_for
-from capsel.cli.scoring_options import PromptFormatOption
+from capsel.cli.scoring_options import AllowPickleOption, PromptFormatOption
 from capsel.cli.tables import print_table
 from capsel.cli.wrapping import print_unbroken
 from capsel.models import demo_model_path
@@ -36,13 +36,15 @@ def profile(
     trust_remote_code: Annotated[bool, typer.Option(
         "--trust-remote-code", help="Allow model code from the model folder (off by default).")] = False,
     prompt_format: PromptFormatOption = "auto",
+    allow_pickle: AllowPickleOption = False,
 ) -> None:
     """Stable rank of weights and hidden states per layer; says whether the hidden-state U-shape is present."""
     settings = settings_for()
     out_dir = typed_or_default(out, settings.output_root, "profile")
     source = model or str(demo_model_path())
     with console.status(f"surveying {source}"):
-        survey, verdict = check_model(source, texts, random_init, seed, max_tokens, trust_remote_code, prompt_format)
+        survey, verdict = check_model(source, texts, random_init, seed, max_tokens, trust_remote_code, prompt_format,
+                                       allow_pickle)
     table = Table(title=f"rank profile: {survey.model}")
     for column in ("layer", "depth", "weights srank/dim", "hidden srank/dim"):
         table.add_column(column, justify="right")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from capsel.cli.common import DbOption, JsonOption, json_output
 from capsel.cli.progress import CandidateProgress, print_summary, summary_json
 from capsel.cli.scoring_options import (
+    AllowPickleOption,
     BatchSizeOption,
     DeviceOption,
     DomainOption,
@@ -45,6 +46,7 @@ def score(
     batch_size: BatchSizeOption = None,
     generator: GeneratorOption = "hf",
     trust_remote_code: TrustRemoteCodeOption = False,
+    allow_pickle: AllowPickleOption = False,
     threads: ThreadsOption = None,
     domain: DomainOption = None,
     limit: LimitOption = None,
@@ -56,8 +58,8 @@ def score(
     with json_output(json_out) as output:
         settings = scoring_settings(db, dtype, device, batch_size, threads)
         spec = build_spec(spec_values(
-            "cap", model_options(settings, model, trust_remote_code, prompt_format), prompt_tokens=prompt_tokens,
-            horizon=horizon, early=early, late=late, batch_size=settings.score_batch_size,
+            "cap", model_options(settings, model, trust_remote_code, prompt_format, allow_pickle),
+            prompt_tokens=prompt_tokens, horizon=horizon, early=early, late=late, batch_size=settings.score_batch_size,
         ))
         scorer = described(spec)
         assert isinstance(scorer, CapScorer)  # a cap spec builds the CAP scorer

@@ -14,6 +14,7 @@ from capsel.baselines.registry import BASELINES
 from capsel.cli.common import DbOption, console
 from capsel.cli.progress import CandidateProgress, print_summary
 from capsel.cli.scoring_options import (
+    AllowPickleOption,
     BatchSizeOption,
     DeviceOption,
     DomainOption,
@@ -84,6 +85,7 @@ def score_baseline(
     device: DeviceOption = None,
     batch_size: BatchSizeOption = None,
     trust_remote_code: TrustRemoteCodeOption = False,
+    allow_pickle: AllowPickleOption = False,
     threads: ThreadsOption = None,
     domain: DomainOption = None,
     limit: LimitOption = None,
@@ -104,7 +106,7 @@ def score_baseline(
     model_path = {"qurating": rater, "kcenter": encoder}.get(name, model or settings.model)
     model_path = str(model_path) if model_path else None
     spec = build_spec(spec_values(
-        name, {**model_options(settings, None, trust_remote_code, prompt_format), "path": model_path},
+        name, {**model_options(settings, None, trust_remote_code, prompt_format, allow_pickle), "path": model_path},
         rater_label=rater_label if name == "qurating" else None, max_length=max_length,
         prompt_tokens=prompt_tokens if name == "ppl" else None, horizon=horizon if name == "ppl" else None,
         target=str(target) if target else None, target_max=target_max if name == "less" else None,

@@ -40,6 +40,9 @@ GeneratorOption = Annotated[str, typer.Option(
     "--generator", help="hf (transformers) or vllm (CUDA, pip install capsel\\[gpu]).")]
 TrustRemoteCodeOption = Annotated[bool, typer.Option(
     "--trust-remote-code", help="Run model code shipped with the checkpoint (off: only transformers' own code).")]
+AllowPickleOption = Annotated[bool, typer.Option(
+    "--allow-pickle", help="Read pickle *.bin weights when the model folder has no safetensors (unpickling can run "
+    "code: only for files you trust; off: safetensors only).")]
 DomainOption = Annotated[Optional[str], typer.Option(
     "--domain", help="Only candidates of this domain.", show_default=False)]
 PromptFormatOption = Annotated[str, typer.Option(
@@ -73,10 +76,13 @@ def apply_threads(requested: int | None) -> int:
     return threads
 
 
-def model_options(settings: Settings, model: str | None, trust_remote_code: bool, prompt_format: str | None) -> dict:
+def model_options(
+    settings: Settings, model: str | None, trust_remote_code: bool, prompt_format: str | None,
+    allow_pickle: bool = False,
+) -> dict:
     """The model part of a spec from the command line and the settings (--model, else $CAPSEL_MODEL)."""
     return {"path": model or settings.model, "dtype": settings.dtype, "device": settings.device,
-            "trust_remote_code": trust_remote_code, "prompt_format": prompt_format}
+            "trust_remote_code": trust_remote_code, "allow_pickle": allow_pickle, "prompt_format": prompt_format}
 
 
 def described(spec: ScorerSpec) -> Scorer:

@@ -19,6 +19,7 @@ from typing import Any, BinaryIO, Callable, Iterator, NamedTuple
 
 import numpy as np
 import orjson
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from capsel.errors import CapselError
@@ -167,11 +168,20 @@ def decode_elements(batch: Batch) -> Iterator[RawRow]:
 
 
 def frame_parquet(handle: BinaryIO, batch_rows: int) -> Iterator[Batch]:
-    """One Arrow record batch per Batch, read from the file one batch at a time."""
+    """One Arrow record batch per Batch, read from the file one batch at a time.
+
+    Parquet has no rows to quarantine when its structure breaks: an empty, truncated or corrupt file is a
+    CapselError (the file's transaction rolls back).
+    """
     first_row = 1
-    for record_batch in pq.ParquetFile(handle).iter_batches(batch_size=batch_rows):
-        yield Batch(first_row, record_batch)
-        first_row += record_batch.num_rows
+    try:
+        for record_batch in pq.ParquetFile(handle).iter_batches(batch_size=batch_rows):
+            yield Batch(first_row, record_batch)
+            first_row += record_batch.num_rows
+    except (pa.ArrowException, OSError) as exc:
+        name = getattr(handle, "name", "the file")
+        raise CapselError(f"{name}: not a readable Parquet file from row {first_row} on ({exc}); "
+                          "nothing of it was committed") from exc
 
 
 def decode_parquet(batch: Batch) -> Iterator[RawRow]:

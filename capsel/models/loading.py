@@ -1,5 +1,6 @@
 """Loading causal LMs: described with a recorded identity (fingerprint, EOS ids, layers), then loaded for scoring;
-or loaded plainly for the rank survey and the lab. Offline, safetensors first, no remote code by default."""
+or loaded plainly for the rank survey and the lab. Offline, safetensors only unless pickle is allowed, no remote code
+by default."""
 
 from __future__ import annotations
 
@@ -12,10 +13,11 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import nn
 
-from capsel.errors import CapselError
 from capsel.models.blocks import find_decoder_blocks
 from capsel.models.devices import DTYPES, resolve_device, resolve_dtype
+from capsel.models.folder_safety import checked_weights
 from capsel.models.installed import installed_model_path
+from capsel.models.load_errors import model_load_errors
 from capsel.models.load_lock import MODEL_LOAD_LOCK
 from capsel.models.source import ModelSource, resolve_model
 
@@ -62,14 +64,16 @@ def describe_model(
     dtype: str = "auto",
     device: str = "auto",
     trust_remote_code: bool = False,
+    allow_pickle: bool = False,
 ) -> ModelInfo:
     """Resolve a model, hash its files and load its tokenizer and config, without loading weights."""
     from transformers import AutoConfig, AutoTokenizer, GenerationConfig
 
-    source = resolve_model(name_or_path, revision)
+    source = resolve_model(name_or_path, revision, allow_pickle)
     device = resolve_device(device)
-    config = AutoConfig.from_pretrained(source.local_dir, trust_remote_code=trust_remote_code)
-    tokenizer = AutoTokenizer.from_pretrained(source.local_dir, trust_remote_code=trust_remote_code)
+    with model_load_errors(name_or_path):
+        config = AutoConfig.from_pretrained(source.local_dir, trust_remote_code=trust_remote_code)
+        tokenizer = AutoTokenizer.from_pretrained(source.local_dir, trust_remote_code=trust_remote_code)
     try:
         generation = GenerationConfig.from_pretrained(source.local_dir)
     except OSError:
@@ -107,8 +111,6 @@ def attention_implementation(info: ModelInfo, requested: str = "auto") -> str:
 
 def load_model(info: ModelInfo, attn_implementation: str = "auto") -> LoadedModel:
     """Load the weights (safetensors when published) in eval mode on the resolved device."""
-    from transformers import AutoModelForCausalLM
-
     attn_implementation = attention_implementation(info, attn_implementation)
     kwargs: dict[str, Any] = dict(
         dtype=DTYPES[info.dtype],
@@ -118,22 +120,29 @@ def load_model(info: ModelInfo, attn_implementation: str = "auto") -> LoadedMode
     if info.device == "cuda" and _has_accelerate():
         # Loads straight onto the GPUs, spreading a model too large for one over all visible GPUs.
         kwargs["device_map"] = "auto"
+    with model_load_errors(info.source.name_or_path):
+        model = _from_pretrained(info, attn_implementation, kwargs)
+    if "device_map" not in kwargs:
+        model.to(info.device)
+    return wrap_model(info, model)
+
+
+def _from_pretrained(info: ModelInfo, attn_implementation: str, kwargs: dict[str, Any]) -> Any:
+    """The causal LM, with the first attention kernel in ATTENTION_FALLBACK order that its architecture has."""
+    from transformers import AutoModelForCausalLM
+
     while True:
         try:
             with MODEL_LOAD_LOCK:
-                model = AutoModelForCausalLM.from_pretrained(
+                return AutoModelForCausalLM.from_pretrained(
                     info.source.local_dir, attn_implementation=attn_implementation, **kwargs
                 )
-            break
         except (ValueError, ImportError) as exc:
             # An architecture without this attention kernel falls back to the next one; other errors surface.
             message = str(exc).lower()
             if attn_implementation not in ATTENTION_FALLBACK or not ("attn" in message or "attention" in message):
                 raise
             attn_implementation = ATTENTION_FALLBACK[attn_implementation]
-    if "device_map" not in kwargs:
-        model.to(info.device)  # type: ignore[arg-type]  # transformers' stub misreads nn.Module.to
-    return wrap_model(info, model)
 
 
 def wrap_model(info: ModelInfo, model: Any) -> LoadedModel:
@@ -157,19 +166,21 @@ def _has_accelerate() -> bool:
 
 
 def load_causal_lm(
-    name_or_path: str | Path, trust_remote_code: bool = False, dtype: torch.dtype = torch.float32
+    name_or_path: str | Path, trust_remote_code: bool = False, dtype: torch.dtype = torch.float32,
+    allow_pickle: bool = False,
 ) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
     """Model (eval mode) and tokenizer from an installed model's name, a local folder or the local HF cache.
 
-    Never the network.
+    Never the network. A local folder is held to `checked_weights` (safetensors unless pickle is allowed).
     """
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     name_or_path = installed_model_path(name_or_path)
     path = Path(name_or_path)
-    # refuse pickled weights when safetensors exist; transformers falls back to .bin only without them
-    use_safetensors = True if path.is_dir() and any(path.glob("*.safetensors")) else None
-    try:
+    use_safetensors = None
+    if path.is_dir():
+        use_safetensors = checked_weights(path, allow_pickle)[0].suffix == ".safetensors"
+    with model_load_errors(str(name_or_path)):
         tokenizer = AutoTokenizer.from_pretrained(str(name_or_path), local_files_only=True,
                                                   trust_remote_code=trust_remote_code)
         with MODEL_LOAD_LOCK:
@@ -177,8 +188,6 @@ def load_causal_lm(
                 str(name_or_path), local_files_only=True, trust_remote_code=trust_remote_code,
                 dtype=dtype, use_safetensors=use_safetensors,
             )
-    except (OSError, ValueError) as exc:
-        raise CapselError(f"cannot load model {str(name_or_path)!r} locally: {exc}") from exc
     return model.eval(), tokenizer
 
 
@@ -187,11 +196,9 @@ def random_init_like(name_or_path: str | Path, seed: int = 0, trust_remote_code:
     from transformers import AutoConfig, AutoModelForCausalLM
 
     name_or_path = installed_model_path(name_or_path)
-    try:
+    with model_load_errors(str(name_or_path)):
         config = AutoConfig.from_pretrained(str(name_or_path), local_files_only=True,
                                             trust_remote_code=trust_remote_code)
-    except (OSError, ValueError) as exc:
-        raise CapselError(f"cannot read the config of {str(name_or_path)!r}: {exc}") from exc
     torch.manual_seed(seed)
     model = AutoModelForCausalLM.from_config(config, trust_remote_code=trust_remote_code)
     return model.float().eval()

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from capsel.errors import CapselError
+from capsel.models.folder_safety import checked_weights
 from capsel.models.installed import installed_model_path
 from capsel.versioning import config_hash, file_sha256
 
@@ -37,25 +38,23 @@ class ModelSource:
         return config_hash({"files": self.files, "dtype": dtype})
 
 
-def resolve_model(name_or_path: str, revision: str | None = None) -> ModelSource:
-    """Find the model's files: an installed model's folder, a local folder as given, else a hub snapshot."""
+def resolve_model(name_or_path: str, revision: str | None = None, allow_pickle: bool = False) -> ModelSource:
+    """Find the model's files: an installed model's folder, a local folder as given, else a hub snapshot.
+
+    The folder must pass `checked_weights`: safetensors (pickle only when allowed), nothing linking out of it.
+    """
     path = Path(installed_model_path(name_or_path)).expanduser()
     if path.is_dir():
         local_dir, resolved_revision = path.resolve(), revision
     elif path.exists() or not _HUB_ID.match(name_or_path):
         raise CapselError(f"model {name_or_path!r} is neither a model folder nor a hub id like 'org/name'")
     else:
-        local_dir = _hub_snapshot(name_or_path, revision)
+        local_dir = _hub_snapshot(name_or_path, revision, allow_pickle)
         resolved_revision = local_dir.name
-    weights = sorted(local_dir.glob("*.safetensors"))
-    uses_safetensors = bool(weights)
-    if not weights:
-        weights = sorted(local_dir.glob("*.bin"))
-    if not weights:
-        raise CapselError(f"no *.safetensors or *.bin weight files in {local_dir}")
+    weights = checked_weights(local_dir, allow_pickle)
     identity = [local_dir / name for name in IDENTITY_FILES if (local_dir / name).is_file()]
     files = {file.name: file_digest(file) for file in weights + identity}
-    return ModelSource(name_or_path, local_dir, resolved_revision, files, uses_safetensors)
+    return ModelSource(name_or_path, local_dir, resolved_revision, files, weights[0].suffix == ".safetensors")
 
 
 def file_digest(path: Path) -> str:
@@ -66,13 +65,13 @@ def file_digest(path: Path) -> str:
     return file_sha256(blob)
 
 
-def _hub_snapshot(repo_id: str, revision: str | None) -> Path:
+def _hub_snapshot(repo_id: str, revision: str | None, allow_pickle: bool) -> Path:
     from huggingface_hub import snapshot_download
     from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
 
     try:
         snapshot = Path(snapshot_download(repo_id, revision=revision, allow_patterns=HUB_PATTERNS))
-        if not any(snapshot.glob("*.safetensors")):
+        if allow_pickle and not any(snapshot.glob("*.safetensors")):
             # Only pickle weights published: fetch them (transformers loads them with weights_only).
             snapshot = Path(snapshot_download(repo_id, revision=revision, allow_patterns=[*HUB_PATTERNS, "*.bin"]))
         return snapshot

@@ -13,14 +13,14 @@ from capsel.scoring.prompt_format import resolve_prompt_format
 
 def check_model(
     name_or_path: str | Path, texts: Path | None = None, random_init: bool = False, seed: int = 0,
-    max_tokens: int = 2048, trust_remote_code: bool = False, prompt_format: str = "auto",
+    max_tokens: int = 2048, trust_remote_code: bool = False, prompt_format: str = "auto", allow_pickle: bool = False,
 ) -> tuple[RankProfile, Verdict]:
     """Load a local causal LM (or the same architecture freshly initialised), survey it, judge the U-shape.
 
     The texts are tokenised as the scorer tokenises prompts in `prompt_format` (auto: chat when the
     tokenizer has a chat template), so the survey sees the model in the format it will be scored in.
     """
-    model, tokenizer = load_causal_lm(name_or_path, trust_remote_code=trust_remote_code)
+    model, tokenizer = load_causal_lm(name_or_path, trust_remote_code=trust_remote_code, allow_pickle=allow_pickle)
     name = Path(name_or_path).name or str(name_or_path)
     if random_init:
         model, name = random_init_like(name_or_path, seed, trust_remote_code), f"{name} (random init, seed {seed})"

@@ -143,5 +143,6 @@ def cap_scorer(spec: CapSpec, loaded: LoadedModel | None = None) -> CapScorer:
     """CAP's scorer for the spec's model (identity and tokenizer now, weights on first use unless `loaded`)."""
     model = spec.model
     info = loaded.info if loaded else describe_model(
-        model.path, dtype=model.dtype, device=model.device, trust_remote_code=model.trust_remote_code)
+        model.path, dtype=model.dtype, device=model.device, trust_remote_code=model.trust_remote_code,
+        allow_pickle=model.allow_pickle)
     return CapScorer(info, spec.scoring_config(), spec.batch_size, loaded)

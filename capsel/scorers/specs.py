@@ -28,6 +28,8 @@ class LocalModelSpec(BaseModel):
     dtype: Dtype = Field("auto", description="auto: bfloat16 on CUDA, else float32")
     device: Device = Field("auto", description="auto: cuda when a GPU is visible")
     trust_remote_code: bool = Field(False, description="run model code shipped with the checkpoint")
+    allow_pickle: bool = Field(False, description="read pickle *.bin weights when the folder has no safetensors "
+                               "(unpickling can run code: only for files you trust)")
 
     def on(self, device: str, dtype: str) -> "LocalModelSpec":
         """This model with its device and dtype fixed."""

@@ -12,6 +12,8 @@ from capsel.errors import OptionError
 
 BudgetMode = Literal["per_domain", "total"]
 _COUNT = re.compile(r"^\d+$")
+# Counts are stored (DuckDB BIGINT) and written to the manifest (JSON int64); a larger one can only mean "all".
+MAX_COUNT = 2**63 - 1
 _PERCENT = re.compile(r"^(\d+(?:\.\d+)?)%$")
 
 
@@ -56,6 +58,9 @@ def parse_budget(text: str, mode: BudgetMode = "per_domain") -> Budget:
         count = int(cleaned)
         if count < 1:
             raise OptionError("the budget must be at least 1 candidate")
+        if count > MAX_COUNT:
+            raise OptionError(f"the budget must be at most {MAX_COUNT:,} candidates; for every eligible "
+                              "candidate give 100%")
         return Budget(text=cleaned, mode=mode, count=count)
     match = _PERCENT.match(cleaned)
     if match:

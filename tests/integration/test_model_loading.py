@@ -9,7 +9,8 @@ import torch
 
 from capsel.errors import CapselError
 from capsel.models.blocks import find_decoder_blocks
-from capsel.models.loading import describe_model, load_model
+from capsel.models.folder_safety import PickleWeightsWarning
+from capsel.models.loading import describe_model, load_causal_lm, load_model
 from capsel.models.source import resolve_model
 from capsel.scoring.config import ScoringConfig
 from capsel.scoring.engine import ScoringEngine
@@ -44,6 +45,65 @@ def test_safetensors_preferred_over_pickle(model_dir, tmp_path):
     source = resolve_model(str(both))
     assert source.uses_safetensors and "pytorch_model.bin" not in source.files
     load_model(describe_model(str(both), dtype="float32", device="cpu"))
+
+
+def test_pickle_only_weights_need_allow_pickle_which_warns(model_dir, tmp_path):
+    from safetensors.torch import load_file
+
+    pickled = shutil.copytree(model_dir, tmp_path / "pickled")
+    torch.save(load_file(pickled / "model.safetensors"), pickled / "pytorch_model.bin")
+    (pickled / "model.safetensors").unlink()
+    for refuse in (lambda: resolve_model(str(pickled)), lambda: load_causal_lm(pickled)):
+        with pytest.raises(CapselError, match="only pickle weights .*--allow-pickle"):
+            refuse()
+    with pytest.warns(PickleWeightsWarning, match="loading pickle weights"):
+        info = describe_model(str(pickled), dtype="float32", device="cpu", allow_pickle=True)
+    assert not info.source.uses_safetensors and "pytorch_model.bin" in info.source.files
+    original = load_model(describe_model(str(model_dir), dtype="float32", device="cpu")).model
+    loaded = load_model(info).model
+    assert all(torch.equal(a, b) for a, b in zip(original.state_dict().values(), loaded.state_dict().values()))
+
+
+@pytest.mark.parametrize("name", ["model.safetensors", "tokenizer.json", "extra/notes.txt", "extra"])
+def test_a_file_resolving_outside_the_folder_is_refused(model_dir, tmp_path, name):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    folder = shutil.copytree(model_dir, tmp_path / "linked")
+    target = outside / "target"
+    if name == "extra":
+        target.mkdir()
+    else:
+        shutil.copy(model_dir / ("model.safetensors" if name == "model.safetensors" else "tokenizer.json"), target)
+    link = folder / name
+    link.parent.mkdir(exist_ok=True)
+    link.unlink(missing_ok=True)
+    link.symlink_to(target)
+    with pytest.raises(CapselError, match="outside the model folder"):
+        resolve_model(str(folder))
+    with pytest.raises(CapselError, match="outside the model folder"):
+        load_causal_lm(folder)
+    link.unlink()
+    if name != "extra":
+        # a link that stays inside the folder is fine
+        inside = folder / "copy_of_target"
+        shutil.copy(target, inside)
+        link.symlink_to(inside)
+        resolve_model(str(folder))
+
+
+def test_custom_code_and_unknown_architectures_are_clear_errors(model_dir, tmp_path):
+    import json
+
+    custom = shutil.copytree(model_dir, tmp_path / "custom")
+    config = json.loads((custom / "config.json").read_text())
+    (custom / "config.json").write_text(json.dumps({**config, "model_type": "capsel_custom", "auto_map": {
+        "AutoConfig": "modeling_custom.CustomConfig", "AutoModelForCausalLM": "modeling_custom.CustomForCausalLM"}}))
+    with pytest.raises(CapselError, match="needs code shipped with it .*--trust-remote-code"):
+        describe_model(str(custom), dtype="float32", device="cpu")
+    unknown = shutil.copytree(model_dir, tmp_path / "unknown")
+    (unknown / "config.json").write_text(json.dumps({**config, "model_type": "capsel_unheard_of"}))
+    with pytest.raises(CapselError, match="cannot load model"):
+        describe_model(str(unknown), dtype="float32", device="cpu")
 
 
 def test_hub_cache_snapshot_is_found_offline_and_blob_names_are_trusted(model_dir, tmp_path, monkeypatch):

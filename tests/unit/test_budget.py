@@ -4,7 +4,7 @@ from fractions import Fraction
 
 import pytest
 
-from capsel.errors import CapselError
+from capsel.errors import CapselError, OptionError
 from capsel.selection.budget import domain_quotas, parse_budget
 
 
@@ -73,3 +73,11 @@ def test_total_split_properties(total):
     for q in quotas:
         share = Fraction(total * sizes[q.domain], pool)
         assert share - 1 < q.k < share + 1
+
+
+def test_a_count_beyond_int64_is_refused_up_front_and_the_largest_is_kept():
+    # it used to pass here and crash in the manifest after the data was written
+    for text in ("99999999999999999999999", str(2**63)):
+        with pytest.raises(OptionError, match="at most 9,223,372,036,854,775,807 candidates.*100%"):
+            parse_budget(text)
+    assert parse_budget(str(2**63 - 1)).count == 2**63 - 1
