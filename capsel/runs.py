@@ -11,6 +11,7 @@ import duckdb
 import orjson
 
 from capsel.db import run_sql
+from capsel.db.progress_file import report_stage
 from capsel.processes import this_host
 from capsel.versioning import code_version
 
@@ -74,6 +75,7 @@ def recorded_run(
     `counters` is a dict the block fills in; its final state is stored with the run.
     """
     run_id = start_run(con, kind, **start_kwargs)
+    report_stage(kind, run_id)
     try:
         yield run_id
     except KeyboardInterrupt:

@@ -51,15 +51,17 @@ def generate(
     settings = scoring_settings(db, dtype, device, batch_size, threads)
     spec = build_spec(spec_values("cap", model_options(settings, model, trust_remote_code, prompt_format, allow_pickle),
                                   prompt_tokens=prompt_tokens, horizon=horizon, batch_size=settings.score_batch_size))
-    scorer = described(spec)
-    assert isinstance(scorer, CapScorer)  # a cap spec builds the CAP scorer
-    console.print(f"starting {generator}")
-    backend = generator_for(generator, settings, scorer)
-    try:
-        with scoring_db(settings) as con, CandidateProgress("generating") as progress:
-            summary = run_generation(con, scorer.info, backend, scorer.config, Scope(domain, limit), progress,
-                                     {"generator": generator})
-    finally:
-        if hasattr(backend, "close"):
-            backend.close()
+    # The database first: a second writer fails here, before any model file is read.
+    with scoring_db(settings) as con:
+        scorer = described(spec)
+        assert isinstance(scorer, CapScorer)  # a cap spec builds the CAP scorer
+        console.print(f"starting {generator}")
+        backend = generator_for(generator, settings, scorer)
+        try:
+            with CandidateProgress("generating") as progress:
+                summary = run_generation(con, scorer.info, backend, scorer.config, Scope(domain, limit), progress,
+                                         {"generator": generator})
+        finally:
+            if hasattr(backend, "close"):
+                backend.close()
     print_summary("generate", summary, "generated")

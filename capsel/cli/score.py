@@ -61,13 +61,15 @@ def score(
             "cap", model_options(settings, model, trust_remote_code, prompt_format, allow_pickle),
             prompt_tokens=prompt_tokens, horizon=horizon, early=early, late=late, batch_size=settings.score_batch_size,
         ))
-        scorer = described(spec)
-        assert isinstance(scorer, CapScorer)  # a cap spec builds the CAP scorer
-        with scoring_db(settings) as con, CandidateProgress("scoring") as progress:
+        # The database first: a second writer fails here, before any model file is read.
+        with scoring_db(settings) as con:
+            scorer = described(spec)
+            assert isinstance(scorer, CapScorer)  # a cap spec builds the CAP scorer
             # vLLM writes every missing y-hat first; the HF scorer then finds them all stored
             pre_pass = generator_for(generator, settings, scorer) if generator == "vllm" else None
-            outcome = score_stage(ScoreRequest(spec, Scope(domain, limit), pre_pass),
-                                  RunContext(con, settings, progress, run_config={"generator": generator}), scorer)
+            with CandidateProgress("scoring") as progress:
+                outcome = score_stage(ScoreRequest(spec, Scope(domain, limit), pre_pass),
+                                      RunContext(con, settings, progress, run_config={"generator": generator}), scorer)
         if outcome.generation is not None:
             print_summary("generate", outcome.generation, "generated")
         print_summary("score", outcome.scoring, "scored")

@@ -112,10 +112,12 @@ def score_baseline(
         target=str(target) if target else None, target_max=target_max if name == "less" else None,
         batch_size=_batch_size(name, batch_size, settings.score_batch_size),
     ))
-    scorer = described(spec)
-    console.print(f"{name}: {BASELINES[name].summary}")
-    with scoring_db(settings) as con, CandidateProgress(f"{name} scoring") as progress:
-        outcome = score_stage(ScoreRequest(spec, Scope(domain, limit)), RunContext(con, settings, progress), scorer)
+    # The database first: a second writer fails here, before any model file is read.
+    with scoring_db(settings) as con:
+        scorer = described(spec)
+        console.print(f"{name}: {BASELINES[name].summary}")
+        with CandidateProgress(f"{name} scoring") as progress:
+            outcome = score_stage(ScoreRequest(spec, Scope(domain, limit)), RunContext(con, settings, progress), scorer)
     extra = {"taken from CAP's stored PPL": outcome.scoring.n_reused} if name == "ppl" else {}
     done = "featured (eligible)" if name == "less" else "scored (eligible)"
     print_summary(f"score-baseline {name}", outcome.scoring, done, extra)

@@ -12,14 +12,22 @@ from capsel.cli.common import DbOption, JsonOption, console, json_output, settin
 from capsel.cli.tables import print_table
 from capsel.cli.wrapping import print_unbroken
 from capsel.db import open_db
+from capsel.db.connection import DatabaseLockedError
 from capsel.quarantine import quarantine_reasons
 from capsel.status import DomainStatus, SourceTotals, domain_status, source_totals
 
 
 def status(json_out: JsonOption = False, db: DbOption = None) -> None:
-    """Show per-domain candidates, dropped rows, scored candidates and selections."""
+    """Show per-domain candidates, dropped rows, scored candidates and selections.
+
+    While another process writes the database, show that process and its progress instead.
+    """
     settings = settings_for(db)
-    con = open_db(settings.db_path, read_only=True)
+    try:
+        con = open_db(settings.db_path, read_only=True)
+    except DatabaseLockedError as locked:
+        print_writer(settings.db_path, locked, json_out)
+        return
     try:
         totals = source_totals(con)
         domains = domain_status(con)
@@ -30,6 +38,22 @@ def status(json_out: JsonOption = False, db: DbOption = None) -> None:
         output.emit({"db": settings.db_path, "sources": asdict(totals), "domains": [asdict(row) for row in domains],
                      "quarantine_reasons": reasons})
         print_status(settings.db_path, totals, domains, reasons)
+
+
+def print_writer(db_path: Path, locked: DatabaseLockedError, json_out: bool) -> None:
+    """Who holds the database for writing and how far it has got, from its progress file."""
+    progress = locked.progress if locked.progress is not None and locked.progress.pid == locked.holder_pid else None
+    with json_output(json_out) as output:
+        output.emit({"db": db_path, "held_by": {"pid": locked.holder_pid,
+                                                "progress": None if progress is None else progress.as_dict()}})
+        if progress is None:
+            print_unbroken(console, f"{db_path} is held for writing by process {locked.holder_pid}, which reports "
+                                    "no progress (not a capsel run, or one from before progress files)")
+            return
+        print_unbroken(console, f"{db_path} is being written by process {progress.pid} on {progress.host}: "
+                                f"`{progress.command}`")
+        print_unbroken(console, f"run {progress.run_id or '-'}: {progress.summary()}")
+        console.print("The store's counts are shown once it ends: DuckDB lets no other process read it meanwhile.")
 
 
 def print_status(db_path: Path, totals: SourceTotals, domains: list[DomainStatus], reasons: list[dict]) -> None:

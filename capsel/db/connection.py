@@ -2,14 +2,26 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import duckdb
 
 from capsel.db.migrations import check_not_newer, latest_version, migrate
+from capsel.db.progress_file import RunProgress, announce_writer, read_progress
 from capsel.db.sqlfiles import one_row
 from capsel.db.stale_runs import interrupt_dead_runs
 from capsel.errors import CapselError
+
+_LOCK_HOLDER = re.compile(r"Conflicting lock is held in (.*) \(PID (\d+)\)")
+
+
+class DatabaseLockedError(CapselError):
+    """Another process writes the database; `holder_pid` is that process, `progress` what it reported."""
+
+    def __init__(self, message: str, holder_pid: int | None, progress: RunProgress | None):
+        super().__init__(message)
+        self.holder_pid, self.progress = holder_pid, progress
 
 
 def open_db(
@@ -37,13 +49,30 @@ def open_db(
         config: dict[str, str | bool | int | float | list[str]] = {"memory_limit": memory_limit} if memory_limit else {}
         con = duckdb.connect(target, read_only=read_only, config=config)
     except duckdb.IOException as exc:
+        if (holder := _LOCK_HOLDER.search(str(exc))) is not None:
+            raise locked_error(target, holder.group(1), int(holder.group(2))) from exc
         raise CapselError(f"cannot open {target}: {exc}") from exc
     if read_only:
         _check_readable(con, target)
     else:
         migrate(con, target)
         interrupt_dead_runs(con)
+        if target != ":memory:":
+            announce_writer(target)
     return con
+
+
+def locked_error(path: str, program: str, pid: int) -> DatabaseLockedError:
+    """The error for a database that process `pid` holds, with what that process says it is doing."""
+    progress = read_progress(path)
+    if progress is not None and progress.pid == pid:
+        doing = f"`{progress.command}`: {progress.summary()}"
+    else:
+        doing = f"{program}, which reports no progress"
+    return DatabaseLockedError(
+        f"{path} is being written by process {pid} ({doing}); DuckDB lets no other process open it until that "
+        "one ends: wait for it, or stop it (Ctrl-C keeps its finished batches)", pid, progress,
+    )
 
 
 def _check_readable(con: duckdb.DuckDBPyConnection, path: str) -> None:

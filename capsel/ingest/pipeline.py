@@ -18,6 +18,7 @@ import orjson
 import pyarrow as pa
 
 from capsel.db import one_row, run_sql, sql_text, transaction
+from capsel.db.progress_file import report_progress, report_stage
 from capsel.errors import CapselError, OptionError
 from capsel.faults import fault_point
 from capsel.ingest.chunks import Chunk, ClassifyConfig, only_rows
@@ -166,16 +167,22 @@ def _ingest_file(
     n_rows = 0
     # Framing runs ahead of writing, so each chunk's progress is where its batch ended.
     batch_ends: deque[int] = deque()
+    report_stage(f"ingest {path.name}", run_id, unit="bytes")
+    report_progress(total=n_bytes)
+
+    def read_up_to(n_read: int) -> None:
+        report_progress(done=n_read)
+        if progress is not None:
+            progress(path, n_read, n_bytes)
+
     with open(path, "rb") as handle:
         batches = _noting_ends(FORMATS[suffix].frame(handle, options.chunk_rows), handle, batch_ends)
         max_in_flight = options.workers + 1  # one batch queued while each worker parses one
         for chunk in classified_chunks(batches, suffix, options.classify_config(), workers, max_in_flight):
             _write_chunk(con, chunk if retry is None else only_rows(chunk, retry), ids)
             n_rows += chunk.n_rows
-            if progress is not None:
-                progress(path, batch_ends.popleft(), n_bytes)
-    if progress is not None:
-        progress(path, n_bytes, n_bytes)
+            read_up_to(batch_ends.popleft())
+    read_up_to(n_bytes)
     if retry is not None:
         return FileOutcome(path, source_id, n_rows, already_ingested_by=known_by, n_retried=len(retry))
     return FileOutcome(path, source_id, n_rows)

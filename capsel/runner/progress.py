@@ -8,6 +8,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Iterator, Protocol, Sequence
 
+from capsel.db.progress_file import report_progress
 from capsel.threads import current_torch_threads
 
 
@@ -76,9 +77,10 @@ class Tally:
     def begin(self, run_id: str, n_in_scope: int, n_already_done: int, limit: int | None) -> None:
         """Record the run id and what is in scope and already done; size the progress sink."""
         self.summary.run_id, self.summary.n_in_scope, self.summary.n_already_done = run_id, n_in_scope, n_already_done
+        total = n_in_scope - n_already_done if limit is None else min(n_in_scope - n_already_done, limit)
+        report_progress(done=0, total=total)
         if self.sink:
-            total = n_in_scope - n_already_done
-            self.sink.start(total if limit is None else min(total, limit))
+            self.sink.start(total)
 
     @contextmanager
     def timing(self, phase: str) -> Iterator[None]:
@@ -100,6 +102,7 @@ class Tally:
         summary.wall_s = time.perf_counter() - self.started
         self.counters.clear()
         self.counters.update(summary.counters())
+        report_progress(advance=n_candidates)
         if self.sink:
             self.sink.advance(BatchReport(n_candidates, n_candidates - len(excluded), dict(Counter(excluded))))
 
