@@ -83,7 +83,7 @@ def publish_selection(
             selection.members,
             _gate_spec(selection),
             selection.key,
-            selection.z_stats,
+            selection.domain_stats,
             staging / "gate",
         )
         if not gate.success:

@@ -6,8 +6,11 @@ gate needs it (not `capsel --help`, not the selection library).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Mapping, Sequence
+
+from capsel.selection.residualize import MIN_EARLY_RELATIVE_SPREAD, OLS_IDENTITY_TOLERANCE
 
 # checked value by value: the gate hands text columns to GX as object dtype (see gate.py)
 TEXT_TYPES = ["str"]
@@ -17,6 +20,9 @@ FLOAT_TYPES = ["float64", "Float64"]
 Z_TOLERANCE = 1e-6
 # inf is not a finite z; ExpectColumnValuesToBeBetween counts it as unexpected against these bounds
 FINITE_BOUND = 1e300
+
+# Per-domain fit values the gate checks for CAP (capsel.selection.residualize.fit_stats).
+FIT_COLUMNS = ("z_mean", "z_std", "alpha", "beta", "early_relative_spread", "beta_share", "alpha_share")
 
 MEMBER_TYPES = {
     "candidate_id": TEXT_TYPES,
@@ -104,18 +110,27 @@ def domain_expectations(spec: GateSpec) -> list:
     ]
     if spec.scored and spec.z_standardised:
         checks += [
-            gxe.ExpectColumnValuesToNotBeNull(column="z_mean"),
-            gxe.ExpectColumnValuesToNotBeNull(column="z_std"),
+            *(gxe.ExpectColumnValuesToNotBeNull(column=column) for column in FIT_COLUMNS),
             gxe.ExpectColumnValuesToBeBetween(column="z_mean", min_value=-Z_TOLERANCE, max_value=Z_TOLERANCE),
             gxe.ExpectColumnValuesToBeBetween(column="z_std", min_value=1 - Z_TOLERANCE, max_value=1 + Z_TOLERANCE),
+            # the fit itself: finite, on a d_early that varies, and the OLS line (its identities hold)
+            *(
+                gxe.ExpectColumnValuesToBeBetween(column=column, min_value=-FINITE_BOUND, max_value=FINITE_BOUND)
+                for column in ("alpha", "beta")
+            ),
+            gxe.ExpectColumnValuesToBeBetween(column="early_relative_spread", min_value=MIN_EARLY_RELATIVE_SPREAD),
+            *(
+                gxe.ExpectColumnValuesToBeBetween(column=column, min_value=0, max_value=1 + OLS_IDENTITY_TOLERANCE)
+                for column in ("beta_share", "alpha_share")
+            ),
         ]
     return checks
 
 
 def domain_table(
-    members_domains: Sequence[str], quotas: dict[str, int], z_stats: dict[str, tuple]
+    members_domains: Sequence[str], quotas: dict[str, int], domain_stats: Mapping[str, Mapping[str, float | None]]
 ) -> list[dict]:
-    """Rows of the per-domain table the domain checks run on."""
+    """Rows of the per-domain table the domain checks run on: counts, and the fit's stats (FIT_COLUMNS)."""
     counts: dict[str, int] = {}
     for domain in members_domains:
         counts[domain] = counts.get(domain, 0) + 1
@@ -125,8 +140,12 @@ def domain_table(
             "domain": domain,
             "k": quotas.get(domain, 0),
             "n_members": counts.get(domain, 0),
-            "z_mean": z_stats.get(domain, (None, None))[0],
-            "z_std": z_stats.get(domain, (None, None))[1],
+            **{column: _null_if_nan(domain_stats.get(domain, {}).get(column)) for column in FIT_COLUMNS},
         }
         for domain in domains
     ]
+
+
+def _null_if_nan(value: float | None) -> float | None:
+    # GX skips NaN as missing in value checks; as null, the not-null checks catch it
+    return None if value is None or math.isnan(value) else value

@@ -11,6 +11,7 @@ import orjson
 import pandas as pd
 
 from capsel.quality.expectations import (
+    FIT_COLUMNS,
     TEXT_COLUMNS,
     GateSpec,
     domain_expectations,
@@ -39,12 +40,13 @@ def check_selection(
     members: pd.DataFrame,
     spec: GateSpec,
     key: ScoringKey | None,
-    z_stats: Mapping[str, tuple[float | None, float | None]],
+    domain_stats: Mapping[str, Mapping[str, float | None]],
     report_dir: Path,
 ) -> GateResult:
     """Validate `members` against `spec`; lineage is re-read from the DB, not trusted from the frame.
 
-    `z_stats` maps domain -> (mean, sample std) of z over the scored pool. The GX data docs of
+    `domain_stats` maps domain -> its fit's checked values (FIT_COLUMNS: z's mean and sample std over the
+    scored pool, alpha, beta, d_early's relative spread, the OLS identity shares). The GX data docs of
     this validation are written to `report_dir` (index.html) whatever the outcome.
     """
     fresh = member_lineage(con, members["candidate_id"].dropna().astype(str).tolist(), key)[
@@ -58,8 +60,8 @@ def check_selection(
             # GX 1.24 does not know pandas 3's "str" dtype; on object columns it checks each value's type
             checked[column] = checked[column].astype(object)
     domains = pd.DataFrame(
-        domain_table(checked["domain"].tolist(), spec.quotas, dict(z_stats)),
-        columns=["domain", "k", "n_members", "z_mean", "z_std"],
+        domain_table(checked["domain"].tolist(), spec.quotas, domain_stats),
+        columns=["domain", "k", "n_members", *FIT_COLUMNS],
     )
     results = _validate(
         {

@@ -11,7 +11,7 @@ from capsel.baselines.registry import BASELINES, Order
 from capsel.errors import CapselError, OptionError
 from capsel.selection.budget import Budget, Quota, domain_quotas
 from capsel.selection.pool import DomainPool, domain_pools
-from capsel.selection.residualize import DomainFit, fit_domains
+from capsel.selection.residualize import DomainFit, fit_domains, fit_stats
 from capsel.selection.scoring_key import ScoringKey
 from capsel.selection.select import METHODS, Method, select_members, selection_rule
 
@@ -73,9 +73,10 @@ class Selection:
         )
 
     @property
-    def z_stats(self) -> dict[str, tuple[float | None, float | None]]:
-        """domain -> (mean, sample std) of z over the scored pool."""
-        return {fit.domain: (fit.z_mean, fit.z_std) for fit in self.fits}
+    def domain_stats(self) -> dict[str, dict[str, float | None]]:
+        """domain -> what the gate checks of its fit: z's mean and sample std over the scored pool, alpha and
+        beta, d_early's relative spread and the OLS identity shares (see DomainFit)."""
+        return {fit.domain: fit_stats(fit) for fit in self.fits}
 
     @property
     def rule(self) -> str:

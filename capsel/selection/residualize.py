@@ -17,6 +17,14 @@ from capsel.selection.scoring_key import ScoringKey
 MIN_DOMAIN_SIZE = 3
 # Above this r² the residuals are rounding noise (CAP variance is var(d_late)·(1 - r²)).
 EXACT_FIT_R2 = 1.0 - 1e-12
+# std(d_early) / |mean(d_early)| below this leaves no slope worth fitting: one value off by 1e-13 in an
+# otherwise constant domain gave beta ~ 1e12, a line through rounding noise. Real D_early spreads are
+# 1e-2..1 relative, float64 rounding 1e-16, so the threshold is six orders clear of both.
+MIN_EARLY_RELATIVE_SPREAD = 1e-6
+# An exact OLS fit has |beta|·std(d_early) = |r|·std(d_late) <= std(d_late) and
+# |alpha| <= |mean(d_late)| + |beta|·|mean(d_early)| (alpha = mean(d_late) - beta·mean(d_early)).
+# Rounding moves these shares by far less than this; a fit that breaks them is not the OLS fit.
+OLS_IDENTITY_TOLERANCE = 1e-3
 
 
 @dataclass(frozen=True)
@@ -31,12 +39,49 @@ class DomainFit:
     beta: float | None
     r2: float | None
     cap_std: float | None
+    early_mean: float | None
+    late_mean: float | None
+    late_std: float | None
     z_mean: float | None
     z_std: float | None
 
     def as_dict(self) -> dict:
         """Plain dict for the manifest."""
         return asdict(self)
+
+    @property
+    def early_relative_spread(self) -> float:
+        """std(d_early) / |mean(d_early)|: how far d_early varies for the slope to stand on (nan if unknown)."""
+        if self.var_early is None or self.early_mean is None:
+            return math.nan
+        return _ratio(math.sqrt(max(self.var_early, 0.0)), abs(self.early_mean))
+
+    @property
+    def beta_share(self) -> float:
+        """|beta|·std(d_early) / std(d_late), which is |r| <= 1 for the OLS slope (nan if unknown)."""
+        if self.beta is None or self.var_early is None or self.late_std is None:
+            return math.nan
+        return _ratio(abs(self.beta) * math.sqrt(max(self.var_early, 0.0)), self.late_std)
+
+    @property
+    def alpha_share(self) -> float:
+        """|alpha| / (|mean(d_late)| + |beta|·|mean(d_early)|), at most 1 for the OLS intercept (nan if unknown)."""
+        if self.alpha is None or self.beta is None or self.early_mean is None or self.late_mean is None:
+            return math.nan
+        return _ratio(abs(self.alpha), abs(self.late_mean) + abs(self.beta) * abs(self.early_mean))
+
+
+def fit_stats(fit: DomainFit) -> dict[str, float | None]:
+    """The values of a fit the data-quality gate checks, by column name."""
+    return {"z_mean": fit.z_mean, "z_std": fit.z_std, "alpha": fit.alpha, "beta": fit.beta,
+            "early_relative_spread": fit.early_relative_spread, "beta_share": fit.beta_share,
+            "alpha_share": fit.alpha_share}
+
+
+def _ratio(part: float, whole: float) -> float:
+    if whole:
+        return part / whole
+    return 0.0 if part == 0 else math.inf
 
 
 def fit_domains(
@@ -72,6 +117,12 @@ def check_fit(fit: DomainFit, key: ScoringKey) -> None:
         raise CapselError(
             f"{where}: d_early is the same for all {fit.n_eligible} candidates, so the slope of d_late "
             f"on d_early is undefined: {remedy}"
+        )
+    if not fit.early_relative_spread >= MIN_EARLY_RELATIVE_SPREAD:
+        raise CapselError(
+            f"{where}: d_early barely varies (std/|mean| = {fit.early_relative_spread:.2g}, under "
+            f"{MIN_EARLY_RELATIVE_SPREAD:g}), so the slope of d_late on d_early would be fitted to rounding noise "
+            f"(alpha={fit.alpha}, beta={fit.beta}): {remedy}"
         )
     if not all(_finite(value) for value in (fit.alpha, fit.beta)):
         raise CapselError(f"{where}: the regression gave alpha={fit.alpha}, beta={fit.beta}: {remedy}")

@@ -10,6 +10,9 @@ spread as (
     select
         domain,
         stddev_samp(cap) as cap_std,
+        avg(d_early) as early_mean,
+        avg(d_late) as late_mean,
+        stddev_samp(d_late) as late_std,
         avg(z) as z_mean,
         stddev_samp(z) as z_std
     from cap_scores
@@ -28,6 +31,9 @@ final as (
         fits.beta,
         fits.r2,
         spread.cap_std,
+        spread.early_mean,
+        spread.late_mean,
+        spread.late_std,
         spread.z_mean,
         spread.z_std
     from fits

@@ -3,6 +3,7 @@
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import orjson
 import pandas as pd
@@ -72,3 +73,21 @@ def test_user_errors_are_one_clean_line(tmp_path):
     no_db = capsel(tmp_path, "select", "--budget", "5", "--out", "sels", "--db", str(tmp_path / "mistyped.duckdb"))
     assert no_db.returncode == 3 and "no capsel database at" in no_db.stderr and "Traceback" not in no_db.stderr
     assert not (tmp_path / "mistyped.duckdb").exists()
+
+
+def test_a_domain_with_a_near_constant_d_early_is_refused_and_the_others_still_select(tmp_path):
+    con = open_db(tmp_path / "capsel.duckdb")
+    d_late = [0.1, 0.3, 0.2, 0.5, 0.4, 0.1, 0.3, 0.2, 0.5, 0.4]
+    make_pool(con, {"math": 50}, fixed={"flat": ([0.2] * 9 + [0.2 + 1e-13], d_late)})
+    con.close()
+    refused = capsel(tmp_path, "select", "--budget", "5", "--out", "sels")
+    assert refused.returncode == 3 and "Traceback" not in refused.stderr
+    [error] = [line for line in refused.stderr.splitlines() if line.startswith("error: ")]
+    message = " ".join(refused.stderr.split())
+    assert "domain 'flat'" in error and "d_early barely varies" in message and "--domain" in message
+    assert not (tmp_path / "sels").exists() or not list((tmp_path / "sels").glob("sel-*"))
+    alone = capsel(tmp_path, "select", "--budget", "5", "--out", "sels", "--domain", "math", "--json")
+    assert alone.returncode == 0, alone.stderr
+    manifest = orjson.loads((Path(orjson.loads(alone.stdout)["path"]) / "manifest.json").read_bytes())
+    [math] = manifest["domains"]
+    assert math["domain"] == "math" and abs(math["alpha"]) < 10 and abs(math["beta"]) < 10

@@ -107,8 +107,11 @@ def test_unknown_domain_is_named(store):
         ([0.2, 0.2, 0.2, 0.2], [0.1, 0.3, 0.2, 0.5], r"d_early is the same for all 4"),
         ([0.1, 0.2, 0.3, 0.4], [0.25, 0.45, 0.65, 0.85], r"exact linear function"),
         ([0.1, float("nan"), 0.3, 0.4], [0.2, 0.3, 0.1, 0.5], r"1 eligible candidates have a missing"),
+        # the finding: one value off by 1e-13 used to publish alpha ~ -1.8e12
+        ([0.2] * 9 + [0.2 + 1e-13], [0.1, 0.3, 0.2, 0.5, 0.4, 0.1, 0.3, 0.2, 0.5, 0.4],
+         r"d_early barely varies \(std/\|mean\| = 1\.6e-13, under 1e-06\)"),
     ],
-    ids=["one-candidate", "two-candidates", "constant-d_early", "exact-line", "nan-d_early"],
+    ids=["one-candidate", "two-candidates", "constant-d_early", "exact-line", "nan-d_early", "near-constant-d_early"],
 )
 def test_degenerate_domain_gives_a_clear_error(d_early, d_late, message):
     con = open_db(":memory:")
@@ -121,3 +124,15 @@ def test_degenerate_domain_gives_a_clear_error(d_early, d_late, message):
     # naming the healthy domains is the way out the message offers
     assert "--domain" in text or "rescore" in text
     assert [fit.domain for fit in fit_domains(con, key, ["math"])] == ["math"]
+
+
+def test_a_small_but_real_spread_fits_as_numpy_does():
+    con = open_db(":memory:")
+    rng = np.random.default_rng(4)
+    d_early = 0.3 + 0.3 * 1e-4 * rng.standard_normal(40)  # relative spread 1e-4: a hundred times the threshold
+    d_late = 0.2 + 2.0 * d_early + rng.normal(0.0, 1e-4, 40)
+    make_pool(con, {}, fixed={"narrow": (d_early.tolist(), d_late.tolist())})
+    [fit] = fit_domains(con, resolve_scoring_key(con))
+    beta, alpha = np.polyfit(d_early, d_late, 1)
+    assert fit.alpha == pytest.approx(alpha, rel=1e-6) and fit.beta == pytest.approx(beta, rel=1e-6)
+    assert fit.early_relative_spread == pytest.approx(d_early.std(ddof=1) / d_early.mean(), rel=1e-9)

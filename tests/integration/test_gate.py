@@ -1,5 +1,8 @@
 """The great-expectations gate on real selections, intact and corrupted."""
 
+from dataclasses import replace
+
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -9,6 +12,7 @@ from capsel.quality.gate import check_selection
 from capsel.selection.budget import parse_budget
 from capsel.selection.lineage import member_lineage
 from capsel.selection.plan import SelectionRequest, build_selection
+from capsel.selection.residualize import fit_stats
 from capsel.selection.scoring_key import resolve_scoring_key
 from tests.support.scored_pool import make_pool
 
@@ -25,7 +29,7 @@ def store():
 
 def gate(con, key, selection, members, tmp_path):
     spec = GateSpec(quotas={q.domain: q.k for q in selection.quotas}, scored=True)
-    return check_selection(con, members, spec, key, selection.z_stats, tmp_path / "gate")
+    return check_selection(con, members, spec, key, selection.domain_stats, tmp_path / "gate")
 
 
 def test_intact_selection_passes_and_leaves_a_report(store, tmp_path):
@@ -77,7 +81,8 @@ def test_untraceable_member_and_unstandardised_z_fail(store, tmp_path):
     members = selection.members.astype({"source_id": object})
     members.loc[members.index[0], "candidate_id"] = "no-such-candidate"
     members.loc[members.index[1], "source_id"] = 12345  # not text: the schema check must notice
-    skewed = {domain: (mean + 0.1, std * 1.5) for domain, (mean, std) in selection.z_stats.items()}
+    skewed = {domain: {**stats, "z_mean": stats["z_mean"] + 0.1, "z_std": stats["z_std"] * 1.5}
+              for domain, stats in selection.domain_stats.items()}
     spec = GateSpec(quotas={q.domain: q.k for q in selection.quotas}, scored=True)
     result = check_selection(con, members, spec, key, skewed, tmp_path / "g")
     text = "\n".join(result.failures)
@@ -86,3 +91,37 @@ def test_untraceable_member_and_unstandardised_z_fail(store, tmp_path):
     assert "expect_column_values_to_be_in_type_list(column='source_id'" in text
     assert "expect_column_values_to_be_between(column='z_mean'" in text
     assert "expect_column_values_to_be_between(column='z_std'" in text
+
+
+def test_a_fit_that_is_not_the_ols_line_or_stands_on_no_spread_fails(store, tmp_path):
+    con, key, selection = store
+    fits = {fit.domain: fit for fit in selection.fits}
+    # each stat as DomainFit computes it from forged values: the gate checks what the fit says, not the code path
+    forged = {
+        "code": fit_stats(replace(fits["code"], alpha=-1.8e12)),  # alpha far off mean(d_late) - beta·mean(d_early)
+        "math": fit_stats(replace(fits["math"], beta=float("inf"), var_early=fits["math"].early_mean ** 2 * 1e-26)),
+    }
+    spec = GateSpec(quotas={q.domain: q.k for q in selection.quotas}, scored=True)
+    result = check_selection(con, selection.members, spec, key, forged, tmp_path / "g")
+    assert not result.success
+    failing = {line.split("(column='")[1].split("'")[0]: line for line in result.failures}
+    assert set(failing) == {"alpha_share", "beta", "beta_share", "early_relative_spread"}, result.failures
+    assert '"domain":"code"' in failing["alpha_share"] and '"domain":"math"' not in failing["alpha_share"]
+    for column in ("beta", "beta_share", "early_relative_spread"):
+        assert '"domain":"math"' in failing[column] and '"domain":"code"' not in failing[column]
+    untouched = check_selection(con, selection.members, spec, key, selection.domain_stats, tmp_path / "ok")
+    assert untouched.success, untouched.failures
+
+
+def test_the_stats_of_a_real_fit_match_numpy(store):
+    con, key, selection = store
+    scores = con.execute("select domain, d_early, d_late from cap_scores where model_fingerprint = ? "
+                         "and config_hash = ?", [key.model_fingerprint, key.config_hash]).df()
+    for fit in selection.fits:
+        pool = scores[scores["domain"] == fit.domain]
+        x, y = pool["d_early"].to_numpy(), pool["d_late"].to_numpy()
+        beta, alpha = np.polyfit(x, y, 1)
+        assert (fit.alpha, fit.beta) == (pytest.approx(alpha, rel=1e-9), pytest.approx(beta, rel=1e-9))
+        assert fit.early_relative_spread == pytest.approx(x.std(ddof=1) / abs(x.mean()), rel=1e-9)
+        assert fit.beta_share == pytest.approx(abs(np.corrcoef(x, y)[0, 1]), rel=1e-9)
+        assert fit.alpha_share == pytest.approx(abs(alpha) / (abs(y.mean()) + abs(beta) * abs(x.mean())), rel=1e-9)

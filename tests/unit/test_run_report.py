@@ -14,7 +14,7 @@ def test_summary_lists_every_stage():
     scoring = RunSummary(run_id="sc", n_in_scope=9, n_already_done=4, n_processed=5, n_done=3, n_generated=4,
                          wall_s=2.0)
     scoring.excluded.update({"short_response": 2})
-    fit = DomainFit("math", 3, 0, 0.1, 0.25, 0.5, 0.9, 0.1, 0.0, 1.0)
+    fit = DomainFit("math", 3, 0, 0.1, 0.25, 0.5, 0.9, 0.1, 0.3, 0.4, 0.2, 0.0, 1.0)
     report = FlowReport("select", "run1", "pf1", ingest=ingest, scoring=scoring, fits=[fit],
                         examples=[{"domain": "math", "side": "top", "candidate_id": "c1", "z": 1.5,
                                    "instruction": "a | b"}], notes=["a note"])
