@@ -6,7 +6,8 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from capsel.scoring.config import ScoringConfig
-from capsel.scoring.prompt_format import prompt_token_ids, resolve_prompt_format
+from capsel.scoring.prompt_format import RAW, prompt_token_ids, resolve_prompt_format
+from capsel.scoring.text_cap import TextCap
 
 SHORT_PROMPT = "short_prompt"
 SHORT_RESPONSE = "short_response"
@@ -53,8 +54,15 @@ def build_inputs(candidates: Sequence[CandidateText], tokenizer, config: Scoring
     if not candidates:
         return []
     prompt_format = resolve_prompt_format(config.prompt_format, tokenizer)
-    prompt_ids = prompt_token_ids(tokenizer, [prompt_text(c.instruction, c.input) for c in candidates], prompt_format)
-    response_ids = response_token_ids(tokenizer, [c.response for c in candidates])
+    prompts = [prompt_text(c.instruction, c.input) for c in candidates]
+    responses = [c.response.strip() for c in candidates]
+    # huge texts are cut first, keeping exactly the ids kept below (capsel/scoring/text_cap.py)
+    if (cap := TextCap.of(tokenizer)) is not None:
+        if prompt_format == RAW or cap.chat_safe:
+            prompts = [cap.tail(prompt, config.prompt_tokens) for prompt in prompts]
+        responses = [cap.head(response, config.horizon) for response in responses]
+    prompt_ids = prompt_token_ids(tokenizer, prompts, prompt_format)
+    response_ids = response_token_ids(tokenizer, responses)
     return [
         _truncated(c.candidate_id, list(p), list(r), config)
         for c, p, r in zip(candidates, prompt_ids, response_ids)
