@@ -162,9 +162,9 @@ def _assert_folders_agree_with_rows(cwd: Path) -> None:
     assert "orphaned" not in entries
 
 
-# One point of the flow: a flow run costs half a minute here, and the flow's stages are the library calls the
-# CLI sweep above already kills at every point. After scoring is where a kill leaves the most work behind.
-FLOW_SWEPT = ("flow.after_score",)
+# Every point between the flow's stages (inside them, the stages are the library calls the CLI sweep above
+# already kills at every point).
+FLOW_SWEPT = [point for point in FAULT_POINTS if point.startswith("flow.")]
 
 
 def _flow(prefect_server, run: Path, reference: Reference, fault: str | None = None) -> subprocess.CompletedProcess:
