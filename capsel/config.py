@@ -45,6 +45,9 @@ class Settings(BaseSettings):
     model: str | None = Field(
         None, description="default model for generate/score: a local folder, a hub id or an installed model's name"
     )
+    incoming_dir: Path | None = Field(
+        None, description="folder the selection and rescoring flows ingest when a run names no sources"
+    )
     models_dir: Path = Field(
         default_factory=default_models_dir, description="folder `capsel models install` installs models into"
     )

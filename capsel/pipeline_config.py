@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from capsel.config import Settings, load_settings
+from capsel.errors import CapselError
 from capsel.ingest.pipeline import IngestOptions
 from capsel.ingest.records import parse_field_map
 from capsel.scorers.specs import LessSpec, ScorerSpec
@@ -25,9 +26,18 @@ class SourceParams(BaseModel):
 
     model_config = _STRICT
 
-    paths: list[str] = Field(default_factory=list, description="files or folders (a folder gives its files)")
+    paths: list[str] = Field(
+        default_factory=list, description="files or folders (a folder gives its files); none: the incoming folder, "
+        "$CAPSEL_INCOMING_DIR",
+    )
     domain: str | None = Field(None, description="domain of every row (else each row's `domain` field)")
     field_map: str | None = Field(None, description="renamed fields, e.g. instruction=problem,response=solution")
+
+    def resolved_paths(self, settings: Settings) -> list[str]:
+        """The paths given, else the configured incoming folder (a Quick Run from the UI names none)."""
+        if self.paths:
+            return list(self.paths)
+        return [str(settings.incoming_dir)] if settings.incoming_dir else []
 
     def ingest_options(self, settings: Settings) -> IngestOptions:
         """The ingest options these parameters stand for; worker processes are not used inside a flow."""
@@ -144,6 +154,21 @@ class PipelineConfig(BaseModel):
         if isinstance(self.scoring, LessSpec) and self.scoring.target is None:
             raise ValueError("selection.method less selects by the scores against a target: set scoring.target")
         return self
+
+    @classmethod
+    def from_parameters(cls, scoring: ScorerSpec | None = None, **parts) -> PipelineConfig:
+        """The flows' top-level parameters as one config; no scoring means CAP with the configured model."""
+        if scoring is None:
+            model = load_settings().model
+            if model is None:
+                raise CapselError('no scoring parameter and CAPSEL_MODEL is not set: pass scoring, e.g. '
+                                  '{"method": "cap", "model": {"path": "/models/my-model"}}')
+            return cls.model_validate({**parts, "scoring": {"method": "cap", "model": {"path": model}}})
+        return cls.model_validate({**parts, "scoring": scoring})
+
+    def parameters(self) -> dict:
+        """The flows' keyword arguments, one per top-level field: a deployment run overrides any one of them."""
+        return {name: getattr(self, name) for name in type(self).model_fields}
 
     def settings(self) -> Settings:
         """Settings from the environment with this config's paths applied."""

@@ -3,16 +3,27 @@
 from __future__ import annotations
 
 from prefect import flow
+from prefect.states import State
 
 from capsel.flows.pipeline import run_pipeline
-from capsel.pipeline_config import PipelineConfig
+from capsel.pipeline_config import RunnerParams, SelectionParams, SourceParams
+from capsel.scorers.specs import ScorerSpec
 
 
 @flow(name="capsel-rescore", log_prints=True)
-def rescore_flow(config: PipelineConfig) -> dict:
+def rescore_flow(
+    sources: SourceParams = SourceParams(),
+    scoring: ScorerSpec | None = None,
+    selection: SelectionParams = SelectionParams(),
+    runner: RunnerParams = RunnerParams(),
+    db_path: str | None = None,
+    output_root: str | None = None,
+    check_profile: bool = False,
+) -> dict | State:
     """Ingest what arrived in the incoming folder(s) and, when anything is new, publish a new selection version.
 
     Files already ingested (same sha256) are no-ops and only pending candidates are scored, so
     a nightly run over an unchanged folder publishes nothing; older versions are never touched.
+    The rank-profile check is off here unless asked: a schedule should not wait on a survey.
     """
-    return run_pipeline(config, "rescore", publish_unchanged=False)
+    return run_pipeline(locals(), "rescore", publish_unchanged=False)

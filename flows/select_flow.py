@@ -3,12 +3,28 @@
 from __future__ import annotations
 
 from prefect import flow
+from prefect.states import State
 
 from capsel.flows.pipeline import run_pipeline
-from capsel.pipeline_config import PipelineConfig
+from capsel.pipeline_config import RunnerParams, SelectionParams, SourceParams
+from capsel.scorers.specs import ScorerSpec
 
 
 @flow(name="capsel-select", log_prints=True)
-def select_flow(config: PipelineConfig) -> dict:
-    """Bring the pool up to date with the given sources and publish a selection of it."""
-    return run_pipeline(config, "select", publish_unchanged=True)
+def select_flow(
+    sources: SourceParams = SourceParams(),
+    scoring: ScorerSpec | None = None,
+    selection: SelectionParams = SelectionParams(),
+    runner: RunnerParams = RunnerParams(),
+    db_path: str | None = None,
+    output_root: str | None = None,
+    check_profile: bool = True,
+) -> dict | State:
+    """Bring the pool up to date with the given sources and publish a selection of it.
+
+    Each part is its own parameter, so a run overrides one (say `selection`) and keeps the
+    deployment's others. No `scoring` means CAP with $CAPSEL_MODEL; no source paths, the
+    incoming folder ($CAPSEL_INCOMING_DIR). `check_profile` surveys the model's rank profile
+    once per model (the verdict is kept in the database) and warns without the U-shape.
+    """
+    return run_pipeline(locals(), "select", publish_unchanged=True)

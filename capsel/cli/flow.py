@@ -17,7 +17,7 @@ from pydantic import BaseModel, ValidationError
 from capsel.cli.common import DbOption, console
 from capsel.cli.flow_state import flow_failure
 from capsel.cli.metavars import ReadableTyper
-from capsel.cli.prefect_server import use_temporary_server
+from capsel.cli.prefect_server import run_long_lived_server, use_temporary_server
 from capsel.cli.specs import MethodChoice, flag_problems, model_field, spec_values
 from capsel.errors import CapselError, OptionError
 from capsel.pipeline_config import PipelineConfig, ScoreFlowConfig
@@ -72,6 +72,9 @@ RunnerOption = Annotated[Optional[RunnerChoice], typer.Option(
 GpusOption = Annotated[Optional[float], typer.Option("--num-gpus", min=0, help="GPUs each Ray shard task requests.")]
 RayAddressOption = Annotated[Optional[str], typer.Option(
     "--ray-address", help="Address of a running Ray cluster (default: start one on this machine).")]
+ProfileOption = Annotated[Optional[bool], typer.Option(
+    "--check-profile/--no-check-profile", help="Survey the model's rank profile (once per model and database) and "
+    "warn without the U-shape (default: on for select, off for rescore).")]
 InFlightOption = Annotated[Optional[int], typer.Option(
     "--max-in-flight", min=1, help="Shards submitted and not yet merged, at most (default 4).")]
 
@@ -83,20 +86,21 @@ def select(config: ConfigOption = None, inputs: InputOption = None, domain: Doma
            ppl_guard: GuardOption = None, out: OutOption = None, shard_size: ShardOption = None,
            batch_size: BatchOption = None, device: DeviceOption = None, prompt_format: PromptFormatOption = None,
            threads: ThreadsOption = None, runner: RunnerOption = None, num_gpus: GpusOption = None,
-           ray_address: RayAddressOption = None, max_in_flight: InFlightOption = None, db: DbOption = None) -> None:
+           ray_address: RayAddressOption = None, max_in_flight: InFlightOption = None,
+           check_profile: ProfileOption = None, db: DbOption = None) -> None:
     """Run the selection flow: ingest, score by the method (sharded, resumable), gate, publish."""
-    pipeline = _pipeline_config(**locals())
+    pipeline = _pipeline_config(**locals(), profile_by_default=True)
     from capsel.flows.select_flow import select_flow
 
-    run_flow(select_flow, pipeline)
+    run_flow(select_flow, pipeline.parameters())
 
 
 @functools.wraps(select)  # the same options: typer reads the signature select spells
 def rescore(**options) -> None:
-    pipeline = _pipeline_config(**options)
+    pipeline = _pipeline_config(**options, profile_by_default=False)  # a schedule should not wait on a survey
     from capsel.flows.rescore_flow import rescore_flow
 
-    run_flow(rescore_flow, pipeline)
+    run_flow(rescore_flow, pipeline.parameters())
 
 
 rescore.__doc__ = "Run the rescoring flow: new files only, score the new candidates, refit, publish a new version."
@@ -121,12 +125,25 @@ def score(method: MethodOption = None, model: ModelOption = None, encoder: Encod
     config = validated(ScoreFlowConfig, {key: value for key, value in body.items() if value is not None})
     from capsel.flows.score_flow import score_flow_for
 
-    run_flow(score_flow_for(config), config)
+    run_flow(score_flow_for(config), {"config": config})
+
+
+def server(
+    host: Annotated[str, typer.Option("--host", help="Address to listen on (0.0.0.0: every interface).")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", min=1, max=65535, help="Port of the API and the UI.")] = 4200,
+) -> None:
+    """Start a long-lived Prefect server (API, UI, scheduler) for capsel's flows and workers."""
+    shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
+    console.print(f"Prefect UI at http://{shown}:{port}; in each shell that runs capsel flows or a worker:\n"
+                  f"  export PREFECT_API_URL=http://{shown}:{port}/api\n"
+                  "(flow commands then skip starting a temporary server of their own)", highlight=False)
+    run_long_lived_server(host, port)
 
 
 app.command("select")(select)
 app.command("rescore")(rescore)
 app.command("score")(score)
+app.command("server")(server)
 
 
 def _scoring(method, model, encoder, rater, target, target_max, max_length, batch_size, device, prompt_format,
@@ -158,7 +175,8 @@ def _runner(runner, shard_size, threads, num_gpus, ray_address, max_in_flight, b
 
 def _pipeline_config(config: Path | None, inputs, domain, field_map, method, model, encoder, rater, target, target_max,
                      max_length, budget, ppl_guard, out, shard_size, batch_size, device, prompt_format, threads,
-                     runner, num_gpus, ray_address, max_in_flight, db) -> PipelineConfig:
+                     runner, num_gpus, ray_address, max_in_flight, check_profile, db,
+                     profile_by_default: bool) -> PipelineConfig:
     """The config file's parameters with the command-line options applied on top."""
     try:
         body = orjson.loads(config.read_bytes()) if config else {}
@@ -178,6 +196,7 @@ def _pipeline_config(config: Path | None, inputs, domain, field_map, method, mod
                          prompt_format, body.get("scoring")),
         runner=_runner(runner, shard_size, threads, num_gpus, ray_address, max_in_flight, body.get("runner")),
     )
+    body["check_profile"] = body.get("check_profile", profile_by_default) if check_profile is None else check_profile
     if db:
         body["db_path"] = str(db)
     return validated(PipelineConfig, body)
@@ -191,10 +210,10 @@ def validated(model: type[M], body: dict) -> M:
         raise OptionError(f"invalid flow parameters: {flag_problems(exc)}") from exc
 
 
-def run_flow(flow, config) -> None:
-    """Run `flow(config)` here; print its counters, or raise its failure as one clean line."""
+def run_flow(flow, parameters: dict) -> None:
+    """Run `flow(**parameters)` here; print its counters, or raise its failure as one clean line."""
     use_temporary_server()
-    state = flow(config, return_state=True)
+    state = flow(**parameters, return_state=True)
     if state.is_completed():
         result = state.result()
         counters = result.counters() if hasattr(result, "counters") else result

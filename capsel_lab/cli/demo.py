@@ -75,7 +75,7 @@ def _run_demo(model: str, out: Path | None, limit: int | None, budget: str, prom
     from capsel.flows.select_flow import select_flow  # Prefect only here: the library and `capsel --help` stay light
 
     use_temporary_server()
-    state = select_flow(config, return_state=True)
+    state = select_flow(**config.parameters(), return_state=True)
     if not state.is_completed():
         raise flow_failure(state, "the demo's select_flow")
     with console.status("PPL baseline (from CAP's stored PPL) and the compared selections"):

@@ -80,7 +80,7 @@ def test_killed_scoring_resumes_without_duplicates_and_selects_the_same(prefect_
     finally:
         con.close()
 
-    reference = select_flow(flow_config(tmp_path / "uninterrupted", model, [str(source)]))
+    reference = select_flow(**flow_config(tmp_path / "uninterrupted", model, [str(source)]).parameters())
     killed, clean = pd.read_parquet(f"{killed_dir}/data.parquet"), pd.read_parquet(
         f"{reference['selection']['path']}/data.parquet")
     columns = ["domain", "rank", "candidate_id"]

@@ -7,8 +7,10 @@ import json
 import re
 import subprocess
 import time
+from datetime import timedelta
 from pathlib import Path
 
+import duckdb
 import orjson
 import pandas as pd
 import pytest
@@ -30,14 +32,29 @@ def _prefect(server, *args: str, **env: str) -> str:
 
 @pytest.fixture()
 def worker(prefect_server, tmp_path):
-    """A process worker on the capsel-local pool (limited to one run at a time), killed with its group."""
+    """A process worker on the capsel-local pool (limited to one run at a time), killed with its group.
+
+    Its runs default to the test's database and output root (flow_config's paths), as a worker
+    configured with CAPSEL_DB_PATH and CAPSEL_OUTPUT_ROOT would.
+    """
     _prefect(prefect_server, "work-pool", "create", "capsel-local", "--type", "process", "--overwrite")
     _prefect(prefect_server, "work-pool", "set-concurrency-limit", "capsel-local", "1")
     log = tmp_path / "worker.log"
-    process = start_group([PREFECT, "worker", "start", "--pool", "capsel-local", "--type", "process"],
-                          prefect_server.env(), log, cwd=tmp_path)
+    env = prefect_server.env(CAPSEL_DB_PATH=str(tmp_path / "capsel.duckdb"), CAPSEL_OUTPUT_ROOT=str(tmp_path / "out"))
+    process = start_group([PREFECT, "worker", "start", "--pool", "capsel-local", "--type", "process"], env, log,
+                          cwd=tmp_path)
     yield log
     kill_group(process)
+
+
+def _deploy(server, model: Path, incoming: Path, schedules: str = "paused") -> str:
+    """Deploy infra/prefect.yaml; with a worker running, the nightly schedule is paused (a run due at 02:00 UTC
+    would otherwise be picked up by the test's worker)."""
+    deployed = _prefect(server, "deploy", "--all", "--prefect-file", "infra/prefect.yaml", CAPSEL_PROJECT_DIR=str(ROOT),
+                        CAPSEL_MODEL=str(model), CAPSEL_INCOMING_DIR=str(incoming))
+    if schedules == "paused":
+        _prefect(server, "deployment", "schedule", "pause", "--all")
+    return deployed
 
 
 async def _wait_for_final_state(flow_run_id: str, timeout_s: float):
@@ -73,20 +90,17 @@ async def _artifacts(flow_run_ids: list[str]):
 def test_deploy_run_and_read_artifacts(prefect_api, worker, tmp_path):
     model = tiny_flow_model(tmp_path / "model")
     source = write_pool_file(tmp_path / "in" / "pool.jsonl", 15, seed=2)
-    deployed = _prefect(
-        prefect_api, "deploy", "--all", "--prefect-file", "infra/prefect.yaml",
-        CAPSEL_PROJECT_DIR=str(ROOT), CAPSEL_MODEL=str(model), CAPSEL_INCOMING_DIR=str(tmp_path / "incoming"),
-    )
+    deployed = _deploy(prefect_api, model, tmp_path / "incoming")
     assert "capsel-select/on-demand-select" in deployed and "capsel-rescore/nightly-rescore" in deployed
 
     config = flow_config(tmp_path, model, [str(source)], selection={"budget": "4"})
     started = _prefect(prefect_api, "deployment", "run", "capsel-select/on-demand-select",
-                       "--params", json.dumps({"config": config.record()}))
+                       "--params", json.dumps(config.record()))
     flow_run_id = re.search(r"UUID:\s*([0-9a-f-]{36})", started).group(1)
     run = asyncio.run(_wait_for_final_state(flow_run_id, 240))
     assert run.state.is_completed(), f"{run.state}\n{worker.read_text()[-4000:]}"
     # the pydantic parameter round-trips through the API as the form would send it
-    assert run.parameters["config"]["selection"]["budget"] == "4"
+    assert run.parameters["selection"]["budget"] == "4"
 
     published = sorted((tmp_path / "out" / "selections").glob("sel-*"))
     assert len(published) == 1
@@ -109,10 +123,78 @@ def test_deploy_run_and_read_artifacts(prefect_api, worker, tmp_path):
 
 
 def _run_deployment(server, config, timeout_s: float = 240):
-    started = _prefect(server, "deployment", "run", "capsel-select/on-demand-select",
-                       "--params", json.dumps({"config": config.record()}))
+    return _run(server, "--params", json.dumps(config.record()), timeout_s=timeout_s)
+
+
+def _run(server, *params: str, timeout_s: float = 240):
+    """Start a run of the selection deployment with these `prefect deployment run` options; its final state."""
+    started = _prefect(server, "deployment", "run", "capsel-select/on-demand-select", *params)
     flow_run_id = re.search(r"UUID:\s*([0-9a-f-]{36})", started).group(1)
     return asyncio.run(_wait_for_final_state(flow_run_id, timeout_s))
+
+
+def test_a_run_overrides_the_budget_alone_and_defaults_to_the_incoming_folder(prefect_api, worker, tmp_path):
+    model = tiny_flow_model(tmp_path / "model")
+    incoming = tmp_path / "incoming"
+    write_pool_file(incoming / "pool.jsonl", 15, seed=4)
+    _deploy(prefect_api, model, incoming)
+    # one field of one part, as `prefect deployment run --param` or the UI's custom run sends it
+    run = _run(prefect_api, "--param", 'selection={"budget": "3"}')
+    assert run.state.is_completed(), f"{run.state}\n{worker.read_text()[-4000:]}"
+    assert run.parameters["selection"] == {"budget": "3"}
+    # the other parts are the deployment's: its incoming folder (what a Quick Run ingests) and its model
+    assert run.parameters["sources"] == {"paths": [str(incoming)]}
+    assert run.parameters["scoring"] == {"method": "cap", "model": {"path": str(model)}}
+
+    (published,) = sorted((tmp_path / "out" / "selections").glob("sel-*"))
+    manifest = orjson.loads((published / "manifest.json").read_bytes())
+    assert manifest["method"] == "cap" and manifest["gate"]["success"]
+    assert sorted((d["domain"], d["k"]) for d in manifest["domains"]) == [("code", 3), ("math", 3)]
+    con = duckdb.connect(str(tmp_path / "capsel.duckdb"), read_only=True)
+    try:
+        assert con.execute("select count(*) from candidates").fetchone() == (30,)
+    finally:
+        con.close()
+
+
+async def _scheduled_runs(deployment_name: str):
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import (
+        DeploymentFilter,
+        DeploymentFilterName,
+        FlowRunFilter,
+        FlowRunFilterState,
+        FlowRunFilterStateType,
+    )
+    from prefect.client.schemas.objects import StateType
+
+    async with get_client() as client:
+        return await client.read_flow_runs(
+            deployment_filter=DeploymentFilter(name=DeploymentFilterName(any_=[deployment_name])),
+            flow_run_filter=FlowRunFilter(state=FlowRunFilterState(type=FlowRunFilterStateType(
+                any_=[StateType.SCHEDULED]))),
+        )
+
+
+def test_the_scheduler_creates_runs_of_the_nightly_deployment(prefect_api, tmp_path):
+    # Prefect's scheduler inserts the next runs of a new deployment within seconds; with SQLAlchemy 2.1 its
+    # insert failed once a minute and no run was ever created while the UI showed the schedule as active
+    _prefect(prefect_api, "work-pool", "create", "capsel-local", "--type", "process", "--overwrite")
+    _deploy(prefect_api, tmp_path / "model", tmp_path / "incoming", schedules="active")
+    try:
+        deadline, runs = time.monotonic() + 120, []
+        while not runs and time.monotonic() < deadline:
+            time.sleep(2)
+            runs = asyncio.run(_scheduled_runs("nightly-rescore"))
+        assert runs, "no scheduled run of nightly-rescore after 120 s"
+        starts = sorted(run.expected_start_time for run in runs)
+        assert all((start.hour, start.minute, start.second) == (2, 0, 0) for start in starts)
+        assert all(start.utcoffset().total_seconds() == 0 for start in starts)
+        assert all(later - earlier == timedelta(days=1) for earlier, later in zip(starts, starts[1:]))
+        assert not asyncio.run(_scheduled_runs("on-demand-select"))
+    finally:
+        # nothing is left that a later test's worker could pick up at 02:00 UTC
+        _prefect(prefect_api, "deployment", "delete", "capsel-rescore/nightly-rescore")
 
 
 def test_a_deployment_selects_by_ppl_and_by_kcenter(prefect_api, worker, tmp_path):
@@ -120,8 +202,7 @@ def test_a_deployment_selects_by_ppl_and_by_kcenter(prefect_api, worker, tmp_pat
 
     model = tiny_flow_model(tmp_path / "model")
     encoder = save_encoder_dir(tmp_path / "encoder")
-    _prefect(prefect_api, "deploy", "--all", "--prefect-file", "infra/prefect.yaml",
-             CAPSEL_PROJECT_DIR=str(ROOT), CAPSEL_MODEL=str(model), CAPSEL_INCOMING_DIR=str(tmp_path / "incoming"))
+    _deploy(prefect_api, model, tmp_path / "incoming")
     source = write_pool_file(tmp_path / "in" / "pool.jsonl", 12, seed=5)
     scorings = {
         "ppl": {"method": "ppl", "model": {"path": str(model), "dtype": "float32", "device": "cpu"}},

@@ -26,7 +26,7 @@ def test_ray_shards_score_like_the_local_runner(prefect_api, tmp_path):
     source = write_pool_file(tmp_path / "in" / "pool.jsonl", 10, seed=7)
     config = flow_config(tmp_path / "ray", model, [str(source)], selection={"budget": "3"},
                          runner={"kind": "ray", "ray_num_cpus": 2, "num_gpus": 0, "max_in_flight": 3})
-    counters = select_flow(config)
+    counters = select_flow(**config.parameters())
     assert counters["score"]["n_processed"] == 20
 
     con = open_db(tmp_path / "ray" / "capsel.duckdb", read_only=True)
