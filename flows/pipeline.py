@@ -12,6 +12,7 @@ from typing import Iterator
 
 from prefect.logging import get_run_logger
 from prefect.runtime import flow_run
+from prefect.states import Failed, State
 
 from capsel.config import Settings
 from capsel.db import open_db
@@ -20,10 +21,13 @@ from capsel.faults import fault_point
 from capsel.flows.artifacts import publish_gate_failure, publish_run_artifacts
 from capsel.flows.score_flow import score_flow_for
 from capsel.lineage.openlineage_events import FlowDatasets, event_emitter, run_event
+from capsel.models.loading import describe_model
+from capsel.models.source import ModelSource
 from capsel.orchestration.flow_runs import incoming_files, ingested_files
 from capsel.orchestration.run_report import FlowReport, selection_rows
 from capsel.paths import inside_root
 from capsel.pipeline_config import PipelineConfig, ScoreFlowConfig
+from capsel.profile.verdict_cache import keep_verdict, kept_verdict, profile_key
 from capsel.publish.publish import GateFailedError
 from capsel.runs import new_run_id, recorded_run
 from capsel.scorers.specs import ModelSpec
@@ -37,12 +41,22 @@ from capsel.tasks.residualize import residualize_task
 from capsel.tasks.select import select_and_publish_task
 
 
-def run_pipeline(config: PipelineConfig, flow_key: str, publish_unchanged: bool) -> dict:
+def run_pipeline(parameters: dict, flow_key: str, publish_unchanged: bool) -> dict | State:
     """Run every stage as one recorded 'flow' run; returns its counters.
 
     With `publish_unchanged` False (rescoring), a run that ingested and scored nothing new
-    publishes no new version.
+    publishes no new version. A capsel error (a bad model, a refused gate) ends the run Failed with
+    its message in one log line instead of the traceback Prefect logs for an exception; the error
+    stays the state's result, so `capsel flow` exits with its code.
     """
+    try:
+        return _run(PipelineConfig.from_parameters(**parameters), flow_key, publish_unchanged)
+    except CapselError as error:
+        get_run_logger().error("%s", error)
+        return Failed(message=f"{type(error).__name__}: {error}", data=error)
+
+
+def _run(config: PipelineConfig, flow_key: str, publish_unchanged: bool) -> dict:
     settings = config.settings()
     report = FlowReport(flow_key, run_id=new_run_id(), prefect_flow_run_id=_prefect_id())
     datasets = FlowDatasets(settings.db_path)
@@ -68,17 +82,20 @@ def _stages(con, config: PipelineConfig, settings: Settings, report: FlowReport,
             publish_unchanged: bool) -> None:
     logger = get_run_logger()
     ctx = RunContext(con, settings, parent_run_id=report.run_id, prefect_flow_run_id=report.prefect_flow_run_id)
-    files = incoming_files(config.sources.paths)
+    model = getattr(config.scoring, "model", None)
+    source = _loadable(model) if isinstance(model, ModelSpec) else None
+    paths = config.sources.resolved_paths(settings)
+    files = incoming_files(paths)
     if files:
         report.ingest = ingest_task(IngestRequest(files, config.sources.ingest_options(settings)), ctx)
         datasets.source_files = ingested_files(con, report.ingest)
         logger.info("ingest: %s", report.ingest.counters())
     else:
-        report.notes.append(f"no input files in {config.sources.paths}")
+        report.notes.append(f"no input files in {paths}" if paths else "no sources, and CAPSEL_INCOMING_DIR is unset")
     fault_point("flow.after_ingest")
 
-    if config.check_profile and isinstance(model := getattr(config.scoring, "model", None), ModelSpec):
-        _warn_without_u_shape(model, report)
+    if config.check_profile and isinstance(model, ModelSpec) and source is not None:
+        _warn_without_u_shape(con, model, source, report)
 
     score_config = ScoreFlowConfig(db_path=config.db_path, scoring=config.scoring, runner=config.runner)
     scored = score_flow_for(score_config)(score_config, parent_run_id=report.run_id)
@@ -123,14 +140,28 @@ def _select_request(config: PipelineConfig, settings: Settings, scored: ResultKe
                          Path(target) if target else None, getattr(config.scoring, "target_max", None))
 
 
-def _warn_without_u_shape(model: ModelSpec, report: FlowReport) -> None:
+def _loadable(model: ModelSpec) -> ModelSource:
+    """The model's files once its config and tokenizer load: a bad model fails the run before ingest, in one line."""
+    return describe_model(model.path, trust_remote_code=model.trust_remote_code, allow_pickle=model.allow_pickle).source
+
+
+def _warn_without_u_shape(con, model: ModelSpec, source: ModelSource, report: FlowReport) -> None:
     # The paper ties CAP's signal to the hidden-state U-shape; without it the ranks deserve doubt,
-    # but the user asked for a selection, so this warns and goes on.
-    try:
-        verdict = check_rank_profile(model.path, model.trust_remote_code, model.prompt_format, model.allow_pickle)
-    except CapselError as error:  # e.g. too few blocks to judge: say so, scoring can still run
-        report.notes.append(f"rank profile not checked: {error}")
-        return
+    # but the user asked for a selection, so this warns and goes on. A model is surveyed once per
+    # database: the survey reloads and runs the model, which cost most of a short run's time.
+    key = profile_key(source, model.prompt_format)
+    if (kept := kept_verdict(con, key)) is not None:
+        verdict = kept.verdict
+        report.notes.append(f"rank profile: the verdict of {kept.surveyed_at:%Y-%m-%d %H:%M} for these model files "
+                            f"(U-shape {'present' if verdict.present else 'absent'})")
+    else:
+        try:
+            verdict = check_rank_profile(model.path, model.trust_remote_code, model.prompt_format,
+                                         model.allow_pickle)
+        except CapselError as error:  # e.g. too few blocks to judge: say so, scoring can still run
+            report.notes.append(f"rank profile not checked: {error}")
+            return
+        keep_verdict(con, key, model.path, model.prompt_format, verdict)
     if not verdict.present:
         message = (f"rank profile: the model's hidden states show no U-shape over depth ({verdict.reason}); "
                    "CAP's ranks rest on that pattern, so check them (capsel profile --model ...)")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import orjson
@@ -48,15 +50,15 @@ def incremental(tmp_path_factory, prefect_server):
     first = write_pool_file(incoming / "a.jsonl", 12, seed=1)
     settings = {PREFECT_API_URL: prefect_server.api_url, PREFECT_LOGGING_TO_API_ENABLED: False}
     with temporary_settings(updates=settings):
-        v1 = select_flow(flow_config(root / "live", model, [str(incoming)]))
+        v1 = select_flow(**flow_config(root / "live", model, [str(incoming)]).parameters())
         second = write_pool_file(incoming / "b.jsonl", 8, seed=2)
         # two rows of the second file repeat the first file's instructions: dedup against the pool
         lines = second.read_text().splitlines()
         repeated = [json.loads(line) for line in first.read_text().splitlines()[:2]]
         second.write_text("\n".join(lines + [json.dumps(dict(row, response="late copy")) for row in repeated]) + "\n")
-        v2 = rescore_flow(flow_config(root / "live", model, [str(incoming)]))
-        v3 = rescore_flow(flow_config(root / "live", model, [str(incoming)]))
-        scratch = select_flow(flow_config(root / "scratch", model, [str(first), str(second)]))
+        v2 = rescore_flow(**flow_config(root / "live", model, [str(incoming)]).parameters())
+        v3 = rescore_flow(**flow_config(root / "live", model, [str(incoming)]).parameters())
+        scratch = select_flow(**flow_config(root / "scratch", model, [str(first), str(second)]).parameters())
     return {"root": root, "model": model, "files": (first, second), "v1": v1, "v2": v2, "v3": v3,
             "scratch": scratch}
 
@@ -67,6 +69,48 @@ def test_the_flow_warns_exactly_when_the_model_lacks_the_u_shape(incremental):
     assert len(warnings) == (0 if verdict.present else 1)
     if warnings:
         assert verdict.reason in warnings[0]
+
+
+def test_a_model_is_surveyed_once_per_database(incremental):
+    _, verdict = check_model(incremental["model"])
+    con = open_db(incremental["root"] / "live" / "capsel.duckdb", read_only=True)
+    try:
+        kept = _rows(con, "select present, verdict from rank_profiles")
+    finally:
+        con.close()
+    # v1 surveyed and kept the verdict; the rescores of the same model files read it
+    assert len(kept) == 1 and kept[0][0] == verdict.present
+    assert orjson.loads(kept[0][1])["reason"] == verdict.reason
+    assert not any(note.startswith("rank profile: the verdict of") for note in incremental["v1"].get("notes", []))
+    for run in ("v2", "v3"):
+        assert any(note.startswith("rank profile: the verdict of") for note in incremental[run]["notes"]), run
+    # another database surveys for itself
+    assert not any("the verdict of" in note for note in incremental["scratch"].get("notes", []))
+
+
+def test_a_model_that_cannot_load_fails_the_flow_before_ingest(prefect_server, tmp_path):
+    source = write_pool_file(tmp_path / "in" / "pool.jsonl", 6, seed=3)
+    broken = tmp_path / "broken-model"
+    broken.mkdir()
+    tiny = tiny_flow_model(tmp_path / "tiny")
+    (broken / "model.safetensors").write_bytes((tiny / "model.safetensors").read_bytes())
+    (broken / "config.json").write_text('{"model_type": "llama", "hidden_size": ')  # cut off mid-write
+    db = tmp_path / "capsel.duckdb"
+    done = subprocess.run(
+        [sys.executable, "-m", "capsel", "flow", "select", "--input", str(source), "--model", str(broken),
+         "--db", str(db)], env=prefect_server.env(CAPSEL_OUTPUT_ROOT=str(tmp_path / "out")), cwd=tmp_path,
+        capture_output=True, text=True, timeout=300,
+    )
+    assert done.returncode != 0
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and str(broken) in errors[0], done.stderr[-3000:]
+    assert "Traceback" not in done.stderr and "check-rank-profile" not in done.stderr + done.stdout
+    con = open_db(db, read_only=True)
+    try:  # nothing was ingested, and the run is recorded as failed
+        assert _rows(con, "select count(*) from sources") == [(0,)]
+        assert _rows(con, "select kind, status from runs") == [("flow", "failed")]
+    finally:
+        con.close()
 
 
 def test_rescore_scores_only_the_new_candidates(incremental):

@@ -1,0 +1,42 @@
+"""The rank-profile verdict kept in a real DuckDB file: read back exactly, keyed by the model's files."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from capsel.db import open_db
+from capsel.models.source import ModelSource
+from capsel.profile.verdict import Verdict
+from capsel.profile.verdict_cache import keep_verdict, kept_verdict, profile_key
+
+
+def _source(weights_sha: str) -> ModelSource:
+    return ModelSource("m", Path("/models/m"), None, {"model.safetensors": weights_sha, "config.json": "c"}, True)
+
+
+def test_a_kept_verdict_reads_back_field_for_field(tmp_path):
+    # a trough at the first block has no left peak: NaN, which JSON cannot hold
+    verdict = Verdict(False, 1, 0.25, 0.125, math.nan, 0.5, 0.2, "lowest hidden-state rank is at the first block")
+    con = open_db(tmp_path / "capsel.duckdb")
+    key = profile_key(_source("a" * 64), "raw")
+    assert kept_verdict(con, key) is None
+    keep_verdict(con, key, "m", "raw", verdict)
+    keep_verdict(con, key, "m", "raw", Verdict(True, 2, 0.5, 0.1, 0.9, 0.9, 0.2, "a later survey"))  # first stays
+    con.close()
+
+    con = open_db(tmp_path / "capsel.duckdb", read_only=True)
+    kept = kept_verdict(con, key)
+    assert con.execute("select count(*), any_value(present) from rank_profiles").fetchone() == (1, False)
+    con.close()
+    assert kept is not None and math.isnan(kept.verdict.left_peak)
+    same = [(name, getattr(kept.verdict, name), getattr(verdict, name)) for name in Verdict.__dataclass_fields__
+            if name != "left_peak"]
+    assert all(read == wrote for _, read, wrote in same), same
+
+
+def test_the_key_follows_the_files_and_the_prompt_format():
+    base = profile_key(_source("a" * 64), "raw")
+    assert profile_key(_source("a" * 64), "raw") == base
+    assert profile_key(_source("b" * 64), "raw") != base  # new weights: surveyed again
+    assert profile_key(_source("a" * 64), "chat") != base
