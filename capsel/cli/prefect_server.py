@@ -19,6 +19,9 @@ import httpx
 from capsel.errors import CapselError
 from capsel.processes import die_with_parent
 
+# What capsel's flows need from a Prefect server: its telemetry write races the server's own startup
+# and prints a 135-line 'database is locked' traceback into the first run's output.
+SERVER_ENV = {"PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
 UVICORN_STARTUP_FAILURE = 3  # uvicorn's exit code when it cannot listen on its port (another process took it)
 MAX_STARTS = 3
 # Prefect's default wait is 20 s; a first start (it creates the server's database) took longer than that on a
@@ -51,11 +54,20 @@ def use_temporary_server() -> None:
     refresh_global_settings_context()
 
 
+def run_long_lived_server(host: str, port: int) -> None:
+    """Become `prefect server start` (API, UI and the scheduler) with capsel's settings; never returns.
+
+    Flow commands and workers pointed at it (PREFECT_API_URL) skip the temporary server's start.
+    """
+    sys.stdout.flush()  # what was printed before the exec would be lost with this process's buffers
+    os.execve(sys.executable, [sys.executable, "-m", "prefect", "server", "start", "--host", host, "--port",
+                               str(port)], {**os.environ, **SERVER_ENV})
+
+
 def _start(timeout_s: float) -> tuple[subprocess.Popen, str]:
     for _ in range(MAX_STARTS):
         port = _free_port()
-        # the server's telemetry write races its own startup and prints a 'database is locked' traceback
-        env = {"PREFECT_SERVER_ANALYTICS_ENABLED": "false", **os.environ}
+        env = {**SERVER_ENV, **os.environ}
         server = subprocess.Popen([sys.executable, "-m", __name__, str(os.getpid()), str(port)], env=env)
         api_url = f"http://127.0.0.1:{port}/api"
         if _wait_healthy(server, api_url, timeout_s):

@@ -197,3 +197,15 @@ def test_loads_from_many_threads_leave_the_next_load_intact():
     model = load_model(demo).model
     assert all(p.device.type == "cpu" for p in model.parameters())
     assert model.lm_head.weight.data_ptr() == model.model.embed_tokens.weight.data_ptr()  # still tied
+
+
+def test_loading_prints_no_weights_bar_and_leaves_the_bar_setting_as_it_was(model_dir, capfd):
+    from transformers.utils import logging
+
+    assert logging.is_progress_bar_enabled()
+    load_model(describe_model(str(model_dir), dtype="float32", device="cpu"))
+    load_causal_lm(str(model_dir))
+    captured = capfd.readouterr()
+    # a flow's log got one line per refresh of this bar
+    assert "Loading weights" not in captured.err + captured.out
+    assert logging.is_progress_bar_enabled()
