@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,7 +63,15 @@ def file_digest(path: Path) -> str:
     blob = path.resolve()
     if blob.parent.name == "blobs" and _SHA256_NAME.match(blob.name):
         return blob.name
-    return file_sha256(blob)
+    stat = blob.stat()
+    return _content_sha256(blob, stat.st_size, stat.st_mtime_ns, stat.st_ino)
+
+
+@functools.lru_cache(maxsize=256)
+def _content_sha256(path: Path, size: int, mtime_ns: int, inode: int) -> str:
+    # A flow resolves its model before ingest and again to score: hashing 540 MB of weights twice cost
+    # seconds of every run. A file rewritten or replaced gets a new mtime, size or inode, so it is read again.
+    return file_sha256(path)
 
 
 def _hub_snapshot(repo_id: str, revision: str | None, allow_pickle: bool) -> Path:

@@ -209,3 +209,17 @@ def test_loading_prints_no_weights_bar_and_leaves_the_bar_setting_as_it_was(mode
     # a flow's log got one line per refresh of this bar
     assert "Loading weights" not in captured.err + captured.out
     assert logging.is_progress_bar_enabled()
+
+
+def test_weights_rewritten_in_place_get_a_new_fingerprint(model_dir, tmp_path):
+    # the digest of a file is remembered within a process: a rewrite of the same size must still be seen
+    copy = shutil.copytree(model_dir, tmp_path / "m")
+    before = describe_model(str(copy), dtype="float32", device="cpu")
+    assert describe_model(str(copy), dtype="float32", device="cpu").fingerprint == before.fingerprint
+    weights = copy / "model.safetensors"
+    data = bytearray(weights.read_bytes())
+    data[-1] ^= 0xFF
+    weights.write_bytes(bytes(data))
+    after = describe_model(str(copy), dtype="float32", device="cpu")
+    assert after.source.files["model.safetensors"] == file_sha256(weights) != before.source.files["model.safetensors"]
+    assert after.fingerprint != before.fingerprint
