@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Callable, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -19,6 +19,7 @@ from capsel.store.scope import Scope
 from capsel.threads import use_torch_threads
 
 _STRICT = ConfigDict(extra="forbid", frozen=True)
+F = TypeVar("F", bound=Callable)
 
 
 class SourceParams(BaseModel):
@@ -180,3 +181,23 @@ class PipelineConfig(BaseModel):
     def record(self) -> dict:
         """JSON-ready copy stored with the flow's run."""
         return self.model_dump(mode="json")
+
+
+# The Prefect form shows these under each top-level parameter (it reads a flow's "Args:" docstring section).
+_PARAMETER_DOCS = """
+
+    Args:
+        sources: files or folders to ingest; no paths: the incoming folder ($CAPSEL_INCOMING_DIR)
+        scoring: the method and its model; none: CAP with $CAPSEL_MODEL
+        selection: budget, method, domains and the folder the selection is published in
+        runner: where scoring shards run (threads here, or Ray tasks) and their size
+        db_path: DuckDB file (default: $CAPSEL_DB_PATH)
+        output_root: root of every output (default: $CAPSEL_OUTPUT_ROOT)
+        check_profile: survey the model's rank profile (once per model and database) and warn without the U-shape
+    """
+
+
+def documented_parameters(function: F) -> F:
+    """`function` with the pipeline parameters' descriptions appended to its docstring."""
+    function.__doc__ = (function.__doc__ or "").rstrip() + _PARAMETER_DOCS
+    return function

@@ -6,11 +6,12 @@ from prefect import flow
 from prefect.states import State
 
 from capsel.flows.pipeline import run_pipeline
-from capsel.pipeline_config import RunnerParams, SelectionParams, SourceParams
+from capsel.pipeline_config import RunnerParams, SelectionParams, SourceParams, documented_parameters
 from capsel.scorers.specs import ScorerSpec
 
 
 @flow(name="capsel-rescore", log_prints=True)
+@documented_parameters
 def rescore_flow(
     sources: SourceParams = SourceParams(),
     scoring: ScorerSpec | None = None,

@@ -74,3 +74,37 @@ def test_workers_spec_fixes_device_and_dtype_once_for_every_model(device, uses_g
     assert workers_spec(CapSpec(model=ModelSpec(path="/m", dtype="float32")), True, False).model.dtype == "float32"
     # the writer's host keeps the workers' dtype (the fingerprint hashes it) on its own device
     assert host_spec(spec).model.dtype == expected[1]
+
+
+@pytest.mark.parametrize(("flow_module", "profile_default"), [("select_flow", True), ("rescore_flow", False)])
+def test_the_flows_take_each_part_as_a_described_parameter_with_defaults(flow_module, profile_default):
+    import importlib
+
+    flow = getattr(importlib.import_module(f"capsel.flows.{flow_module}"), flow_module)
+    schema = flow.parameters.model_dump()
+    parts = ["sources", "scoring", "selection", "runner", "db_path", "output_root", "check_profile"]
+    assert list(schema["properties"]) == parts and not schema["required"]  # a Quick Run needs none of them
+    assert all(schema["properties"][part]["description"] for part in parts)
+    assert schema["properties"]["check_profile"]["default"] is profile_default
+    assert schema["properties"]["selection"]["default"] == SelectionParams().model_dump(mode="json")
+
+
+def test_without_scoring_the_flows_score_cap_with_the_configured_model(monkeypatch):
+    monkeypatch.delenv("CAPSEL_MODEL", raising=False)
+    with pytest.raises(CapselError, match="CAPSEL_MODEL is not set"):
+        PipelineConfig.from_parameters(selection=SelectionParams(budget="5"))
+    monkeypatch.setenv("CAPSEL_MODEL", "/models/m")
+    config = PipelineConfig.from_parameters(selection=SelectionParams(budget="5"))
+    assert config.scoring.method == "cap" and config.scoring.model.path == "/models/m"
+    assert PipelineConfig.from_parameters(**config.parameters()) == config
+
+
+def test_no_source_paths_mean_the_incoming_folder(monkeypatch, tmp_path):
+    from capsel.config import load_settings
+    from capsel.pipeline_config import SourceParams
+
+    monkeypatch.delenv("CAPSEL_INCOMING_DIR", raising=False)
+    assert SourceParams().resolved_paths(load_settings()) == []
+    monkeypatch.setenv("CAPSEL_INCOMING_DIR", str(tmp_path))
+    assert SourceParams().resolved_paths(load_settings()) == [str(tmp_path)]
+    assert SourceParams(paths=["a.jsonl"]).resolved_paths(load_settings()) == ["a.jsonl"]
