@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-import psutil
+from capsel.processes import process_started_at
 
 STAGING_PREFIX = ".tmp-"
 
@@ -52,6 +52,6 @@ def is_abandoned(staging: Path) -> bool:
         except BlockingIOError:
             return False
         fcntl.flock(handle, fcntl.LOCK_UN)
-        return os.fstat(handle).st_mtime < psutil.Process().create_time()
+        return os.fstat(handle).st_mtime < process_started_at()
     finally:
         os.close(handle)

@@ -92,3 +92,13 @@ def test_pid_alive_knows_a_running_process_from_a_finished_one():
     finished = subprocess.Popen(["true"])
     finished.wait()
     assert pid_alive(os.getpid()) and not pid_alive(finished.pid)
+
+
+def test_a_process_knows_its_start_to_the_tick():
+    # psutil's create_time rests on a whole-second boot time; a reconcile compares it with folder times
+    script = ("import time; time.sleep(1.5); from capsel.processes import process_started_at; "
+              "print(time.time() - process_started_at())")
+    launched = time.time()
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    age = float(done.stdout)
+    assert 1.5 <= age <= time.time() - launched + 0.02
