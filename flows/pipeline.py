@@ -17,11 +17,14 @@ from capsel.config import Settings
 from capsel.db import open_db
 from capsel.errors import CapselError
 from capsel.faults import fault_point
-from capsel.flows.artifacts import publish_gate_failure, publish_run_artifacts
+from capsel.flows.artifacts import artifact_keys, publish_gate_failure, publish_run_artifacts, start_progress
 from capsel.flows.score_flow import score_flow_for
 from capsel.lineage.openlineage_events import FlowDatasets, event_emitter, run_event
+from capsel.orchestration.artifact_keys import ArtifactKeys
 from capsel.orchestration.flow_runs import incoming_files, ingested_files
-from capsel.orchestration.run_report import FlowReport, selection_rows
+from capsel.orchestration.run_report import FlowReport, ingest_line, selection_rows
+from capsel.orchestration.summary_plots import summary_plots
+from capsel.orchestration.version_diff import version_diff
 from capsel.paths import inside_root
 from capsel.pipeline_config import PipelineConfig, ScoreFlowConfig
 from capsel.publish.publish import GateFailedError
@@ -45,6 +48,7 @@ def run_pipeline(config: PipelineConfig, flow_key: str, publish_unchanged: bool)
     """
     settings = config.settings()
     report = FlowReport(flow_key, run_id=new_run_id(), prefect_flow_run_id=_prefect_id())
+    keys = artifact_keys(flow_key, settings)
     datasets = FlowDatasets(settings.db_path)
     counters: dict = {}
     con = open_db(settings.db_path)
@@ -54,25 +58,25 @@ def run_pipeline(config: PipelineConfig, flow_key: str, publish_unchanged: bool)
             prefect_flow_run_id=report.prefect_flow_run_id,
         ):
             try:
-                _stages(con, config, settings, report, datasets, publish_unchanged)
+                _stages(con, config, settings, report, datasets, publish_unchanged, keys)
             finally:
                 counters.update(report.counters())
                 datasets.counters = counters
     finally:
         con.close()
-        publish_run_artifacts(report, flow_key)
+        publish_run_artifacts(report, keys, settings)
     return counters
 
 
 def _stages(con, config: PipelineConfig, settings: Settings, report: FlowReport, datasets: FlowDatasets,
-            publish_unchanged: bool) -> None:
+            publish_unchanged: bool, keys: ArtifactKeys) -> None:
     logger = get_run_logger()
     ctx = RunContext(con, settings, parent_run_id=report.run_id, prefect_flow_run_id=report.prefect_flow_run_id)
     files = incoming_files(config.sources.paths)
     if files:
         report.ingest = ingest_task(IngestRequest(files, config.sources.ingest_options(settings)), ctx)
         datasets.source_files = ingested_files(con, report.ingest)
-        logger.info("ingest: %s", report.ingest.counters())
+        logger.info(ingest_line(report.ingest))
     else:
         report.notes.append(f"no input files in {config.sources.paths}")
     fault_point("flow.after_ingest")
@@ -81,7 +85,8 @@ def _stages(con, config: PipelineConfig, settings: Settings, report: FlowReport,
         _warn_without_u_shape(model, report)
 
     score_config = ScoreFlowConfig(db_path=config.db_path, scoring=config.scoring, runner=config.runner)
-    scored = score_flow_for(score_config)(score_config, parent_run_id=report.run_id)
+    scored = score_flow_for(score_config)(score_config, parent_run_id=report.run_id,
+                                          progress_artifact_id=start_progress(keys))
     report.scoring = scored.scoring
     report.notes.extend(scored.scoring.notes)
     fault_point("flow.after_score")
@@ -104,12 +109,14 @@ def _stages(con, config: PipelineConfig, settings: Settings, report: FlowReport,
     try:
         selected = select_and_publish_task(request, ctx, key)
     except GateFailedError as error:
-        publish_gate_failure(report.run_id, error, report.flow)
+        publish_gate_failure(report.run_id, error, keys, settings)
         raise
     report.published = selected.published
     report.notes.extend(f"reconcile: {line}" for line in selected.reconciled.lines())
     report.notes.extend(selected.selection.notes)
     report.members = selection_rows(selected.selection.members)
+    report.plots = summary_plots(con, selected.selection)
+    report.change = version_diff(con, report.published.selection_id)
     datasets.selection_dir = report.published.path
     datasets.selection_id = report.published.selection_id
 
