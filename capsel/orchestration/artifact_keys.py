@@ -11,6 +11,8 @@ from pathlib import Path
 KINDS = ("summary", "selection", "report", "gate", "manifest", "data", "progress", "gate-failure", "gate-report",
          "ingest")
 PATH_HASH_CHARS = 8
+# the hash tells pools apart; the stem is only there to be read, so a long one is cut
+STEM_CHARS = 40
 
 
 def slug(text: str) -> str:
@@ -35,8 +37,9 @@ class ArtifactKeys:
         """Everything before the kind."""
         absolute = str(Path(self.db_path).expanduser().resolve())
         digest = hashlib.sha256(absolute.encode()).hexdigest()[:PATH_HASH_CHARS]
-        parts = ["capsel", self.flow, self.deployment or "", Path(absolute).stem, digest]
-        return "-".join(part for part in map(slug, parts) if part)
+        stem = slug(Path(absolute).stem)[:STEM_CHARS].strip("-")
+        parts = [slug(part) for part in ("capsel", self.flow, self.deployment or "")] + [stem, digest]
+        return "-".join(part for part in parts if part)
 
     def key(self, kind: str) -> str:
         """The key of one kind of artifact."""

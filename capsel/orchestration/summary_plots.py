@@ -15,6 +15,8 @@ FIGURE_SIZE = (5.0, 3.5)
 DPI = 80
 # The summary only needs the shape of the pool; the full report keeps up to report_max_points.
 MAX_POINTS = 2_000
+# Each domain adds ~40 KB of base64 to the artifact; past this many the report holds the rest.
+MAX_DOMAINS = 12
 
 
 def png_markdown(png: bytes, alt: str) -> str:
@@ -23,18 +25,23 @@ def png_markdown(png: bytes, alt: str) -> str:
     return f"![{clean_alt}](data:image/png;base64,{base64.b64encode(png).decode('ascii')})"
 
 
-def summary_plots(con: duckdb.DuckDBPyConnection, selection: Selection, max_points: int = MAX_POINTS) -> list[str]:
+def summary_plots(con: duckdb.DuckDBPyConnection, selection: Selection, max_points: int = MAX_POINTS,
+                  max_domains: int = MAX_DOMAINS) -> list[str]:
     """Per fitted domain, the D_late-on-D_early scatter with the fit line and the z histogram, as markdown lines.
 
     Only CAP selections are fitted; any other method gets no plots.
     """
     if selection.key is None or not selection.fits:
         return []
-    points = report_points(con, selection.key, [fit.domain for fit in selection.fits], max_points)
+    fits = selection.fits[:max_domains]
+    points = report_points(con, selection.key, [fit.domain for fit in fits], max_points)
     members = selection.members
     show_cut = selection.request.method == "cap"  # a random draw has no cut, as in the full report
     lines: list[str] = []
-    for fit in selection.fits:
+    if len(selection.fits) > len(fits):
+        lines += [f"Plots of the first {len(fits)} of {len(selection.fits)} domains; the selection's report has "
+                  "every domain.", ""]
+    for fit in fits:
         pool = points[points["domain"] == fit.domain]
         if pool.empty:
             continue

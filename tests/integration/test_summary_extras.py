@@ -40,6 +40,13 @@ def test_plots_are_small_pngs_of_every_fitted_domain(store):
         assert image.format == "PNG" and image.size == (FIGURE_SIZE[0] * DPI, FIGURE_SIZE[1] * DPI)
 
 
+def test_plots_stop_at_max_domains_and_say_so(store):
+    con, _, selection, _ = store
+    lines = summary_plots(con, selection, max_domains=1)
+    assert lines[0] == "Plots of the first 1 of 2 domains; the selection's report has every domain."
+    assert sum("data:image/png" in line for line in lines) == 2 and "### code" in lines
+
+
 def _record(con, manifest, members, selection_id, created_at, budget=None, published=True):
     """Another version of a selection's line (or of another line, with `budget`), as publish records it."""
     request = {**manifest["request"], **({"budget": budget} if budget else {})}

@@ -40,3 +40,10 @@ def test_same_file_name_in_two_folders_gets_two_keys(tmp_path, monkeypatch):
 def test_unknown_kind_is_refused(tmp_path):
     with pytest.raises(ValueError, match="summry"):
         ArtifactKeys("select", tmp_path / "x.duckdb").key("summry")
+
+
+def test_a_long_file_name_is_cut_and_the_hash_keeps_it_apart(tmp_path):
+    long = "pool-" + "x" * 100
+    first, second = ArtifactKeys("select", tmp_path / f"{long}a.duckdb"), ArtifactKeys("select", tmp_path / f"{long}b.duckdb")
+    assert first.key("summary") != second.key("summary")
+    assert first.prefix.startswith("capsel-select-pool-xxx") and len(first.prefix) == len("capsel-select-") + 40 + 1 + 8
