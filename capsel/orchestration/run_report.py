@@ -129,8 +129,7 @@ def ingest_line(ingest: IngestReport) -> str:
     retried = f", {counters['rows_retried']} quarantined row(s) retried" if counters["rows_retried"] else ""
     return (f"ingest: {counters['files_ingested']} file(s) read, {counters['files_skipped']} already ingested"
             f"{retried}; {totals.n_read} row(s): {totals.n_inserted} inserted, {totals.n_duplicates} duplicate(s), "
-            f"{totals.n_quarantined} quarantined, {totals.n_sampled_out} sampled out "
-            f"over {len(ingest.domains)} domain(s)")
+            f"{totals.n_quarantined} quarantined, {totals.n_sampled_out} sampled out")
 
 
 def _ingest_section(ingest: IngestReport) -> list[str]:
