@@ -27,6 +27,10 @@ class Settings(BaseSettings):
     output_root: Path = Field(
         Path("capsel_out"), description="default folder of outputs; flow output paths must stay inside it"
     )
+    outputs_url: str | None = Field(
+        None, description="base URL that serves the output root (`capsel serve`); artifact links point there, "
+        "else to file:// paths"
+    )
     max_field_chars: int = Field(
         1_000_000, gt=0, description="a text field longer than this is quarantined as oversized"
     )

@@ -1,4 +1,4 @@
-"""Prefect artifacts of a flow run: summary, selection table, scoring progress, report links, gate failures."""
+"""Prefect artifacts of a flow run: summary, selection and ingest tables, scoring progress, links, gate failures."""
 
 from __future__ import annotations
 
@@ -14,28 +14,49 @@ from prefect.artifacts import (
     update_progress_artifact,
 )
 from prefect.logging import get_run_logger
+from prefect.runtime import deployment
 
-from capsel.orchestration.run_report import FlowReport, gate_failure_markdown, summary_markdown
+from capsel.config import Settings
+from capsel.orchestration.artifact_keys import ArtifactKeys
+from capsel.orchestration.links import browser_link
+from capsel.orchestration.run_report import FlowReport, gate_failure_markdown, ingest_rows, summary_markdown
 from capsel.publish.publish import GateFailedError
 from capsel.runner.progress import BatchReport
 
 
-class ProgressArtifact:
-    """A scoring progress sink that keeps a Prefect progress artifact (percent of pending candidates) current."""
+def artifact_keys(flow_key: str, settings: Settings) -> ArtifactKeys:
+    """The keys of this flow run's artifacts: its flow, its deployment (if any) and its pool."""
+    return ArtifactKeys(flow_key, settings.db_path, deployment.name)
 
-    def __init__(self, description: str):
+
+def start_progress(keys: ArtifactKeys) -> UUID:
+    """The scoring progress artifact, made on the run the user opens; the scoring subflow moves it on by id."""
+    # called from the flow's own (synchronous) code, so Prefect returns the id, not a coroutine
+    return cast(UUID, create_progress_artifact(0.0, key=keys.key("progress"), description="scoring: not started"))
+
+
+class ProgressArtifact:
+    """A scoring progress sink that keeps a Prefect progress artifact (percent of pending candidates) current.
+
+    Given an `artifact_id` (the parent flow's), it updates that one; otherwise it creates its own under `key`.
+    """
+
+    def __init__(self, description: str, key: str, artifact_id: UUID | None = None):
         self.description = description
-        self.artifact_id: UUID | None = None
+        self.key = key
+        self.artifact_id = artifact_id
         self.total = 0
         self.done = 0
 
     def start(self, total: int) -> None:
-        """Create the artifact sized to the pending work."""
+        """Create the artifact (or reset the parent's) sized to the pending work."""
         self.total = total
-        # called from the flow's own (synchronous) code, so Prefect returns the id, not a coroutine
-        self.artifact_id = cast(UUID, create_progress_artifact(
-            progress=0.0 if total else 100.0, key="capsel-scoring-progress", description=self.description
-        ))
+        progress = 0.0 if total else 100.0
+        if self.artifact_id is None:
+            self.artifact_id = cast(UUID, create_progress_artifact(progress, key=self.key,
+                                                                   description=self.description))
+        else:
+            update_progress_artifact(self.artifact_id, progress=progress, description=self.description)
         get_run_logger().info("scoring %d pending candidates", total)
 
     def advance(self, report: BatchReport) -> None:
@@ -49,32 +70,37 @@ class ProgressArtifact:
         )
 
 
-def publish_run_artifacts(report: FlowReport, flow_key: str) -> None:
-    """The summary markdown; with a published selection also its table and links to its files."""
-    create_markdown_artifact(summary_markdown(report), key=f"{flow_key}-summary", description="capsel run summary")
+def publish_run_artifacts(report: FlowReport, keys: ArtifactKeys, settings: Settings) -> None:
+    """The summary markdown and the ingest table; with a published selection also its table and file links."""
+    create_markdown_artifact(summary_markdown(report), key=keys.key("summary"), description="capsel run summary")
+    if report.ingest is not None:
+        create_table_artifact(ingest_rows(report.ingest), key=keys.key("ingest"),
+                              description="ingest counts per domain")
     if report.published is None:
         return
     published = report.published
-    create_table_artifact(report.members, key=f"{flow_key}-selection",
+    create_table_artifact(report.members, key=keys.key("selection"),
                           description=f"members of {published.selection_id}")
     for name, relative in (("report", "report/index.html"), ("gate", "gate/index.html"),
                            ("manifest", "manifest.json"), ("data", "data.jsonl")):
         create_link_artifact(
-            (published.path / relative).resolve().as_uri(), link_text=f"{published.selection_id} {name}",
-            key=f"{flow_key}-{name}", description=f"published selection {name}",
+            browser_link(published.path / relative, settings.output_root, settings.outputs_url),
+            link_text=f"{published.selection_id} {name}", key=keys.key(name),
+            description=f"published selection {name}",
         )
 
 
-def publish_gate_failure(run_id: str, error: GateFailedError, flow_key: str) -> None:
+def publish_gate_failure(run_id: str, error: GateFailedError, keys: ArtifactKeys, settings: Settings) -> None:
     """Log every failing expectation, then keep them as markdown and link the GX report that was kept."""
     logger = get_run_logger()
     for failure in error.gate.failures:
         logger.error("gate failure: %s", failure)
     gate_index = Path(error.kept_at) / "gate" / "index.html"
     create_markdown_artifact(
-        gate_failure_markdown(run_id, error.gate.failures, str(gate_index)), key=f"{flow_key}-gate-failure",
+        gate_failure_markdown(run_id, error.gate.failures, str(gate_index)), key=keys.key("gate-failure"),
         description="data-quality gate failures",
     )
     create_link_artifact(
-        gate_index.resolve().as_uri(), link_text="rejected selection: GX report", key=f"{flow_key}-gate-report",
+        browser_link(gate_index, settings.output_root, settings.outputs_url),
+        link_text="rejected selection: GX report", key=keys.key("gate-report"),
     )

@@ -18,13 +18,16 @@ from capsel.config import Settings
 from capsel.db import open_db
 from capsel.errors import CapselError
 from capsel.faults import fault_point
-from capsel.flows.artifacts import publish_gate_failure, publish_run_artifacts
+from capsel.flows.artifacts import artifact_keys, publish_gate_failure, publish_run_artifacts, start_progress
 from capsel.flows.score_flow import score_flow_for
 from capsel.lineage.openlineage_events import FlowDatasets, event_emitter, run_event
 from capsel.models.loading import describe_model
 from capsel.models.source import ModelSource
+from capsel.orchestration.artifact_keys import ArtifactKeys
 from capsel.orchestration.flow_runs import incoming_files, ingested_files
-from capsel.orchestration.run_report import FlowReport, selection_rows
+from capsel.orchestration.run_report import FlowReport, ingest_line, selection_rows
+from capsel.orchestration.summary_plots import summary_plots
+from capsel.orchestration.version_diff import version_diff
 from capsel.paths import inside_root
 from capsel.pipeline_config import PipelineConfig, ScoreFlowConfig
 from capsel.profile.verdict_cache import keep_verdict, kept_verdict, profile_key
@@ -59,6 +62,7 @@ def run_pipeline(parameters: dict, flow_key: str, publish_unchanged: bool) -> di
 def _run(config: PipelineConfig, flow_key: str, publish_unchanged: bool) -> dict:
     settings = config.settings()
     report = FlowReport(flow_key, run_id=new_run_id(), prefect_flow_run_id=_prefect_id())
+    keys = artifact_keys(flow_key, settings)
     datasets = FlowDatasets(settings.db_path)
     counters: dict = {}
     con = open_db(settings.db_path)
@@ -68,18 +72,18 @@ def _run(config: PipelineConfig, flow_key: str, publish_unchanged: bool) -> dict
             prefect_flow_run_id=report.prefect_flow_run_id,
         ):
             try:
-                _stages(con, config, settings, report, datasets, publish_unchanged)
+                _stages(con, config, settings, report, datasets, publish_unchanged, keys)
             finally:
                 counters.update(report.counters())
                 datasets.counters = counters
     finally:
         con.close()
-        publish_run_artifacts(report, flow_key)
+        publish_run_artifacts(report, keys, settings)
     return counters
 
 
 def _stages(con, config: PipelineConfig, settings: Settings, report: FlowReport, datasets: FlowDatasets,
-            publish_unchanged: bool) -> None:
+            publish_unchanged: bool, keys: ArtifactKeys) -> None:
     logger = get_run_logger()
     ctx = RunContext(con, settings, parent_run_id=report.run_id, prefect_flow_run_id=report.prefect_flow_run_id)
     model = getattr(config.scoring, "model", None)
@@ -89,7 +93,7 @@ def _stages(con, config: PipelineConfig, settings: Settings, report: FlowReport,
     if files:
         report.ingest = ingest_task(IngestRequest(files, config.sources.ingest_options(settings)), ctx)
         datasets.source_files = ingested_files(con, report.ingest)
-        logger.info("ingest: %s", report.ingest.counters())
+        logger.info(ingest_line(report.ingest))
     else:
         report.notes.append(f"no input files in {paths}" if paths else "no sources, and CAPSEL_INCOMING_DIR is unset")
     fault_point("flow.after_ingest")
@@ -98,7 +102,8 @@ def _stages(con, config: PipelineConfig, settings: Settings, report: FlowReport,
         _warn_without_u_shape(con, model, source, report)
 
     score_config = ScoreFlowConfig(db_path=config.db_path, scoring=config.scoring, runner=config.runner)
-    scored = score_flow_for(score_config)(score_config, parent_run_id=report.run_id)
+    scored = score_flow_for(score_config)(score_config, parent_run_id=report.run_id,
+                                          progress_artifact_id=start_progress(keys))
     report.scoring = scored.scoring
     report.notes.extend(scored.scoring.notes)
     fault_point("flow.after_score")
@@ -121,12 +126,14 @@ def _stages(con, config: PipelineConfig, settings: Settings, report: FlowReport,
     try:
         selected = select_and_publish_task(request, ctx, key)
     except GateFailedError as error:
-        publish_gate_failure(report.run_id, error, report.flow)
+        publish_gate_failure(report.run_id, error, keys, settings)
         raise
     report.published = selected.published
     report.notes.extend(f"reconcile: {line}" for line in selected.reconciled.lines())
     report.notes.extend(selected.selection.notes)
     report.members = selection_rows(selected.selection.members)
+    report.plots = summary_plots(con, selected.selection)
+    report.change = version_diff(con, report.published.selection_id)
     datasets.selection_dir = report.published.path
     datasets.selection_id = report.published.selection_id
 

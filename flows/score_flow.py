@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from typing import Any
+from uuid import UUID
 
 import torch
 from prefect import Flow, flow
@@ -11,7 +12,7 @@ from prefect.task_runners import ThreadPoolTaskRunner
 
 from capsel.config import Settings
 from capsel.db import open_db
-from capsel.flows.artifacts import ProgressArtifact
+from capsel.flows.artifacts import ProgressArtifact, artifact_keys
 from capsel.pipeline_config import RunnerParams, ScoreFlowConfig
 from capsel.runner.work import workers_spec
 from capsel.scorers.specs import ScorerSpec
@@ -49,13 +50,18 @@ def submitter(runner: RunnerParams, spec: ScorerSpec):
 
 def score_sharded(
     con, settings: Settings, spec: ScorerSpec, runner: RunnerParams, scope: Scope, parent_run_id: str | None = None,
+    progress_artifact_id: UUID | None = None,
 ) -> ScoreSummary:
-    """Run the score stage with the shards dispatched to the runner's workers (device and dtype fixed for all)."""
+    """Run the score stage with the shards dispatched to the runner's workers (device and dtype fixed for all).
+
+    Progress goes to `progress_artifact_id` (the parent flow's) when given, else to an artifact of its own.
+    """
     runner.pin_threads()
     spec = workers_spec(spec, runner.uses_gpus, torch.cuda.is_available())
     scorer = describe_scorer_task(spec)
     ctx = RunContext(
-        con, settings, ProgressArtifact(f"{spec.method} with model {scorer.identity.fingerprint}"),
+        con, settings, ProgressArtifact(f"{spec.method} with model {scorer.identity.fingerprint}",
+                                        artifact_keys("score", settings).key("progress"), progress_artifact_id),
         parent_run_id=parent_run_id, prefect_flow_run_id=flow_run.id, dispatch=submitter(runner, spec),
         page_size=runner.shard_size, max_in_flight=runner.max_in_flight,
         run_config={"runner": runner.model_dump()},
@@ -64,14 +70,17 @@ def score_sharded(
 
 
 @flow(name="capsel-score", log_prints=True)
-def score_flow(config: ScoreFlowConfig, parent_run_id: str | None = None) -> ScoreSummary:
+def score_flow(config: ScoreFlowConfig, parent_run_id: str | None = None,
+               progress_artifact_id: UUID | None = None) -> ScoreSummary:
     """Score every pending candidate for the method (resumable shards, one writer); with LESS and a target, score it.
 
-    `parent_run_id` ties the scoring run to the selection flow run that started this one as a subflow.
+    `parent_run_id` ties the scoring run to the selection flow run that started this one as a subflow, and
+    `progress_artifact_id` is that run's progress artifact, so the user sees scoring on the run they opened.
     """
     con = open_db(config.settings().db_path, must_exist=True)
     try:
-        return score_sharded(con, config.settings(), config.scoring, config.runner, config.scope(), parent_run_id)
+        return score_sharded(con, config.settings(), config.scoring, config.runner, config.scope(), parent_run_id,
+                             progress_artifact_id)
     finally:
         con.close()
 

@@ -35,6 +35,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "lineage": ("lineage", "lineage"),
     "migrate": ("migrate", "migrate"),
     "profile": ("profile", "profile"),
+    "serve": ("serve", "serve"),
 }
 GROUPS = ("flow", "lab", "models")
 
@@ -99,6 +100,7 @@ SUMMARIES: dict[str, str] = {
     "migrate": "Create the database or upgrade its schema to this capsel's version.",
     "profile": "Stable rank of weights and hidden states per layer; says whether the hidden-state U-shape is "
                "present.",
+    "serve": "Serve the output root read-only over HTTP, so artifact links in the Prefect UI open in a browser.",
     "flow": "Run the Prefect flows directly (a Prefect server, or a temporary one, records them).",
     "lab": "The validation lab: synthetic world, demo model pretraining, noise and SFT experiments, the bundled "
            "demo and real pools.",

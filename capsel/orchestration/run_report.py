@@ -8,6 +8,7 @@ from typing import Any, Sequence
 import pandas as pd
 
 from capsel.ingest.summary import IngestReport
+from capsel.orchestration.version_diff import VersionDiff
 from capsel.publish.publish import PublishedSelection
 from capsel.runner.progress import RunSummary
 from capsel.selection.residualize import DomainFit
@@ -31,6 +32,8 @@ class FlowReport:
     members: list[dict] = field(default_factory=list)  # selection_rows of the published selection
     examples: list[dict] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    plots: list[str] = field(default_factory=list)  # markdown lines of summary_plots
+    change: VersionDiff | None = None  # against the previous version of the same selection line
 
     def counters(self) -> dict:
         """JSON-ready counters of every stage, stored with the flow's run."""
@@ -86,6 +89,10 @@ def summary_markdown(report: FlowReport) -> str:
             f"budget {manifest['budget']} {manifest['budget_mode']}), published at `{report.published.path}`; "
             f"gate passed {manifest['gate']['n_expectations']} expectations.", "",
         ]
+    if report.change is not None:
+        lines += _change_section(report.change)
+    if report.plots:
+        lines += ["## Plots", "", *report.plots]
     if report.examples:
         lines += _table(
             "Top and bottom examples by z", ["domain", "side", "candidate", "z", "instruction"],
@@ -105,17 +112,44 @@ def gate_failure_markdown(run_id: str, failures: Sequence[str], report_path: str
     ])
 
 
+# ingest counts in the order people read them: what came in, then where it went
+INGEST_COLUMNS = {"domain": "domain", "n_read": "read", "n_inserted": "inserted", "n_duplicates": "duplicates",
+                  "n_quarantined": "quarantined", "n_sampled_out": "sampled out"}
+
+
+def ingest_rows(ingest: IngestReport) -> list[dict]:
+    """One row per domain and a 'total' row, keyed by the column titles (the table artifact's rows)."""
+    return [{title: getattr(counts, name) for name, title in INGEST_COLUMNS.items()}
+            for counts in [*ingest.domains, ingest.totals()]]
+
+
+def ingest_line(ingest: IngestReport) -> str:
+    """The ingest in one readable log line: files, then the row totals."""
+    counters, totals = ingest.counters(), ingest.totals()
+    retried = f", {counters['rows_retried']} quarantined row(s) retried" if counters["rows_retried"] else ""
+    return (f"ingest: {counters['files_ingested']} file(s) read, {counters['files_skipped']} already ingested"
+            f"{retried}; {totals.n_read} row(s): {totals.n_inserted} inserted, {totals.n_duplicates} duplicate(s), "
+            f"{totals.n_quarantined} quarantined, {totals.n_sampled_out} sampled out")
+
+
 def _ingest_section(ingest: IngestReport) -> list[str]:
     counters = ingest.counters()
     head = [
         "## Ingest", "",
         f"{counters['files_ingested']} file(s) ingested, {counters['files_skipped']} already ingested (skipped).", "",
     ]
-    rows = [
-        [d.domain, d.n_read, d.n_inserted, d.n_duplicates, d.n_quarantined, d.n_sampled_out]
-        for d in [*ingest.domains, ingest.totals()]
-    ]
-    return head + _table(None, ["domain", "read", "inserted", "duplicates", "quarantined", "sampled out"], rows)
+    rows = [list(row.values()) for row in ingest_rows(ingest)]
+    return head + _table(None, list(INGEST_COLUMNS.values()), rows)
+
+
+def _change_section(change: VersionDiff, limit: int = 20) -> list[str]:
+    lines = ["## Changes since the previous version", "", f"{change.line()}.", ""]
+    for label, ids in (("added", change.added), ("dropped", change.dropped)):
+        shown = sorted(ids)[:limit]
+        if shown:
+            more = f" and {len(ids) - limit} more" if len(ids) > limit else ""
+            lines += [f"- {label}: " + ", ".join(f"`{i}`" for i in shown) + more]
+    return lines + [""]
 
 
 def _scoring_section(scoring: RunSummary, key: ScoringKey | None) -> list[str]:

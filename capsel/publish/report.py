@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import html
+import io
 import re
 from pathlib import Path
 from typing import Sequence
@@ -55,9 +56,9 @@ def write_report(
         chosen = _at_most(members[members["domain"] == fit.domain], max_points)
         stem = _file_stem(fit.domain)
         scatter = directory / f"{stem}-scatter.png"
-        _save(_scatter_figure(fit, pool, chosen), scatter)
+        _save(scatter_figure(fit, pool, chosen), scatter)
         histogram = directory / f"{stem}-z.png"
-        _save(_z_figure(fit.domain, pool, chosen, show_cut), histogram)
+        _save(z_figure(fit.domain, pool, chosen, show_cut), histogram)
         written += [scatter, histogram]
         sampled = int(pool["n_pool"].iloc[0]) > len(pool)
         sections.append(_section(fit, scatter.name, histogram.name, sampled, len(pool)))
@@ -66,8 +67,10 @@ def write_report(
     return [*written, index]
 
 
-def _scatter_figure(fit: DomainFit, pool: pd.DataFrame, chosen: pd.DataFrame) -> Figure:
-    figure = Figure(figsize=(6.4, 4.8), layout="constrained")
+def scatter_figure(fit: DomainFit, pool: pd.DataFrame, chosen: pd.DataFrame,
+                   size: tuple[float, float] = (6.4, 4.8)) -> Figure:
+    """D_late against D_early of the pool and the selected, with the domain's OLS line."""
+    figure = Figure(figsize=size, layout="constrained")
     axes = figure.add_subplot()
     axes.scatter(pool["d_early"], pool["d_late"], s=6, c="#9aa5b1", alpha=0.6, label="pool", linewidths=0)
     axes.scatter(chosen["d_early"], chosen["d_late"], s=10, c="#d6452b", label="selected", linewidths=0)
@@ -82,8 +85,10 @@ def _scatter_figure(fit: DomainFit, pool: pd.DataFrame, chosen: pd.DataFrame) ->
     return figure
 
 
-def _z_figure(domain: str, pool: pd.DataFrame, chosen: pd.DataFrame, show_cut: bool) -> Figure:
-    figure = Figure(figsize=(6.4, 4.0), layout="constrained")
+def z_figure(domain: str, pool: pd.DataFrame, chosen: pd.DataFrame, show_cut: bool,
+             size: tuple[float, float] = (6.4, 4.0)) -> Figure:
+    """Histogram of z, the selected stacked on the rest of the pool, with the cut when `show_cut`."""
+    figure = Figure(figsize=size, layout="constrained")
     axes = figure.add_subplot()
     # Stacked, so each candidate is drawn once and in its own colour; the edges cover the members too, since
     # the pool is a sample that need not hold the top member.
@@ -101,9 +106,16 @@ def _z_figure(domain: str, pool: pd.DataFrame, chosen: pd.DataFrame, show_cut: b
     return figure
 
 
-def _save(figure: Figure, path: Path) -> None:
+def png_bytes(figure: Figure, dpi: int) -> bytes:
+    """The figure as PNG bytes (Agg: no display needed)."""
     FigureCanvasAgg(figure)
-    figure.savefig(path, dpi=110)
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=dpi)
+    return buffer.getvalue()
+
+
+def _save(figure: Figure, path: Path) -> None:
+    path.write_bytes(png_bytes(figure, dpi=110))
 
 
 def _at_most(frame: pd.DataFrame, limit: int) -> pd.DataFrame:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import re
 import subprocess
@@ -109,13 +110,23 @@ def test_deploy_run_and_read_artifacts(prefect_api, worker, tmp_path):
     assert manifest["n_members"] == len(members) == 8 and manifest["gate"]["success"]
     assert sorted(members.groupby("domain").size().items()) == [("code", 4), ("math", 4)]
 
-    artifacts = {a.key: a for a in asyncio.run(_artifacts([flow_run_id]))}
-    summary = artifacts["select-summary"].data
+    artifacts = asyncio.run(_artifacts([flow_run_id]))
+    # keys named independently of ArtifactKeys: flow, deployment, db stem, hash of the db's absolute path
+    digest = hashlib.sha256(str((tmp_path / "capsel.duckdb").resolve()).encode()).hexdigest()[:8]
+    prefix = f"capsel-select-on-demand-select-capsel-{digest}-"
+    by_key = {a.key: a for a in artifacts}
+    assert {a.key for a in artifacts if str(a.flow_run_id) == flow_run_id} == {
+        prefix + kind for kind in ("summary", "ingest", "selection", "progress", "report", "gate", "manifest", "data")
+    }  # the progress artifact too sits on the run the user opened, not on the scoring subflow
+    summary = by_key[prefix + "summary"].data
     assert manifest["selection_id"] in summary and "| code | 15 |" in summary and "α" in summary
-    table = json.loads(artifacts["select-selection"].data)
+    assert summary.count("](data:image/png;base64,") == 4  # scatter and z histogram of both domains
+    table = json.loads(by_key[prefix + "selection"].data)
     assert sorted(row["candidate_id"] for row in table) == sorted(members["candidate_id"])
-    assert artifacts["capsel-scoring-progress"].data == 100.0
-    report_link = re.search(r"\((file://[^)]+)\)", artifacts["select-report"].data).group(1)
+    ingest = {row["domain"]: row for row in json.loads(by_key[prefix + "ingest"].data)}
+    assert ingest["total"]["inserted"] == 30 and ingest["total"]["duplicates"] == 1
+    assert by_key[prefix + "progress"].data == 100.0
+    report_link = re.search(r"\((file://[^)]+)\)", by_key[prefix + "report"].data).group(1)
     assert Path(report_link[len("file://"):]) == published[0].resolve() / "report" / "index.html"
     assert Path(report_link[len("file://"):]).is_file()
     deployments = _prefect(prefect_api, "deployment", "inspect", "capsel-rescore/nightly-rescore")

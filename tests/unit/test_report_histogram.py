@@ -3,7 +3,7 @@
 import numpy as np
 import pandas as pd
 
-from capsel.publish.report import _z_figure
+from capsel.publish.report import z_figure
 
 
 def _bars(figure):
@@ -18,7 +18,7 @@ def test_members_are_drawn_as_selected_even_beyond_the_pool_sample():
     top = pool.nlargest(3, "z")
     # the pool is a sample: the top member (z = 4) is not in it
     chosen = pd.concat([top, pd.DataFrame({"candidate_id": ["outside"], "z": [4.0]})], ignore_index=True)
-    rest_heights, selected_heights, axes = _bars(_z_figure("math", pool, chosen, show_cut=True))
+    rest_heights, selected_heights, axes = _bars(z_figure("math", pool, chosen, show_cut=True))
 
     assert sum(selected_heights) == len(chosen) == 4
     assert sum(rest_heights) == len(pool) - len(top)

@@ -3,7 +3,15 @@
 from pathlib import Path
 
 from capsel.ingest.summary import DomainCounts, FileOutcome, IngestReport
-from capsel.orchestration.run_report import FlowReport, gate_failure_markdown, preview, summary_markdown
+from capsel.orchestration.run_report import (
+    FlowReport,
+    gate_failure_markdown,
+    ingest_line,
+    ingest_rows,
+    preview,
+    summary_markdown,
+)
+from capsel.orchestration.version_diff import VersionDiff
 from capsel.runner.progress import RunSummary
 from capsel.selection.residualize import DomainFit
 
@@ -32,3 +40,34 @@ def test_preview_and_gate_failure():
     assert preview("x" * 100, 10) == "x" * 9 + "…"
     text = gate_failure_markdown("r", ["members: ExpectX(): 2 unexpected"], "/out/rejected/sel/gate/index.html")
     assert "1 expectation(s) failed" in text and "- members: ExpectX(): 2 unexpected" in text
+
+
+def _two_domain_ingest() -> IngestReport:
+    return IngestReport("ing", [FileOutcome(Path("/a.jsonl"), "s1", 12), FileOutcome(Path("/b.jsonl"), "s2", 0, "old")],
+                        [DomainCounts("code", 5, 4, 1, 0, 0), DomainCounts("math", 7, 5, 0, 1, 1)])
+
+
+def test_ingest_rows_and_totals():
+    rows = ingest_rows(_two_domain_ingest())
+    assert rows == [
+        {"domain": "code", "read": 5, "inserted": 4, "duplicates": 1, "quarantined": 0, "sampled out": 0},
+        {"domain": "math", "read": 7, "inserted": 5, "duplicates": 0, "quarantined": 1, "sampled out": 1},
+        {"domain": "total", "read": 12, "inserted": 9, "duplicates": 1, "quarantined": 1, "sampled out": 1},
+    ]
+    text = summary_markdown(FlowReport("select", "r", ingest=_two_domain_ingest()))
+    assert "| domain | read | inserted | duplicates | quarantined | sampled out |" in text
+    assert "| total | 12 | 9 | 1 | 1 | 1 |" in text
+
+
+def test_ingest_line_is_readable_not_a_dict():
+    line = ingest_line(_two_domain_ingest())
+    assert line == ("ingest: 1 file(s) read, 1 already ingested; 12 row(s): 9 inserted, 1 duplicate(s), "
+                    "1 quarantined, 1 sampled out")
+    assert "{" not in line
+
+
+def test_summary_says_what_changed_since_the_previous_version():
+    change = VersionDiff("sel-new", "sel-old", frozenset({"c9"}), frozenset({"c1", "c2"}), 0.5)
+    text = summary_markdown(FlowReport("rescore", "r", change=change))
+    assert "since `sel-old`: 1 member(s) added, 2 dropped, Jaccard overlap 0.500" in text
+    assert "- added: `c9`" in text and "- dropped: `c1`, `c2`" in text
