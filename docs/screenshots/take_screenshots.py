@@ -57,6 +57,20 @@ async def _run_and_artifacts() -> tuple[str, dict[str, str]]:
         return str(run.id), {a.key.rsplit("-", 1)[-1]: str(a.id) for a in artifacts if a.key}
 
 
+def deploy(env: dict, work: Path) -> str:
+    """Deploy infra/prefect.yaml (schedules paused) and return the on-demand deployment's id."""
+    prefect = str(Path(sys.executable).with_name("prefect"))
+    env = env | {"CAPSEL_PROJECT_DIR": str(ROOT), "CAPSEL_MODEL": "/models/my-model",
+                 "CAPSEL_INCOMING_DIR": "/data/incoming"}
+    for args in (["work-pool", "create", "capsel-local", "--type", "process", "--overwrite"],
+                 ["deploy", "--all", "--prefect-file", "infra/prefect.yaml"],
+                 ["deployment", "schedule", "pause", "--all"]):
+        subprocess.run([prefect, "--no-prompt", *args], env=env, cwd=ROOT, check=True, capture_output=True)
+    done = subprocess.run([prefect, "deployment", "inspect", "capsel-select/on-demand-select"], env=env, cwd=work,
+                          check=True, capture_output=True, text=True)
+    return done.stdout.split("'id': '", 1)[1].split("'", 1)[0]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent)
@@ -88,6 +102,8 @@ def main() -> None:
         screenshot(f"{ui}/artifacts", args.out / "artifacts.png")
         screenshot(f"{ui}/artifacts/artifact/{artifacts['summary']}", args.out / "summary-artifact.png", 2900)
         screenshot(f"{ui}/artifacts/artifact/{artifacts['ingest']}", args.out / "ingest-artifact.png")
+        # the form a custom run from the UI shows: one field per part, the deployment's values filled in
+        screenshot(f"{ui}/deployments/deployment/{deploy(env, work)}/run", args.out / "custom-run-form.png", 2200)
         if args.keep:
             input(f"UI at {ui}; press Enter to stop the server ")
     finally:
