@@ -23,6 +23,14 @@ the cut is at the safe boundary before the last one that leaves (P + 2)·max_cha
 what the tokenizer or a chat template puts before the kept text (BOS, the turn header, a trimmed space)
 can change ids up to that second boundary only, and more than P ids follow it.
 
+Both bounds need every character to give at least one id. A byte-level vocabulary can lack a byte's
+symbol, and the tokenizer then drops that byte without an id (SmolLM2 lacks six ASCII controls: a text of
+them alone tokenises to nothing). A character whose every byte is dropped gives no id, so a run of them
+could push the first R ids past any window: a text holding such a character is tokenised whole, and a
+vocabulary lacking a continuation byte (0x80-0xBF, in every multi-byte character) is never cut for. A
+SentencePiece-style model needs byte fallback or an unfused unknown token for the same reason (a fused one
+covers a whole run of unknown characters with one id).
+
 A text with no safe boundary where one is needed, a tokenizer of another kind, or a chat template that
 does not put the user's text in verbatim (or stripped) is tokenised whole, as before.
 """
@@ -48,6 +56,7 @@ class TextCap:
 
     max_chars: int
     chat_safe: bool
+    no_id_chars: str = ""  # characters the tokenizer drops without an id: texts holding one are not cut
 
     @classmethod
     def of(cls, tokenizer) -> "TextCap | None":
@@ -59,7 +68,7 @@ class TextCap:
     def head(self, text: str, n_ids: int) -> str:
         """A prefix of `text` whose ids start with the first `n_ids` ids of `text` (special tokens aside)."""
         window = (n_ids + SPARE_IDS) * self.max_chars
-        if len(text) < MIN_GAIN * window:
+        if len(text) < MIN_GAIN * window or self._drops_a_char_of(text):
             return text
         boundary = _next_boundary(text, window)
         return text if boundary is None else text[:boundary]
@@ -67,11 +76,14 @@ class TextCap:
     def tail(self, text: str, n_ids: int) -> str:
         """A suffix of `text` whose ids, whatever comes before them, end with the last `n_ids` ids of `text`."""
         window = (n_ids + SPARE_IDS) * self.max_chars
-        if len(text) < MIN_GAIN * window:
+        if len(text) < MIN_GAIN * window or self._drops_a_char_of(text):
             return text
         last = _last_boundary(text, len(text) - window)
         before = None if last is None else _last_boundary(text, last - 1)
         return text if before is None else text[before:]
+
+    def _drops_a_char_of(self, text: str) -> bool:
+        return any(char in text for char in self.no_id_chars)
 
 
 def is_safe_boundary(text: str, position: int) -> bool:
@@ -104,9 +116,26 @@ def _plan(tokenizer) -> TextCap | None:
     added = [entry["content"] for entry in spec.get("added_tokens") or []]
     if model.get("type") != "BPE" or not vocab or any(re.search(r"\S ", content) for content in added):
         return None
-    if not (_byte_level_regex(spec) or _spaces_as_marks(spec, vocab)):
-        return None
-    return TextCap(max(len(entry) for entry in [*vocab, *added]), _keeps_user_text(tokenizer))
+    max_chars = max(len(entry) for entry in [*vocab, *added])
+    if _byte_level_regex(spec):
+        missing = [byte for byte, symbol in _BYTE_SYMBOLS.items() if symbol not in vocab]
+        if any(0x80 <= byte <= 0xBF for byte in missing):
+            return None
+        return TextCap(max_chars, _keeps_user_text(tokenizer), "".join(chr(byte) for byte in missing if byte < 0x80))
+    unknown_has_ids = model.get("byte_fallback") or (model.get("unk_token") is not None and not model.get("fuse_unk"))
+    if unknown_has_ids and _spaces_as_marks(spec, vocab):
+        return TextCap(max_chars, _keeps_user_text(tokenizer))
+    return None
+
+
+def _byte_symbols() -> dict[int, str]:
+    """GPT-2's byte-level alphabet: the printable character that stands for each byte in the vocabulary."""
+    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    others = [byte for byte in range(256) if byte not in printable]
+    return {**{byte: chr(byte) for byte in printable}, **{byte: chr(256 + n) for n, byte in enumerate(others)}}
+
+
+_BYTE_SYMBOLS = _byte_symbols()
 
 
 def _byte_level_regex(spec: dict) -> bool:

@@ -100,3 +100,37 @@ def test_safe_boundaries_and_the_vocabulary_check():
 
 def test_a_tokenizer_the_argument_does_not_cover_is_never_cut():
     assert TextCap.of(build_tokenizer()) is None  # the tiny word-level tokenizer of the test models
+
+
+def test_characters_without_an_id_keep_a_text_whole(tokenizer):
+    cap = TextCap.of(tokenizer)
+    # independently: the ASCII characters this tokenizer turns into no id at all
+    dropped = "".join(chr(code) for code in range(128) if not tokenizer(chr(code), add_special_tokens=False).input_ids)
+    assert cap.no_id_chars == dropped
+    config = ScoringConfig(min_prompt_tokens=1, min_response_tokens=1)
+    filler = (dropped or "\x04") * (10 * (config.prompt_tokens + 2) * cap.max_chars)
+    words = " the alpha Zürich" * 400
+    # a run without ids ahead of the words: the first R ids lie past any window the cut could take
+    response, prompt = filler + words, words + filler
+    for prompt_format in formats(tokenizer):
+        [built] = build_inputs([CandidateText("dropped", prompt, "", response)], tokenizer,
+                               config.model_copy(update={"prompt_format": prompt_format}))
+        expected = whole_text_ids(tokenizer, prompt_text(prompt, ""), response, prompt_format, config)
+        assert (built.prompt_ids, built.response_ids) == expected, prompt_format
+        assert len(built.response_ids) == config.horizon
+
+
+def test_a_byte_level_vocabulary_without_a_continuation_byte_is_never_cut(smollm2_instruct_dir, tmp_path):
+    import json
+    import shutil
+
+    from capsel.scoring.text_cap import _BYTE_SYMBOLS
+
+    folder = shutil.copytree(smollm2_instruct_dir, tmp_path / "tok", ignore=shutil.ignore_patterns("*.safetensors"))
+    spec = json.loads((folder / "tokenizer.json").read_text())
+    symbol = _BYTE_SYMBOLS[0xA9]  # 0xA9 ends "©" and many other characters
+    model = spec["model"]
+    model["vocab"] = {entry: index for entry, index in model["vocab"].items() if symbol not in entry}
+    model["merges"] = [merge for merge in model["merges"] if symbol not in "".join(merge)]
+    (folder / "tokenizer.json").write_text(json.dumps(spec))
+    assert TextCap.of(AutoTokenizer.from_pretrained(folder)) is None
