@@ -28,6 +28,7 @@ FAULT_POINTS = (
     "publish.after_staging",         # the staging folder complete and synced
     "publish.before_record_commit",  # the 'publishing' row written, not committed
     "publish.after_record_commit",   # the 'publishing' row committed, the folder still staged
+    "upload.before_last_file",       # a folder uploaded to object storage but its manifest, written last
     "publish.after_rename",          # the folder in place, its row still 'publishing'
     "publish.before_commit",         # the row marked 'published', not committed
     "publish.after_commit",          # published, the run not yet closed

@@ -1,15 +1,25 @@
-"""Output paths: typed at the command line (taken as typed) or passed as flow parameters (kept inside the root)."""
+"""Output paths: typed at the command line (taken as typed) or passed as flow parameters (kept inside the root).
+
+The root, and an --out, may be a storage URL (s3://bucket/prefix): the same rules hold for its prefixes.
+"""
 
 from __future__ import annotations
 
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from capsel.errors import CapselError
+from capsel.storage.remote_folder import RemoteFolder
+from capsel.storage.urls import is_url, local_path_text
 
 
 def typed_path(user_path: str | Path) -> Path:
     """A path typed at the command line, as the user meant it: `~` expanded, relative to the working directory."""
     return Path(user_path).expanduser().resolve()
+
+
+def typed_destination(typed: str) -> Path | RemoteFolder:
+    """An --out typed at the command line: a storage URL as given, a local path as `typed_path` takes it."""
+    return RemoteFolder(typed) if is_url(typed) else typed_path(local_path_text(typed))
 
 
 def typed_or_default(typed: str | Path | None, root: Path, default: str | Path) -> Path:
@@ -36,3 +46,24 @@ def inside_root(root: Path, user_path: str | Path) -> Path:
             "choose a path inside it or change CAPSEL_OUTPUT_ROOT"
         )
     return resolved
+
+
+def inside_destination(root: Path | RemoteFolder, user_path: str | Path) -> Path | RemoteFolder:
+    """`inside_root` for a local root; for a storage root, the prefix `user_path` names under it.
+
+    A relative path is taken under the root; a URL only when it already lies under it. Absolute local paths,
+    `..` and other roots are refused, as a local root refuses paths that leave it.
+    """
+    if isinstance(root, Path):
+        return inside_root(root, user_path)
+    text = str(user_path)
+    relative = text.removeprefix(root.url).lstrip("/") if text == root.url or text.startswith(root.url + "/") else text
+    parts = PurePosixPath(relative).parts
+    if is_url(relative) or PurePosixPath(relative).is_absolute() or ".." in parts:
+        raise CapselError(f"path {text!r} is outside the output root {root.url!r}; choose a path inside it or "
+                          "change the output root")
+    folder = root
+    for part in parts:
+        if part != ".":
+            folder = folder / part
+    return folder

@@ -15,6 +15,8 @@ from capsel.scorers.specs import LessSpec, ScorerSpec
 from capsel.selection.budget import parse_budget
 from capsel.selection.plan import SelectionRequest
 from capsel.selection.select import METHODS
+from capsel.storage.remote_folder import RemoteFolder
+from capsel.storage.urls import is_url
 from capsel.store.scope import Scope
 from capsel.threads import use_torch_threads
 
@@ -137,7 +139,9 @@ class PipelineConfig(BaseModel):
     model_config = _STRICT
 
     db_path: str | None = Field(None, description="DuckDB file (default: $CAPSEL_DB_PATH)")
-    output_root: str | None = Field(None, description="root of every output (default: $CAPSEL_OUTPUT_ROOT)")
+    output_root: str | None = Field(
+        None, description="root of every output (default: $CAPSEL_OUTPUT_ROOT); a storage URL (s3://bucket/prefix) "
+        "takes the published selections")
     sources: SourceParams = Field(default_factory=SourceParams)
     scoring: ScorerSpec
     selection: SelectionParams = Field(default_factory=SelectionParams)
@@ -172,11 +176,19 @@ class PipelineConfig(BaseModel):
         return {name: getattr(self, name) for name in type(self).model_fields}
 
     def settings(self) -> Settings:
-        """Settings from the environment with this config's paths applied."""
+        """Settings from the environment with this config's paths applied (a storage output root publishes only:
+        the flow's other outputs, such as OpenLineage's file, stay in the local $CAPSEL_OUTPUT_ROOT)."""
+        local_root = self.output_root if self.output_root and not is_url(self.output_root) else None
         return load_settings(
             db_path=Path(self.db_path) if self.db_path else None,
-            output_root=Path(self.output_root) if self.output_root else None,
+            output_root=Path(local_root) if local_root else None,
         )
+
+    def publish_root(self, settings: Settings) -> Path | RemoteFolder:
+        """Where selections are published: the output root, local or in object storage."""
+        if self.output_root and is_url(self.output_root):
+            return RemoteFolder(self.output_root)
+        return settings.output_root
 
     def record(self) -> dict:
         """JSON-ready copy stored with the flow's run."""
@@ -192,7 +204,7 @@ _PARAMETER_DOCS = """
         selection: budget, method, domains and the folder the selection is published in
         runner: where scoring shards run (threads here, or Ray tasks) and their size
         db_path: DuckDB file (default: $CAPSEL_DB_PATH)
-        output_root: root of every output (default: $CAPSEL_OUTPUT_ROOT)
+        output_root: root of every output (default: $CAPSEL_OUTPUT_ROOT); a storage URL takes the published selections
         check_profile: survey the model's rank profile (once per model and database) and warn without the U-shape
     """
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import duckdb
+import orjson
 
 from capsel.db import one_row, run_sql
 
@@ -31,6 +32,14 @@ class SourceTotals:
     n_bytes: int
 
 
+@dataclass(frozen=True)
+class LatestFunnel:
+    """The newest published selection and its funnel, as `capsel lineage <selection_id>` shows it."""
+
+    selection_id: str
+    funnel: list[dict]
+
+
 def domain_status(con: duckdb.DuckDBPyConnection) -> list[DomainStatus]:
     """Per-domain counts, ordered by domain."""
     return [DomainStatus(*row) for row in run_sql(con, "status/status_domains").fetchall()]
@@ -39,3 +48,9 @@ def domain_status(con: duckdb.DuckDBPyConnection) -> list[DomainStatus]:
 def source_totals(con: duckdb.DuckDBPyConnection) -> SourceTotals:
     """Totals over every ingested source file."""
     return SourceTotals(*one_row(con, "status/status_sources"))
+
+
+def latest_funnel(con: duckdb.DuckDBPyConnection) -> LatestFunnel | None:
+    """The funnel of the newest published selection, or None before any selection recorded one."""
+    row = run_sql(con, "status/latest_funnel").fetchone()
+    return None if row is None else LatestFunnel(selection_id=row[0], funnel=orjson.loads(row[2]))

@@ -19,6 +19,7 @@ from capsel.db import open_db, run_sql
 from capsel.models import demo_model_path
 from capsel.models.loading import describe_model
 from capsel.pipeline_config import PipelineConfig
+from capsel.publish.excluded import EXCLUDED_FILE
 from capsel.scoring.config import ScoringConfig
 from capsel.selection.scoring_key import resolve_scoring_key
 from capsel_lab.demo_pool import demo_pool_dir, stage_demo_pool
@@ -86,6 +87,8 @@ class DemoResult:
     gate_success: bool
     prompt_format: str = ""
     notes: list[str] = field(default_factory=list)
+    # rows read down to members, as the manifest records it; every dropped row is in excluded.parquet
+    funnel: list[dict] = field(default_factory=list)
 
 
 def prepare_demo(options: DemoOptions) -> tuple[PipelineConfig, list[dict]]:
@@ -138,12 +141,14 @@ def demo_result(config: PipelineConfig, counters: dict, records: list[dict], opt
         paths={
             "selection": selection_dir, "data": selection_dir / "data.jsonl",
             "report": selection_dir / "report" / "index.html", "gate": selection_dir / "gate" / "index.html",
+            "excluded": selection_dir / EXCLUDED_FILE,
             "db": config.settings().db_path,
         },
         selection_id=counters["selection"]["selection_id"],
         gate_success=bool(manifest["gate"]["success"]),
         prompt_format=scored_config.prompt_format,
         notes=list(counters.get("notes", [])),
+        funnel=manifest["funnel"],
     )
 
 

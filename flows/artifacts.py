@@ -20,6 +20,7 @@ from capsel.config import Settings
 from capsel.orchestration.artifact_keys import ArtifactKeys
 from capsel.orchestration.links import browser_link
 from capsel.orchestration.run_report import FlowReport, gate_failure_markdown, ingest_rows, summary_markdown
+from capsel.publish.destination import Destination
 from capsel.publish.publish import GateFailedError
 from capsel.runner.progress import BatchReport
 
@@ -84,7 +85,7 @@ def publish_run_artifacts(report: FlowReport, keys: ArtifactKeys, settings: Sett
     for name, relative in (("report", "report/index.html"), ("gate", "gate/index.html"),
                            ("manifest", "manifest.json"), ("data", "data.jsonl")):
         create_link_artifact(
-            browser_link(published.path / relative, settings.output_root, settings.outputs_url),
+            _link(published.path, relative, settings),
             link_text=f"{published.selection_id} {name}", key=keys.key(name),
             description=f"published selection {name}",
         )
@@ -95,12 +96,19 @@ def publish_gate_failure(run_id: str, error: GateFailedError, keys: ArtifactKeys
     logger = get_run_logger()
     for failure in error.gate.failures:
         logger.error("gate failure: %s", failure)
-    gate_index = Path(error.kept_at) / "gate" / "index.html"
+    gate_index = f"{error.kept_at}/gate/index.html"
     create_markdown_artifact(
-        gate_failure_markdown(run_id, error.gate.failures, str(gate_index)), key=keys.key("gate-failure"),
+        gate_failure_markdown(run_id, error.gate.failures, gate_index), key=keys.key("gate-failure"),
         description="data-quality gate failures",
     )
     create_link_artifact(
-        browser_link(gate_index, settings.output_root, settings.outputs_url),
+        _link(error.kept_at, "gate/index.html", settings),
         link_text="rejected selection: GX report", key=keys.key("gate-report"),
     )
+
+
+def _link(folder: Destination, relative: str, settings: Settings) -> str:
+    """A browser link to a file of a published (or rejected) folder; a storage URL is linked as it is."""
+    if isinstance(folder, Path):
+        return browser_link(folder / relative, settings.output_root, settings.outputs_url)
+    return f"{folder}/{relative}"

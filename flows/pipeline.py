@@ -28,7 +28,7 @@ from capsel.orchestration.flow_runs import incoming_files, ingested_files
 from capsel.orchestration.run_report import FlowReport, ingest_line, selection_rows
 from capsel.orchestration.summary_plots import summary_plots
 from capsel.orchestration.version_diff import version_diff
-from capsel.paths import inside_root
+from capsel.paths import inside_destination
 from capsel.pipeline_config import PipelineConfig, ScoreFlowConfig
 from capsel.profile.verdict_cache import keep_verdict, kept_verdict, profile_key
 from capsel.publish.publish import GateFailedError
@@ -134,7 +134,8 @@ def _stages(con, config: PipelineConfig, settings: Settings, report: FlowReport,
     report.members = selection_rows(selected.selection.members)
     report.plots = summary_plots(con, selected.selection)
     report.change = version_diff(con, report.published.selection_id)
-    datasets.selection_dir = report.published.path
+    # OpenLineage names local folders here; a selection in object storage is not one of its datasets yet
+    datasets.selection_dir = report.published.path if isinstance(report.published.path, Path) else None
     datasets.selection_id = report.published.selection_id
 
 
@@ -143,7 +144,7 @@ def _select_request(config: PipelineConfig, settings: Settings, scored: ResultKe
     target = getattr(config.scoring, "target", None)
     config_hash = None if target else scored.config_hash
     return SelectRequest(config.selection.request(scored.model_fingerprint, config_hash),
-                         inside_root(settings.output_root, config.selection.out),
+                         inside_destination(config.publish_root(settings), config.selection.out),
                          Path(target) if target else None, getattr(config.scoring, "target_max", None))
 
 

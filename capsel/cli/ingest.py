@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 from contextlib import contextmanager
 from dataclasses import asdict
-from pathlib import Path
 from typing import Annotated, Iterator, Optional
 
 import typer
@@ -26,7 +25,7 @@ from capsel.cli.tables import print_table
 from capsel.cli.wrapping import print_unbroken
 from capsel.db import open_db
 from capsel.errors import CapselError
-from capsel.ingest.inputs import resolve_inputs
+from capsel.ingest.inputs import InputFile, resolve_inputs
 from capsel.ingest.pipeline import IngestOptions, ProgressFn
 from capsel.ingest.records import parse_field_map
 from capsel.ingest.summary import IngestReport
@@ -36,8 +35,10 @@ from capsel.stages.ingest import ingest as ingest_stage
 
 
 def ingest(
-    paths: Annotated[list[Path], typer.Argument(
-        help="JSONL, JSON (array), Parquet or CSV files, or folders holding them.", metavar="PATH", show_default=False,
+    paths: Annotated[list[str], typer.Argument(
+        help="JSONL, JSON (array), Parquet or CSV files, or folders holding them; also URLs (s3://bucket/prefix/, "
+        "gs://..., globs like s3://bucket/pool-*.jsonl) read with credentials from the environment.",
+        metavar="PATH", show_default=False,
     )],
     domain: Annotated[Optional[str], typer.Option(
         "--domain", help="Domain of every row; overrides a `domain` field in the rows.", show_default=False,
@@ -102,9 +103,9 @@ def file_progress() -> Iterator[ProgressFn]:
         TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
         TimeRemainingColumn(),
     )
-    tasks: dict[Path, TaskID] = {}
+    tasks: dict[InputFile, TaskID] = {}
     with Progress(*columns, console=console, transient=True) as bar:
-        def update(path: Path, done: int, total: int) -> None:
+        def update(path: InputFile, done: int, total: int) -> None:
             if path not in tasks:
                 tasks[path] = bar.add_task(path.name, total=total)
             bar.update(tasks[path], completed=done)

@@ -15,7 +15,7 @@ from capsel.cli.specs import MethodChoice
 from capsel.cli.tables import print_table
 from capsel.cli.wrapping import print_unbroken
 from capsel.db import open_db
-from capsel.paths import typed_path
+from capsel.paths import typed_destination
 from capsel.selection.budget import parse_budget
 from capsel.selection.plan import Selection, SelectionRequest
 from capsel.stages.context import RunContext
@@ -34,8 +34,9 @@ def select(
     budget: Annotated[str, typer.Option(
         "--budget", help="Members per domain (or in total): a count like 800 or a share like 10%.",
     )],
-    out: Annotated[Path, typer.Option(
-        "--out", help="Folder that receives <selection_id>/.",
+    out: Annotated[str, typer.Option(
+        "--out", help="Folder that receives <selection_id>/, or a storage URL (s3://bucket/prefix, credentials from "
+        "the environment).",
     )],
     total: Annotated[bool, typer.Option(
         "--total/--per-domain",
@@ -82,7 +83,7 @@ def select(
     db: DbOption = None) -> None:
     """Select a subset under a budget, check it with the data-quality gate and publish it."""
     settings = settings_for(db)
-    out_dir = typed_path(out)
+    out_dir = typed_destination(out)
     request = SelectionRequest(
         budget=parse_budget(budget, "total" if total else "per_domain"),
         method=method.value,

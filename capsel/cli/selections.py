@@ -10,6 +10,7 @@ from capsel.cli.common import DbOption, JsonOption, console, json_output, settin
 from capsel.cli.tables import print_table
 from capsel.db import open_db
 from capsel.db.records import fetch_records
+from capsel.publish.destination import destination, is_present
 from capsel.publish.reconcile import Reconciled, find_disagreements, reconcile_selections
 
 
@@ -26,7 +27,7 @@ def selections(json_out: JsonOption = False, db: DbOption = None) -> None:
     finally:
         con.close()
     with json_output(json_out) as output:
-        output.emit({"selections": [{**row, "present": Path(row["out_dir"]).is_dir()} for row in rows],
+        output.emit({"selections": [{**row, "present": is_present(destination(row["out_dir"]))} for row in rows],
                      "reconciled": reconciled.as_dict()})
         for line in reconciled.lines():
             console.print(f"[yellow]reconcile:[/] {line}")
@@ -60,7 +61,7 @@ def print_selections(rows: list[dict]) -> None:
         budget = f"{row['budget']} {row['budget_mode'].replace('_', ' ')}"
         if row["method"] == "random":
             budget += f", seed {row['seed']}"
-        path = row["out_dir"] if Path(row["out_dir"]).is_dir() else f"{row['out_dir']} (missing)"
+        path = row["out_dir"] if is_present(destination(row["out_dir"])) else f"{row['out_dir']} (missing)"
         table.add_row(
             row["selection_id"], row["method"], budget, str(row["n_members"]),
             row["model_fingerprint"] or "-", row["config_hash"] or "-",

@@ -13,8 +13,9 @@ from capsel.cli.tables import print_table
 from capsel.cli.wrapping import print_unbroken
 from capsel.db import open_db
 from capsel.db.connection import DatabaseLockedError
+from capsel.publish.funnel import funnel_lines
 from capsel.quarantine import quarantine_reasons
-from capsel.status import DomainStatus, SourceTotals, domain_status, source_totals
+from capsel.status import DomainStatus, LatestFunnel, SourceTotals, domain_status, latest_funnel, source_totals
 
 
 def status(json_out: JsonOption = False, db: DbOption = None) -> None:
@@ -32,12 +33,13 @@ def status(json_out: JsonOption = False, db: DbOption = None) -> None:
         totals = source_totals(con)
         domains = domain_status(con)
         reasons = quarantine_reasons(con)
+        latest = latest_funnel(con)
     finally:
         con.close()
     with json_output(json_out) as output:
         output.emit({"db": settings.db_path, "sources": asdict(totals), "domains": [asdict(row) for row in domains],
-                     "quarantine_reasons": reasons})
-        print_status(settings.db_path, totals, domains, reasons)
+                     "quarantine_reasons": reasons, "latest_selection": None if latest is None else asdict(latest)})
+        print_status(settings.db_path, totals, domains, reasons, latest)
 
 
 def print_writer(db_path: Path, locked: DatabaseLockedError, json_out: bool) -> None:
@@ -56,8 +58,10 @@ def print_writer(db_path: Path, locked: DatabaseLockedError, json_out: bool) -> 
         console.print("The store's counts are shown once it ends: DuckDB lets no other process read it meanwhile.")
 
 
-def print_status(db_path: Path, totals: SourceTotals, domains: list[DomainStatus], reasons: list[dict]) -> None:
-    """Totals, the per-domain table, and the quarantine reasons with the command that shows their rows."""
+def print_status(db_path: Path, totals: SourceTotals, domains: list[DomainStatus], reasons: list[dict],
+                 latest: LatestFunnel | None) -> None:
+    """Totals, the per-domain table, the quarantine reasons with the command that shows their rows, and the
+    newest selection's funnel."""
     print_unbroken(console, f"{db_path}: {totals.n_sources:,} source files, {totals.n_rows_read:,} rows read, "
                             f"{totals.n_bytes / 2**20:,.1f} MiB")
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True)
@@ -72,3 +76,7 @@ def print_status(db_path: Path, totals: SourceTotals, domains: list[DomainStatus
     if reasons:
         counts = ", ".join(f"{row['reason']} {row['n_rows']:,}" for row in reasons)
         print_unbroken(console, f"quarantined by reason: {counts}; the rows: `capsel quarantine --reason REASON`")
+    if latest is not None:
+        console.print(f"funnel of the newest selection {latest.selection_id} (its dropped rows: excluded.parquet):")
+        for line in funnel_lines(latest.funnel):
+            console.print("  " + line, markup=False, highlight=False)

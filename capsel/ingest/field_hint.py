@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
 import duckdb
 
 from capsel.db import run_sql
+from capsel.ingest.inputs import InputFile, open_input
 from capsel.ingest.readers import format_for, read_rows
 from capsel.ingest.reasons import Reason
 from capsel.ingest.records import FieldMap
@@ -33,7 +33,7 @@ USUAL_NAMES: dict[str, tuple[str, ...]] = {
 class FieldHint:
     """A file whose rows were mostly quarantined for a missing field, with the fields it does have."""
 
-    path: Path
+    path: InputFile
     n_rows: int
     reasons: dict[str, int]
     fields: list[str]
@@ -70,10 +70,11 @@ def field_hints(con: duckdb.DuckDBPyConnection, outcomes: Sequence[FileOutcome],
     return hints
 
 
-def source_fields(path: Path, limit: int = SAMPLE_ROWS) -> list[str]:
-    """Field names of the file's first `limit` records, in order of first appearance."""
+def source_fields(path: InputFile, limit: int = SAMPLE_ROWS) -> list[str]:
+    """Field names of the file's first `limit` records, in order of first appearance (an object's are read again
+    from storage: its downloaded copy is gone by now, and a hint is rare)."""
     names: dict[str, None] = {}
-    with open(path, "rb") as handle:
+    with open_input(path) as handle:
         for index, row in enumerate(read_rows(handle, format_for(path), batch_rows=limit)):
             if index >= limit:
                 break

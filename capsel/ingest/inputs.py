@@ -2,6 +2,7 @@
 holds that is not read and why; nothing is opened until it is known to be a regular file.
 
 Opening a FIFO waits for a writer forever, so every path is judged by its stat (symlinks followed) first.
+A URL (s3://, gs://, any fsspec protocol) names an object, a prefix read like a folder, or a glob.
 """
 
 from __future__ import annotations
@@ -10,18 +11,23 @@ import errno
 import os
 import stat
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Sequence
+from pathlib import Path, PurePosixPath
+from typing import BinaryIO, Sequence
 
 from capsel.errors import CapselError, OptionError
 from capsel.ingest.readers import FORMATS, format_for
+from capsel.storage.remote_files import RemoteFile, open_remote, remote_files
+from capsel.storage.urls import is_url, local_path_text
+
+# A file on this machine, or an object in storage.
+InputFile = Path | RemoteFile
 
 
 @dataclass(frozen=True)
 class Skipped:
     """An entry of a named folder that is not read, and why."""
 
-    path: Path
+    path: Path | str
     reason: str
 
 
@@ -29,18 +35,21 @@ class Skipped:
 class Inputs:
     """The files to read, in order, and the folder entries left out."""
 
-    files: list[Path]
+    files: list[InputFile]
     skipped: list[Skipped] = field(default_factory=list)
 
 
-def resolve_inputs(paths: Sequence[str | Path]) -> Inputs:
+def resolve_inputs(paths: Sequence[str | InputFile]) -> Inputs:
     """Input files in order (a folder gives its supported regular files by name); CapselError if any is unusable."""
     if not paths:
         raise OptionError("give at least one file or folder to ingest")
-    files: list[Path] = []
+    files: list[InputFile] = []
     skipped: list[Skipped] = []
     for given in paths:
-        path = Path(given).expanduser()
+        if is_url(given):
+            files.extend(_remote_inputs(str(given), skipped))
+            continue
+        path = Path(local_path_text(str(given))).expanduser()
         if path.is_dir():
             found, left_out = folder_files(path)
             if not found:
@@ -50,14 +59,42 @@ def resolve_inputs(paths: Sequence[str | Path]) -> Inputs:
             skipped.extend(left_out)
         else:
             files.append(named_file(path))
-    for path in files:
-        try:
-            with open(path, "rb"):
-                pass
-        except OSError as exc:
-            raise CapselError(f"{path}: cannot read it ({exc.strerror or exc})") from exc
+    for local in files:
+        if isinstance(local, Path):
+            try:
+                with open(local, "rb"):
+                    pass
+            except OSError as exc:
+                raise CapselError(f"{local}: cannot read it ({exc.strerror or exc})") from exc
     # the folder canonical, the name as given: a link's own suffix, not its target's, says how to read it
-    return Inputs([path.parent.resolve() / path.name for path in files], skipped)
+    return Inputs([item.parent.resolve() / item.name if isinstance(item, Path) else item for item in files], skipped)
+
+
+def input_size(path: InputFile) -> int:
+    """Bytes of an input: a local file's now, an object's as listed."""
+    return os.path.getsize(path) if isinstance(path, Path) else path.size
+
+
+def open_input(path: InputFile) -> BinaryIO:
+    """An input opened for reading, from disk or from storage."""
+    return open(path, "rb") if isinstance(path, Path) else open_remote(path)
+
+
+def _remote_inputs(url: str, skipped: list[Skipped]) -> list[RemoteFile]:
+    """The objects a URL names (see `remote_files`); the entries left out join `skipped`."""
+    found, left_out = remote_files(url, unsupported)
+    skipped.extend(Skipped(entry, reason) for entry, reason in left_out)
+    if not found:
+        others = f" ({len(left_out)} other entries, not read)" if left_out else ""
+        raise CapselError(f"{url}: holds no {', '.join(FORMATS)} objects{others}")
+    if len(found) == 1 and not left_out:
+        format_for(found[0])  # a single object named with an unsupported suffix is refused like a file
+    return found
+
+
+def unsupported(url: str) -> str | None:
+    """Why an object's name cannot be read (its suffix), or None."""
+    return None if PurePosixPath(url).suffix.lower() in FORMATS else f"not a {', '.join(FORMATS)} file"
 
 
 def named_file(path: Path) -> Path:

@@ -7,7 +7,6 @@ rerun ingests it cleanly because its sources rows were never committed.
 
 from __future__ import annotations
 
-import os
 from collections import deque
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -23,16 +22,16 @@ from capsel.errors import CapselError, OptionError
 from capsel.faults import fault_point
 from capsel.ingest.chunks import Chunk, ClassifyConfig, only_rows
 from capsel.ingest.field_hint import field_hints
-from capsel.ingest.inputs import resolve_inputs
+from capsel.ingest.inputs import InputFile, input_size, resolve_inputs
+from capsel.ingest.local_copy import LocalCopy, local_copy
 from capsel.ingest.readers import FORMATS, Batch, bytes_through
 from capsel.ingest.records import FieldMap
 from capsel.ingest.summary import FileOutcome, IngestReport, run_summary
 from capsel.ingest.workers import ParseWorkers, classified_chunks, worker_pool
 from capsel.runs import recorded_run
-from capsel.versioning import file_sha256
 
 # (file, bytes done, bytes total), called after every chunk is written.
-ProgressFn = Callable[[Path, int, int], None]
+ProgressFn = Callable[[InputFile, int, int], None]
 
 
 @dataclass(frozen=True)
@@ -71,7 +70,7 @@ class IngestOptions:
         """The part of the options that decides each row's fate."""
         return ClassifyConfig(self.fields, self.domain, self.max_field_chars)
 
-    def as_config(self, files: Sequence[Path]) -> dict:
+    def as_config(self, files: Sequence[InputFile]) -> dict:
         """JSON-ready record of this ingest, stored with its run."""
         return {
             "paths": [str(path) for path in files],
@@ -87,7 +86,7 @@ class IngestOptions:
 
 def ingest(
     con: duckdb.DuckDBPyConnection,
-    paths: Sequence[str | Path],
+    paths: Sequence[str | InputFile],
     options: IngestOptions,
     progress: ProgressFn | None = None,
     parent_run_id: str | None = None,
@@ -96,7 +95,7 @@ def ingest(
     """Ingest files as one recorded run (inside `parent_run_id` when a flow runs it); checks every path first."""
     inputs = resolve_inputs(paths)
     files = inputs.files
-    parallel = sum(os.path.getsize(path) for path in files) >= options.parallel_min_bytes
+    parallel = sum(input_size(path) for path in files) >= options.parallel_min_bytes
     counters: dict = {}
     with (
         recorded_run(con, "ingest", counters, config=options.as_config(files), parent_run_id=parent_run_id,
@@ -115,7 +114,7 @@ def ingest(
 
 def _ingest_unit(
     con: duckdb.DuckDBPyConnection,
-    unit: list[Path],
+    unit: list[InputFile],
     options: IngestOptions,
     run_id: str,
     workers: ParseWorkers | None,
@@ -135,7 +134,7 @@ def _ingest_unit(
 
 def _ingest_file(
     con: duckdb.DuckDBPyConnection,
-    path: Path,
+    path: InputFile,
     options: IngestOptions,
     run_id: str,
     workers: ParseWorkers | None,
@@ -143,7 +142,24 @@ def _ingest_file(
 ) -> FileOutcome:
     """Stream one file into candidates, duplicates and quarantine, unless its content is already a source;
     with --reingest, a known source's quarantined rows are streamed again (and only those)."""
-    sha256 = file_sha256(path)
+    if not isinstance(path, Path):
+        report_stage(f"download {path.name}", run_id, unit="bytes")
+        report_progress(total=path.size)
+    with local_copy(path, lambda done: report_progress(done=done)) as copy:
+        return _ingest_copy(con, path, copy, options, run_id, workers, progress)
+
+
+def _ingest_copy(
+    con: duckdb.DuckDBPyConnection,
+    path: InputFile,
+    copy: LocalCopy,
+    options: IngestOptions,
+    run_id: str,
+    workers: ParseWorkers | None,
+    progress: ProgressFn | None,
+) -> FileOutcome:
+    """Ingest the input `path` from its local copy; the sources row records `path` (a URL for an object)."""
+    sha256 = copy.sha256
     known = run_sql(con, "ingest/ingest_source_find", {"sha256": sha256}).fetchone()
     retry: pa.Array | None = None
     known_by = None if known is None else known[2]
@@ -157,13 +173,13 @@ def _ingest_file(
     else:
         source_id = sha256[:16]
         run_sql(con, "ingest/ingest_source_insert", {
-            "source_id": source_id, "path": str(path), "sha256": sha256, "n_bytes": os.path.getsize(path),
+            "source_id": source_id, "path": str(path), "sha256": sha256, "n_bytes": copy.n_bytes,
             "domain_option": options.domain, "field_map": orjson.dumps(options.fields.as_dict()).decode(),
             "run_id": run_id,
         })
-    n_bytes = os.path.getsize(path)
+    n_bytes = copy.n_bytes
     ids = {"source_id": source_id, "ingest_run_id": run_id}
-    suffix = path.suffix.lower()
+    suffix = path.suffix.lower()  # the input's own suffix: a link's or an object's name says how to read it
     n_rows = 0
     # Framing runs ahead of writing, so each chunk's progress is where its batch ended.
     batch_ends: deque[int] = deque()
@@ -175,7 +191,7 @@ def _ingest_file(
         if progress is not None:
             progress(path, n_read, n_bytes)
 
-    with open(path, "rb") as handle:
+    with open(copy.path, "rb") as handle:
         batches = _noting_ends(FORMATS[suffix].frame(handle, options.chunk_rows), handle, batch_ends)
         max_in_flight = options.workers + 1  # one batch queued while each worker parses one
         for chunk in classified_chunks(batches, suffix, options.classify_config(), workers, max_in_flight):

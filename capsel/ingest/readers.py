@@ -15,7 +15,7 @@ import os
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
-from typing import Any, BinaryIO, Callable, Iterator, NamedTuple
+from typing import TYPE_CHECKING, Any, BinaryIO, Callable, Iterator, NamedTuple
 
 import numpy as np
 import orjson
@@ -26,6 +26,9 @@ from capsel.errors import CapselError
 from capsel.ingest.json_array import Unreadable, array_elements
 from capsel.ingest.json_text import parse_json_text
 from capsel.ingest.reasons import Reason, Rejection
+
+if TYPE_CHECKING:
+    from capsel.storage.remote_files import RemoteFile
 
 _BOM = b"\xef\xbb\xbf"
 _JSON_WHITESPACE = b" \t\r\n"
@@ -270,7 +273,7 @@ FORMATS: dict[str, SourceFormat] = {
 }
 
 
-def format_for(path: Path) -> SourceFormat:
+def format_for(path: Path | RemoteFile) -> SourceFormat:
     """The format of a file, chosen by its suffix."""
     found = FORMATS.get(path.suffix.lower())
     if found is None:

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 
 import duckdb
 
 from capsel.db import run_sql
 from capsel.ingest.field_hint import FieldHint
-from capsel.ingest.inputs import Skipped
+from capsel.ingest.inputs import InputFile, Skipped
 
 
 @dataclass(frozen=True)
@@ -32,7 +31,7 @@ class FileOutcome:
     n_source_rows and n_quarantined are the source's totals after this run (0 for a skipped file).
     """
 
-    path: Path
+    path: InputFile
     source_id: str
     n_rows_read: int
     already_ingested_by: str | None = None

@@ -6,6 +6,7 @@ from rich.markup import escape
 from rich.tree import Tree
 
 from capsel.lineage.trace import CandidateLineage, Record, SelectionLineage
+from capsel.publish.funnel import funnel_lines
 
 _PREVIEW_CHARS = 100
 
@@ -113,6 +114,10 @@ def _selection_tree(lineage: SelectionLineage) -> Tree:
             f"{run['kind']} {run['run_id']} ({run['status']}, code {run['code_version']}, "
             f"prefect flow run {run['prefect_flow_run_id'] or '-'}){members}"
         )
+    if lineage.funnel:
+        funnel = tree.add("funnel: rows read down to members (the dropped rows: excluded.parquet beside it)")
+        for line in funnel_lines(lineage.funnel):
+            funnel.add(escape(line))
     return tree
 
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import duckdb
+import orjson
 
 from capsel.db.records import fetch_records
 from capsel.errors import CapselError
@@ -27,11 +28,12 @@ class CandidateLineage:
 
 @dataclass
 class SelectionLineage:
-    """A selection, the sources of its members and the runs that produced them."""
+    """A selection, the sources of its members, the runs that produced them, and its funnel."""
 
     selection: Record
     sources: list[Record]
     runs: list[Record]
+    funnel: list[Record] = field(default_factory=list)
 
 
 def trace(con: duckdb.DuckDBPyConnection, identifier: str) -> CandidateLineage | SelectionLineage:
@@ -39,8 +41,10 @@ def trace(con: duckdb.DuckDBPyConnection, identifier: str) -> CandidateLineage |
     selection = fetch_records(con, "lineage/lineage_selection", {"selection_id": identifier})
     if selection:
         params = {"selection_id": identifier}
+        funnel = selection[0].pop("funnel")
         return SelectionLineage(
             selection=selection[0],
+            funnel=orjson.loads(funnel) if funnel else [],
             sources=fetch_records(con, "lineage/lineage_selection_sources", params),
             runs=fetch_records(con, "lineage/lineage_selection_runs", params),
         )

@@ -8,17 +8,23 @@ from typing import Sequence
 import duckdb
 
 from capsel.db.records import fetch_records
-from capsel.ingest.inputs import folder_files, named_file
+from capsel.ingest.inputs import InputFile, folder_files, named_file, unsupported
 from capsel.ingest.summary import IngestReport
+from capsel.storage.remote_files import remote_files
+from capsel.storage.urls import is_url
 
 
-def incoming_files(paths: Sequence[str | Path]) -> list[Path]:
+def incoming_files(paths: Sequence[str | Path]) -> list[InputFile]:
     """Supported regular files of the given folders (in name order) and files; an empty folder gives none.
 
     Unlike `resolve_inputs`, an empty incoming folder is not an error: a nightly run may find nothing new.
+    A storage URL gives its objects the same way (an empty prefix does not exist in storage: none).
     """
-    files: list[Path] = []
+    files: list[InputFile] = []
     for given in paths:
+        if is_url(given):
+            files.extend(remote_files(str(given), unsupported, missing_ok=True)[0])
+            continue
         path = Path(given).expanduser()
         files.extend(folder_files(path)[0] if path.is_dir() else [named_file(path)])
     return files

@@ -9,6 +9,7 @@ import pandas as pd
 
 from capsel.ingest.summary import IngestReport
 from capsel.orchestration.version_diff import VersionDiff
+from capsel.publish.funnel import funnel_rows
 from capsel.publish.publish import PublishedSelection
 from capsel.runner.progress import RunSummary
 from capsel.selection.residualize import DomainFit
@@ -89,6 +90,9 @@ def summary_markdown(report: FlowReport) -> str:
             f"budget {manifest['budget']} {manifest['budget_mode']}), published at `{report.published.path}`; "
             f"gate passed {manifest['gate']['n_expectations']} expectations.", "",
         ]
+        funnel = [[_cell(cell) for cell in row] for row in funnel_rows(manifest["funnel"])]
+        lines += _table("Funnel: rows read to members (each dropped row is in excluded.parquet)",
+                        ["stage", "rows", "left", "reasons"], funnel)
     if report.change is not None:
         lines += _change_section(report.change)
     if report.plots:

@@ -21,6 +21,7 @@ def build_manifest(
     run_id: str | None,
     gate: GateResult,
     data_files: Sequence[Path],
+    funnel: list[dict],
 ) -> dict:
     """The manifest of a selection about to be published (paths in it are relative to its directory)."""
     key = selection.key
@@ -46,6 +47,8 @@ def build_manifest(
         "members_sha256": members_sha256,
         "domains": domain_entries(selection),
         "notes": list(selection.notes),
+        # rows read -> duplicates -> quarantined -> ... -> selected; excluded.parquet holds every dropped row
+        "funnel": funnel,
         "sources": source_entries(selection.members),
         "files": {path.name: file_sha256(path) for path in data_files},
         "gate": {"success": gate.success, "n_expectations": gate.n_expectations, "report": "gate/index.html"},

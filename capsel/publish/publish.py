@@ -16,6 +16,8 @@ from capsel.errors import CapselError, ExitCode
 from capsel.faults import fault_point
 from capsel.publish.data_files import FileHook, write_data_files
 from capsel.publish.dataset_card import dataset_card
+from capsel.publish.destination import MANIFEST, Destination, build_root
+from capsel.publish.excluded import EXCLUDED_FILE, write_excluded
 from capsel.publish.manifest import build_manifest
 from capsel.publish.record import forget_selection, mark_published, record_selection
 from capsel.publish.report import report_points, write_report
@@ -24,6 +26,7 @@ from capsel.publish.staging import claimed_staging, staging_dir
 from capsel.quality.expectations import gate_spec
 from capsel.quality.gate import GateResult, check_selection
 from capsel.selection.plan import Selection
+from capsel.storage.remote_folder import RemoteFolder
 
 REJECTED_DIR = "rejected"
 
@@ -33,7 +36,7 @@ class GateFailedError(CapselError):
 
     exit_code = ExitCode.GATE_FAILED
 
-    def __init__(self, gate: GateResult, kept_at: Path) -> None:
+    def __init__(self, gate: GateResult, kept_at: Destination) -> None:
         listing = "\n  ".join(gate.failures)
         super().__init__(
             f"the data-quality gate failed {len(gate.failures)} of {gate.n_expectations} expectations; "
@@ -48,14 +51,14 @@ class PublishedSelection:
     """Where a selection landed and what its manifest says."""
 
     selection_id: str
-    path: Path
+    path: Destination
     manifest: dict
 
 
 def publish_selection(
     con: duckdb.DuckDBPyConnection,
     selection: Selection,
-    out_dir: Path,
+    out_dir: Destination,
     run_id: str | None = None,
     report_max_points: int = 20_000,
     on_file_written: FileHook | None = None,
@@ -66,18 +69,19 @@ def publish_selection(
     The directory appears only complete (built under `.tmp-<id>`, then renamed). Its rows commit as
     'publishing' before the rename and are marked 'published' after it, so a kill at any instant leaves
     a state `capsel.publish.reconcile` finishes or undoes. A failing gate publishes nothing and keeps its
-    report in `out_dir/rejected/<id>/`. `on_file_written` is called after each file.
+    report in `out_dir/rejected/<id>/`. `on_file_written` is called after each file. In object storage the
+    folder is staged locally and uploaded with its manifest last: a prefix without a manifest is not published.
     """
     notify = on_file_written or (lambda path: None)
     created_at = created_at or datetime.now(timezone.utc)
     digest = members_digest(selection.members)
     selection_id = new_selection_id(digest, created_at)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    local_root = build_root(out_dir)
     final = out_dir / selection_id
     if final.exists():
         raise CapselError(f"{final} already exists; run the selection again for a fresh id")
     fault_point("publish.before_staging")
-    with claimed_staging(staging_dir(out_dir, selection_id)) as staging:
+    with claimed_staging(staging_dir(local_root, selection_id)) as staging:
         gate = check_selection(
             con,
             selection.members,
@@ -89,7 +93,10 @@ def publish_selection(
         if not gate.success:
             raise GateFailedError(gate, _keep_rejected(staging, out_dir, selection_id, gate))
         data_files = write_data_files(selection.members, staging, selection_id, notify)
-        manifest = build_manifest(selection, selection_id, created_at, digest, run_id, gate, data_files)
+        funnel = write_excluded(con, selection, staging / EXCLUDED_FILE)
+        notify(staging / EXCLUDED_FILE)
+        manifest = build_manifest(selection, selection_id, created_at, digest, run_id, gate,
+                                  [*data_files, staging / EXCLUDED_FILE], funnel)
         _write_report(con, selection, staging / "report", selection_id, manifest, report_max_points, notify)
         _write(staging / "README.md", dataset_card(manifest).encode(), notify)
         _write(staging / "manifest.json", orjson.dumps(manifest, option=orjson.OPT_INDENT_2), notify)
@@ -115,16 +122,19 @@ def _write_report(con, selection: Selection, directory: Path, title: str, manife
         notify(path)
 
 
-def _record_and_rename(con, staging: Path, final: Path, manifest: dict, selection: Selection,
+def _record_and_rename(con, staging: Path, final: Destination, manifest: dict, selection: Selection,
                        created_at: datetime) -> None:
     selection_id = manifest["selection_id"]
+    if isinstance(final, RemoteFolder):
+        place, take_back = lambda: final.upload(staging, last=MANIFEST), lambda: final.remove(first=MANIFEST)
+    else:
+        place, take_back = lambda: _rename_into_place(staging, final), lambda: _rename_back(staging, final)
     with transaction(con):
         record_selection(con, manifest, selection.members, str(final), created_at)
         fault_point("publish.before_record_commit")
     fault_point("publish.after_record_commit")
     try:
-        os.rename(staging, final)
-        _fsync_dir(final.parent)
+        place()
         fault_point("publish.after_rename")
         with transaction(con):
             mark_published(con, selection_id)
@@ -132,15 +142,33 @@ def _record_and_rename(con, staging: Path, final: Path, manifest: dict, selectio
     except BaseException:
         # not published after all: take the folder back out of sight and drop its 'publishing' row
         # (a failure here too leaves that row to the next reconcile, which finds no folder)
-        if final.exists() and not staging.exists():
-            os.rename(final, staging)
+        take_back()
         with transaction(con):
             forget_selection(con, selection_id)
         raise
     fault_point("publish.after_commit")
 
 
-def _keep_rejected(staging: Path, out_dir: Path, selection_id: str, gate: GateResult) -> Path:
+def _rename_into_place(staging: Path, final: Path) -> None:
+    os.rename(staging, final)
+    _fsync_dir(final.parent)
+
+
+def _rename_back(staging: Path, final: Path) -> None:
+    if final.exists() and not staging.exists():
+        os.rename(final, staging)
+
+
+def _keep_rejected(staging: Path, out_dir: Destination, selection_id: str, gate: GateResult) -> Destination:
+    if isinstance(out_dir, Path):
+        return _keep_rejected_in(staging, out_dir, selection_id, gate)
+    # kept beside the staged files, then uploaded with its failure list last
+    kept = out_dir / REJECTED_DIR / selection_id
+    kept.upload(_keep_rejected_in(staging, staging, selection_id, gate), last="failures.json")
+    return kept
+
+
+def _keep_rejected_in(staging: Path, out_dir: Path, selection_id: str, gate: GateResult) -> Path:
     kept = out_dir / REJECTED_DIR / selection_id
     kept.mkdir(parents=True)
     if (staging / "gate").exists():

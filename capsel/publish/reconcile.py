@@ -9,6 +9,12 @@ A publish commits its rows as 'publishing', renames its folder into place, then 
 - a `sel-*` folder that no row records, written by one of this store's runs (its manifest's run_id), is
   moved to `<out>/orphaned/`, never deleted. Folders of other stores sharing the output folder, and
   folders whose manifest names no run of this store, are left alone.
+
+In object storage a publish uploads its folder with the manifest last (there is no rename): a 'publishing' row
+whose prefix holds the manifest is finished; one without is deleted and its partial upload removed (the row
+proves the prefix is this store's). Storage prefixes are not scanned for folders no row records: a prefix
+without a manifest is never read as a selection, and listing buckets on every select would cost more than it
+tidies.
 """
 
 from __future__ import annotations
@@ -19,12 +25,14 @@ from pathlib import Path
 from typing import Iterable
 
 import duckdb
-import orjson
 
 from capsel.db import one_row, transaction
 from capsel.db.records import fetch_records
+from capsel.publish.destination import MANIFEST, Destination, destination, read_manifest
 from capsel.publish.record import forget_selection, mark_published
 from capsel.publish.staging import STAGING_PREFIX, is_abandoned
+from capsel.storage.remote_folder import RemoteFolder
+from capsel.storage.urls import is_url
 
 SELECTION_PREFIX = "sel-"
 ORPHANED_DIR = "orphaned"
@@ -37,11 +45,12 @@ class Reconciled:
     completed: list[str] = field(default_factory=list)
     rolled_back: list[str] = field(default_factory=list)
     stale_staging: list[Path] = field(default_factory=list)
+    partial_uploads: list[RemoteFolder] = field(default_factory=list)
     orphans: list[Path] = field(default_factory=list)
     moved_to: list[Path] = field(default_factory=list)
 
     def __bool__(self) -> bool:
-        return bool(self.completed or self.rolled_back or self.stale_staging or self.orphans)
+        return bool(self.completed or self.rolled_back or self.stale_staging or self.partial_uploads or self.orphans)
 
     def lines(self) -> list[str]:
         """One sentence per repair, for the console."""
@@ -49,6 +58,7 @@ class Reconciled:
             *(f"finished publishing {name}: killed after its folder was in place" for name in self.completed),
             *(f"undid publishing {name}: killed before its folder was in place" for name in self.rolled_back),
             *(f"removed {path}, the staging folder of a killed publish" for path in self.stale_staging),
+            *(f"removed {prefix}, the partial upload of a killed publish" for prefix in self.partial_uploads),
             *(f"moved {path}, a selection folder no row records, to {target}"
               for path, target in zip(self.orphans, self.moved_to)),
         ]
@@ -57,24 +67,30 @@ class Reconciled:
         """JSON-ready form for --json output."""
         return {"completed": self.completed, "rolled_back": self.rolled_back,
                 "stale_staging": [str(path) for path in self.stale_staging],
+                "partial_uploads": [str(prefix) for prefix in self.partial_uploads],
                 "orphans": [{"path": str(path), "moved_to": str(target)}
                             for path, target in zip(self.orphans, self.moved_to)]}
 
 
-def find_disagreements(con: duckdb.DuckDBPyConnection, out_dirs: Iterable[Path] = ()) -> Reconciled:
+def find_disagreements(con: duckdb.DuckDBPyConnection, out_dirs: Iterable[Destination] = ()) -> Reconciled:
     """What a reconcile would repair, in `out_dirs` and in every folder selections were recorded in; reads only."""
     found = Reconciled()
     for row in fetch_records(con, "publish/selections_publishing"):
-        folder = Path(row["out_dir"])
+        folder = destination(row["out_dir"])
         if _is_complete(folder, row["selection_id"]):
             found.completed.append(row["selection_id"])
         else:
             found.rolled_back.append(row["selection_id"])
-            if folder.is_dir():  # only a hand-made or damaged folder: the rename moves whole ones
+            if isinstance(folder, RemoteFolder):
+                if folder.exists():
+                    found.partial_uploads.append(folder)
+            elif folder.is_dir():  # only a hand-made or damaged folder: the rename moves whole ones
                 found.orphans.append(folder)
-    recorded = [Path(row["out_dir"]).parent for row in fetch_records(con, "publish/selections_out_dirs")]
+    recorded = [Path(row["out_dir"]).parent for row in fetch_records(con, "publish/selections_out_dirs")
+                if not is_url(row["out_dir"])]
     handled = {path.resolve() for path in found.orphans}
-    for out_dir in sorted({path.resolve() for path in [*recorded, *out_dirs]}):
+    local = [path for path in [*recorded, *out_dirs] if isinstance(path, Path)]
+    for out_dir in sorted({path.resolve() for path in local}):
         for entry in _entries(out_dir):
             if entry.name.startswith(STAGING_PREFIX + SELECTION_PREFIX):
                 if is_abandoned(entry):
@@ -84,7 +100,7 @@ def find_disagreements(con: duckdb.DuckDBPyConnection, out_dirs: Iterable[Path] 
     return found
 
 
-def reconcile_selections(con: duckdb.DuckDBPyConnection, out_dirs: Iterable[Path] = ()) -> Reconciled:
+def reconcile_selections(con: duckdb.DuckDBPyConnection, out_dirs: Iterable[Destination] = ()) -> Reconciled:
     """Repair what `find_disagreements` finds (rows first, in one transaction, then folders); returns it.
 
     Needs a writable connection: run it where nothing else publishes to this store.
@@ -98,32 +114,26 @@ def reconcile_selections(con: duckdb.DuckDBPyConnection, out_dirs: Iterable[Path
                 forget_selection(con, selection_id)
     for staging in found.stale_staging:
         shutil.rmtree(staging, ignore_errors=True)
+    for prefix in found.partial_uploads:
+        prefix.remove(first=MANIFEST)
     found.moved_to = [_move_aside(folder) for folder in found.orphans]
     return found
 
 
-def _is_complete(folder: Path, selection_id: str) -> bool:
-    # the manifest is written last and the tree is synced before the rename, so a readable manifest
-    # naming this selection means the whole folder arrived
-    manifest = _manifest(folder)
+def _is_complete(folder: Destination, selection_id: str) -> bool:
+    # the manifest is written last (and locally the tree is synced before the rename), so a readable
+    # manifest naming this selection means the whole folder arrived
+    manifest = read_manifest(folder)
     return manifest is not None and manifest.get("selection_id") == selection_id
 
 
 def _is_orphan(con: duckdb.DuckDBPyConnection, folder: Path) -> bool:
-    manifest = _manifest(folder)
+    manifest = read_manifest(folder)
     if manifest is None or not manifest.get("run_id"):
         return False  # nothing ties it to this store: it may be another store's, leave it
     has_row, is_ours = one_row(con, "publish/selection_folder_owner",
                                {"selection_id": folder.name, "run_id": manifest["run_id"]})
     return is_ours and not has_row
-
-
-def _manifest(folder: Path) -> dict | None:
-    try:
-        manifest = orjson.loads((folder / "manifest.json").read_bytes())
-    except (OSError, orjson.JSONDecodeError):
-        return None
-    return manifest if isinstance(manifest, dict) else None
 
 
 def _entries(out_dir: Path) -> list[Path]:

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Sequence
 
+from capsel.ingest.inputs import InputFile
 from capsel.ingest.pipeline import IngestOptions, ProgressFn
 from capsel.ingest.pipeline import ingest as ingest_files
 from capsel.ingest.summary import IngestReport
@@ -16,7 +16,7 @@ from capsel.stages.context import RunContext
 class IngestRequest:
     """The files (or folders of them) to read and how their rows become candidates."""
 
-    paths: Sequence[Path]
+    paths: Sequence[str | InputFile]  # local paths, storage URLs, or the objects a listing found
     options: IngestOptions
 
 

@@ -9,6 +9,7 @@ from typing import Callable
 from capsel.baselines.less.target import target_scores_hash
 from capsel.errors import OptionError
 from capsel.faults import fault_point
+from capsel.publish.destination import Destination
 from capsel.publish.publish import PublishedSelection, publish_selection
 from capsel.publish.reconcile import Reconciled, reconcile_selections
 from capsel.runs import recorded_run
@@ -22,7 +23,7 @@ class SelectRequest:
     """The selection wanted, where it is published, and (LESS) the target file its scores were taken against."""
 
     selection: SelectionRequest
-    out_dir: Path
+    out_dir: Destination
     target: Path | None = None
     target_max: int | None = None
 

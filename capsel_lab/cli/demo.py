@@ -28,6 +28,7 @@ from capsel.models.installed import installed_model_path
 from capsel.paths import typed_or_default
 from capsel.profile.check import check_model
 from capsel.profile.report import write_profile
+from capsel.publish.funnel import funnel_rows
 from capsel_lab.demo import DEFAULT_MODEL, PROFILE_DIR, TOY_MODEL, DemoOptions, DemoResult, demo_result, prepare_demo
 from capsel_lab.noise.stats import METHOD_NAMES
 
@@ -90,7 +91,7 @@ def _run_demo(model: str, out: Path | None, limit: int | None, budget: str, prom
 def write_summary(result: DemoResult) -> Path:
     """demo.json beside the demo's database: the counts, where the junk went, the prompt format and the notes."""
     summary = result.paths["selection"].parent.parent / SUMMARY_FILE
-    summary.write_bytes(orjson.dumps({"counts": result.counts, "junk": result.junk,
+    summary.write_bytes(orjson.dumps({"counts": result.counts, "funnel": result.funnel, "junk": result.junk,
                                       "prompt_format": result.prompt_format, "notes": result.notes},
                                      option=orjson.OPT_INDENT_2))
     return summary
@@ -123,19 +124,19 @@ def _print_result(result: DemoResult, profile_files: list[Path], summary: Path, 
     counts = result.counts
     table = Table(title=f"capsel demo: selection {result.selection_id} (prompt format {result.prompt_format})")
     table.add_column("stage")
-    table.add_column("count", justify="right")
+    table.add_column("rows", justify="right")
+    table.add_column("left", justify="right")
     table.add_column("note")
-    excluded = ", ".join(f"{reason} {n}" for reason, n in counts["excluded_by_reason"].items()) or "none"
-    for stage, count, note in (
-        ("rows read", counts["rows_read"], "bundled pool + malformed rows"),
-        ("duplicates", counts["duplicates"], "dropped at ingest, each pointing at the row it repeats"),
-        ("quarantined", counts["quarantined"], "kept with a reason (`capsel quarantine`)"),
-        ("candidates", counts["inserted"], f"{result.junk['n']} of them junk"),
-        ("scored", counts["scored"], f"CAP measured at {counts['candidates_per_s']:.2f} candidates/s"),
-        ("excluded", counts["excluded"], excluded),
-        ("selected", counts["selected"], f"gate {'passed' if result.gate_success else 'FAILED'}"),
-    ):
-        table.add_row(stage, str(count), note)
+    notes = {
+        "read": f"bundled pool + malformed rows; {result.junk['n']} junk among the candidates",
+        "duplicate": "dropped at ingest, each pointing at the row it repeats",
+        "quarantined": "kept with a reason (`capsel quarantine`)",
+        "eligible": f"CAP measured at {counts['candidates_per_s']:.2f} candidates/s",
+        "below_cut": "z below the domain's cut",
+        "selected": f"gate {'passed' if result.gate_success else 'FAILED'}",
+    }
+    for (stage, rows, left, reasons), entry in zip(funnel_rows(result.funnel), result.funnel):
+        table.add_row(stage, rows, left, "; ".join(note for note in (notes.get(entry["stage"]), reasons) if note))
     print_table(console, table)
     print_table(console, _ranks_table(result))
     print_table(console, _selections_table(result))

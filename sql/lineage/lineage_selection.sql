@@ -1,4 +1,5 @@
--- One published selection with the run, model and scoring config behind it.
+-- One published selection with the run, model and scoring config behind it, and its funnel (rows read
+-- down to members) from the manifest; selections published before the funnel existed have none.
 with selection as (
     select * from published_selections where selection_id = $selection_id
 ),
@@ -22,7 +23,8 @@ final as (
         runs.status as select_run_status,
         runs.code_version as select_code_version,
         runs.prefect_flow_run_id as select_prefect_flow_run_id,
-        runs.parent_run_id as select_parent_run_id
+        runs.parent_run_id as select_parent_run_id,
+        selection.manifest->'funnel' as funnel
     from selection
     left join models on models.model_fingerprint = selection.model_fingerprint
     left join scoring_configs on scoring_configs.config_hash = selection.config_hash

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.processes import free_port, kill_group, start_group, wait_healthy
+from tests.support.s3_server import s3_server  # noqa: F401 (the object-storage tests' S3 server, a session fixture)
 
 PREFECT = str(Path(sys.executable).with_name("prefect"))
 

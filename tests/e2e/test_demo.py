@@ -96,6 +96,18 @@ def test_demo_publishes_a_gated_selection_whose_counts_add_up(demo_run, tmp_path
     assert (shown["counts"]["duplicates"], shown["counts"]["quarantined"]) == (db["n_duplicates"], quarantined)
     assert shown["counts"]["selected"] == len(members) and shown["paths"]["data"] == str(selection / "data.jsonl")
     assert shown["paths"]["summary"] == str(folder / "demo.json")
+    # the funnel: rows read down to members, each stage's rows listed in excluded.parquet beside the selection
+    funnel = {entry["stage"]: entry for entry in shown["funnel"]}
+    assert shown["funnel"] == manifest["funnel"] == orjson.loads((folder / "demo.json").read_bytes())["funnel"]
+    assert funnel["read"]["rows"] == len(records) + len(MALFORMED_LINES) == shown["counts"]["rows_read"]
+    dropped = pd.read_parquet(selection / "excluded.parquet")
+    assert len(dropped) + len(members) == funnel["read"]["rows"]
+    assert (funnel["duplicate"]["rows"], funnel["quarantined"]["rows"]) == (db["n_duplicates"], quarantined)
+    assert funnel["excluded"]["rows"] == len(excluded) and funnel["selected"]["rows"] == len(members)
+    assert funnel["eligible"]["rows"] == db["n_candidates"] - len(excluded)
+    assert dropped.groupby("stage").size().to_dict() == {
+        stage: entry["rows"] for stage, entry in funnel.items() if entry["rows"] and stage not in (
+            "read", "eligible", "selected")}
 
 
 @pytest.mark.slow

@@ -64,6 +64,12 @@ def test_select_then_rescore_as_the_ui_shows_them(prefect_api, tmp_path):
     ingest = {row["domain"]: row for row in json.loads(by_key[rescore.key("ingest")][0].data)}
     assert ingest["total"]["read"] == 22 and ingest["total"]["inserted"] == 20  # only b.jsonl is new
     assert by_key[select.key("summary")][0].data.count("Changes since") == 0  # a first version
+    first_ingest = {row["domain"]: row for row in json.loads(by_key[select.key("ingest")][0].data)}
+    # the rescore's funnel starts from every row both runs read, and ends at the members it published
+    funnel_read = re.search(r"\| read \| ([\d,]+) \|", by_key[rescore.key("summary")][0].data).group(1)
+    assert int(funnel_read.replace(",", "")) == ingest["total"]["read"] + first_ingest["total"]["read"]
+    selected = re.search(r"\| selected \| ([\d,]+) \|", by_key[rescore.key("summary")][0].data).group(1)
+    assert int(selected) == len(_ids(v2))
 
     rescored = by_key[rescore.key("summary")][0].data
     before, now = _ids(v1), _ids(v2)

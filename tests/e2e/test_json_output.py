@@ -69,6 +69,11 @@ def test_select_selections_export_and_compare_json(tmp_path):
 
     traced = capsel_json(tmp_path, "lineage", selected["selection_id"])
     assert traced["selection"]["selection_id"] == selected["selection_id"] and traced["selection"]["n_members"] == 20
+    # the funnel: 80 candidates, 4 of them excluded by the scorer, 76 eligible, 56 below the cut of 10 per domain
+    assert traced["funnel"] == selected["manifest"]["funnel"]
+    assert [(e["stage"], e["rows"], e["left"]) for e in traced["funnel"]] == [
+        ("read", 80, 80), ("duplicate", 0, 80), ("sampled_out", 0, 80), ("quarantined", 0, 80), ("unscored", 0, 80),
+        ("excluded", 4, 76), ("eligible", 76, 76), ("below_cut", 56, 20), ("selected", 20, 20)]
 
     listed = capsel_json(tmp_path, "selections")
     assert [(s["selection_id"], s["n_members"], s["present"]) for s in listed["selections"]] == [
@@ -88,3 +93,5 @@ def test_select_selections_export_and_compare_json(tmp_path):
     status = capsel_json(tmp_path, "status")
     assert {row["domain"]: row["n_candidates"] for row in status["domains"]} == {"code": 30, "math": 50}
     assert {row["domain"]: row["n_selections"] for row in status["domains"]} == {"code": 1, "math": 1}
+    # the newest selection's funnel, the same as `capsel lineage` shows
+    assert status["latest_selection"] == {"selection_id": selected["selection_id"], "funnel": traced["funnel"]}

@@ -13,7 +13,7 @@ import pytest
 
 from capsel.db import open_db
 from capsel.faults import FAULT_POINT_ENV
-from tests.support.scored_pool import make_pool
+from tests.support.scored_pool import scored_store
 from tests.support.store_state import selection_rows
 
 pytestmark = pytest.mark.e2e
@@ -30,10 +30,7 @@ def capsel(cwd, *args, fault: str | None = None) -> subprocess.CompletedProcess:
 
 @pytest.fixture
 def store(tmp_path):
-    con = open_db(tmp_path / "capsel.duckdb")
-    make_pool(con, {"code": 20, "math": 20})
-    con.close()
-    return tmp_path
+    return scored_store(tmp_path)
 
 
 def select_killed_at(cwd, point: str) -> None:

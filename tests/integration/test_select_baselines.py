@@ -9,6 +9,7 @@ import pytest
 from capsel.db import open_db
 from capsel.errors import CapselError
 from capsel.publish import publish_selection
+from capsel.publish.excluded import EXCLUDED_FILE
 from capsel.publish.publish import GateFailedError
 from capsel.selection.budget import parse_budget
 from capsel.selection.plan import SelectionRequest, build_selection
@@ -119,3 +120,24 @@ def test_each_method_reads_only_its_own_scores(store):
     assert cap_key.method == "cap" and cap_key.model_fingerprint != SCORER
     with pytest.raises(CapselError, match="order .* applies to score baselines"):
         build_selection(con, SelectionRequest(parse_budget("5"), method="cap", order="low"), cap_key)
+
+
+@pytest.mark.parametrize("order", ["low", "middle"])
+def test_excluded_rows_of_a_baseline_selection_rank_in_its_order(store, order):
+    con, scores, out = store
+    key = resolve_scoring_key(con, method="ppl")
+    selection = build_selection(con, SelectionRequest(parse_budget("7"), method="ppl", order=order), key)
+    excluded = pd.read_parquet(publish_selection(con, selection, out).path / EXCLUDED_FILE)
+    assert set(excluded["stage"]) == {"excluded", "below_cut"}
+    assert set(excluded[excluded["stage"] == "excluded"]["candidate_id"]) == set(
+        scores[scores["excluded_reason"].notna()]["candidate_id"])
+    below = excluded[excluded["stage"] == "below_cut"]
+    for domain, everyone in expected_members(scores, order, k=10**6).items():
+        rows = below[below["domain"] == domain]
+        if order == "low":  # a score order ranks every eligible row: members 1..7, the rest after them
+            assert rows.sort_values("rank")["candidate_id"].tolist() == everyone[7:]
+            assert sorted(rows["rank"]) == list(range(8, 8 + len(rows))) and set(rows["cut_rank"]) == {7}
+        else:  # the middle band has no single order to rank by
+            assert set(rows["candidate_id"]) == set(everyone[7:]) and rows["rank"].isna().all()
+        np.testing.assert_array_equal(
+            rows["score"], scores.set_index("candidate_id").loc[rows["candidate_id"], "score"])

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import duckdb
 import numpy as np
 import pandas as pd
+
+from capsel.db import open_db
 
 MODEL = "fp-model-a"
 CONFIG = "cfg-aaaa"
@@ -104,3 +107,11 @@ def _append_if_absent(con: duckdb.DuckDBPyConnection, table: str, frame: pd.Data
     fresh = frame[~frame[key].isin(present)]
     if len(fresh):
         con.append(table, fresh, by_name=True)
+
+
+def scored_store(folder: Path) -> Path:
+    """`folder` with a capsel.duckdb holding a scored pool of 20 code and 20 math candidates."""
+    con = open_db(folder / "capsel.duckdb")
+    make_pool(con, {"code": 20, "math": 20})
+    con.close()
+    return folder
