@@ -20,7 +20,7 @@ from capsel.errors import CapselError
 from capsel.faults import fault_point
 from capsel.flows.artifacts import artifact_keys, publish_gate_failure, publish_run_artifacts, start_progress
 from capsel.flows.score_flow import score_flow_for
-from capsel.lineage.openlineage_events import FlowDatasets, event_emitter, run_event
+from capsel.lineage.openlineage_events import FlowDatasets, ParentJob, event_emitter, run_event
 from capsel.models.loading import describe_model
 from capsel.models.source import ModelSource
 from capsel.orchestration.artifact_keys import ArtifactKeys
@@ -106,6 +106,7 @@ def _stages(con, config: PipelineConfig, settings: Settings, report: FlowReport,
                                           progress_artifact_id=start_progress(keys))
     report.scoring = scored.scoring
     report.notes.extend(scored.scoring.notes)
+    datasets.method = scored.key.method
     fault_point("flow.after_score")
     request = _select_request(config, settings, scored.key)
     key = selection_key(ctx, request)
@@ -123,6 +124,7 @@ def _stages(con, config: PipelineConfig, settings: Settings, report: FlowReport,
         residuals = residualize_task(ctx, key, config.selection.domains)
         report.fits, report.examples = residuals.fits, residuals.examples
     fault_point("flow.before_select")
+    datasets.selected = True
     try:
         selected = select_and_publish_task(request, ctx, key)
     except GateFailedError as error:
@@ -181,6 +183,10 @@ def _warn_without_u_shape(con, model: ModelSpec, source: ModelSource, report: Fl
 def _lineage(settings: Settings, report: FlowReport, datasets: FlowDatasets, config: PipelineConfig,
              flow_key: str) -> Iterator[None]:
     """OpenLineage START on entry, COMPLETE on success, FAIL with the error otherwise."""
+    # the Prefect flow run is the parent job, under the flows' namespace by its Prefect flow name
+    parent = None if report.prefect_flow_run_id is None else ParentJob(
+        settings.openlineage_namespace, flow_run.flow_name, report.prefect_flow_run_id
+    )
     emit = event_emitter(
         settings.openlineage_transport, settings.output_root, settings.openlineage_file, settings.openlineage_url
     )
@@ -190,7 +196,7 @@ def _lineage(settings: Settings, report: FlowReport, datasets: FlowDatasets, con
             return
         try:
             emit(run_event(state, report.run_id, f"capsel.{flow_key}", settings.openlineage_namespace, datasets,
-                           report.prefect_flow_run_id, config.record(), error))
+                           parent, config.record(), error))
         except Exception as exc:  # noqa: BLE001 (lineage is an audit side channel: its outage must not fail the run)
             get_run_logger().warning("OpenLineage %s event not sent: %s", state, exc)
 

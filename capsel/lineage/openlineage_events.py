@@ -1,6 +1,7 @@
-"""OpenLineage run events for flow runs: inputs (source files, tables read), outputs, model and config facets.
+"""OpenLineage run events for flow runs: the source files and tables read, the tables and selection written.
 
-openlineage-python is a plain client library (no Prefect); the flows decide when to emit.
+openlineage-python is a plain client library (no Prefect); the flows decide when to emit and pass
+in the Prefect flow run as the parent. Every facet is one of the spec's (capsel.lineage.facets).
 """
 
 from __future__ import annotations
@@ -11,52 +12,25 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
-import attr
 from openlineage.client.event_v2 import InputDataset, Job, OutputDataset, Run, RunEvent, RunState
-from openlineage.client.facet_v2 import RunFacet, dataset_version_dataset, error_message_run, job_type_job
+from openlineage.client.facet_v2 import dataset_version_dataset, error_message_run, job_type_job
 
-from capsel import __version__
 from capsel.errors import CapselError
+from capsel.lineage import facets
+from capsel.lineage.facets import DATA_FILE, PRODUCER
+from capsel.lineage.tables import duckdb_dataset, table_use
 from capsel.versioning import code_version
 
-PRODUCER = f"https://pypi.org/project/capsel/{__version__}"
-# Tables a flow reads to score and select, and those it writes.
-TABLES_READ = ("candidates", "sources", "generations", "divergences", "models", "scoring_configs")
-TABLES_WRITTEN = (
-    "sources", "candidates", "duplicates", "quarantine", "models", "scoring_configs", "generations",
-    "divergences", "selections", "selection_members", "runs",
-)
 STATES = {"START": RunState.START, "COMPLETE": RunState.COMPLETE, "FAIL": RunState.FAIL}
 
 
-@attr.define
-class CapselModelRunFacet(RunFacet):
-    """The scoring model: content fingerprint of its files and dtype, and where it was loaded from."""
+@dataclass(frozen=True)
+class ParentJob:
+    """The run a capsel flow run belongs to: the Prefect flow run, as an OpenLineage job and run id."""
 
-    fingerprint: str
-    name_or_path: str | None = None
-    dtype: str | None = None
-
-    @staticmethod
-    def _get_schema() -> str:
-        return "urn:capsel:openlineage:facet:CapselModelRunFacet:1"
-
-
-@attr.define
-class CapselRunFacet(RunFacet):
-    """The capsel run behind the event: its run id, the Prefect flow run, code version and configs."""
-
+    namespace: str
+    name: str
     run_id: str
-    code_version: str
-    prefect_flow_run_id: str | None = None
-    scoring_config_hash: str | None = None
-    scoring_config: dict | None = None
-    pipeline_config: dict | None = None
-    counters: dict | None = None
-
-    @staticmethod
-    def _get_schema() -> str:
-        return "urn:capsel:openlineage:facet:CapselRunFacet:1"
 
 
 @dataclass
@@ -68,52 +42,78 @@ class FlowDatasets:
     selection_dir: Path | None = None
     selection_id: str | None = None
     model: dict | None = None  # fingerprint, name_or_path, dtype
+    method: str | None = None  # the scoring method whose results the run wrote or selected by
+    selected: bool = False  # the select stage ran (it read the pool, whatever the gate then said)
     scoring_config_hash: str | None = None
     scoring_config: dict | None = None
-    counters: dict | None = None
+    counters: dict = field(default_factory=dict)  # FlowReport.counters: what each stage did
 
 
 def run_event(
     state: str, run_id: str, job_name: str, namespace: str, datasets: FlowDatasets,
-    prefect_flow_run_id: str | None = None, pipeline_config: dict | None = None, error: str | None = None,
+    parent: ParentJob | None = None, pipeline_config: dict | None = None, error: str | None = None,
 ) -> RunEvent:
     """One OpenLineage RunEvent (START, COMPLETE or FAIL) of a capsel flow run."""
-    facets: dict = {
-        "capsel_run": CapselRunFacet(
-            run_id=run_id, code_version=code_version(), prefect_flow_run_id=prefect_flow_run_id,
-            scoring_config_hash=datasets.scoring_config_hash, scoring_config=datasets.scoring_config,
-            pipeline_config=pipeline_config, counters=datasets.counters, producer=PRODUCER,
+    run_facets: dict = {
+        "processing_engine": facets.processing_engine(),
+        "tags": facets.tags(_tags(datasets)),
+        "executionParameters": facets.execution_parameters(
+            {"pipeline": pipeline_config, "scoring_config": datasets.scoring_config}
         ),
     }
-    if datasets.model:
-        facets["capsel_model"] = CapselModelRunFacet(**datasets.model, producer=PRODUCER)
+    if parent is not None:
+        run_facets["parent"] = facets.parent(parent.namespace, parent.name, parent.run_id)
     if error is not None:
-        facets["errorMessage"] = error_message_run.ErrorMessageRunFacet(
+        run_facets["errorMessage"] = error_message_run.ErrorMessageRunFacet(
             message=error, programmingLanguage="python", producer=PRODUCER
         )
-    db_namespace = f"duckdb://{datasets.db_path.resolve()}"
+    use = table_use(datasets.counters, datasets.method, datasets.selected)
     inputs = [
         InputDataset(namespace="file", name=str(Path(path).resolve()), facets=_version_facet(sha256))
         for path, sha256 in datasets.source_files
-    ] + [InputDataset(namespace=db_namespace, name=table) for table in TABLES_READ]
-    outputs = [OutputDataset(namespace=db_namespace, name=table) for table in TABLES_WRITTEN]
+    ] + [InputDataset(*duckdb_dataset(datasets.db_path, table)) for table in use.read]
+    outputs = [
+        OutputDataset(*duckdb_dataset(datasets.db_path, table),
+                      outputFacets={"outputStatistics": facets.output_statistics_rows(rows)})
+        for table, rows in use.written.items()
+    ]
     if datasets.selection_dir is not None:
-        outputs.append(OutputDataset(
-            namespace="file", name=str(datasets.selection_dir.resolve()), facets=_version_facet(datasets.selection_id)
-        ))
+        outputs.append(_selection_output(datasets.selection_dir, datasets.selection_id))
     job_facets = {"jobType": job_type_job.JobTypeJobFacet(
         processingType="BATCH", integration="PREFECT", jobType="FLOW", producer=PRODUCER
     )}
     return RunEvent(
         eventType=STATES[state],
         eventTime=datetime.now(timezone.utc).isoformat(),
-        run=Run(runId=str(uuid.UUID(hex=run_id)), facets=facets),
+        run=Run(runId=str(uuid.UUID(hex=run_id)), facets=run_facets),
         job=Job(namespace=namespace, name=job_name, facets=dict(job_facets)),
         producer=PRODUCER,
         inputs=inputs,
-        # START names no outputs: nothing is written yet, and a FAIL lists what may hold committed shards
+        # START names no outputs: nothing is written yet, and a FAIL lists what the stages before it committed
         outputs=outputs if state != "START" else [],
     )
+
+
+def _selection_output(folder: Path, selection_id: str | None) -> OutputDataset:
+    # the gate checked exactly the rows published, so its assertions sit on the published dataset (among
+    # the dataset facets, where OpenLineage's dbt integration also puts them)
+    dataset_facets: dict = {
+        **_version_facet(selection_id),
+        "schema": facets.schema_facet(folder / DATA_FILE),
+        "dataQualityAssertions": facets.quality_assertions(folder),
+    }
+    return OutputDataset(namespace="file", name=str(folder.resolve()), facets=dataset_facets,
+                         outputFacets={"outputStatistics": facets.output_statistics(folder)})
+
+
+def _tags(datasets: FlowDatasets) -> dict[str, str | None]:
+    model = datasets.model or {}
+    return {
+        "capsel.code_version": code_version(), "capsel.method": datasets.method,
+        "capsel.model_fingerprint": model.get("fingerprint"), "capsel.model": model.get("name_or_path"),
+        "capsel.model_dtype": model.get("dtype"), "capsel.scoring_config_hash": datasets.scoring_config_hash,
+        "capsel.selection_id": datasets.selection_id,
+    }
 
 
 def _version_facet(version: str | None) -> dict:
