@@ -13,6 +13,8 @@ from pathlib import Path
 # Where each method's scoring results go (the `table` of its Scorer class; a unit test holds them equal).
 RESULT_TABLES = {"cap": "divergences", "kcenter": "embeddings", "less": "gradient_features"}
 DEFAULT_RESULT_TABLE = "method_scores"
+# What a selection by each method ranks: LESS ranks its scores against the target, kept in method_scores.
+SELECTED_FROM = {"cap": "divergences", "kcenter": "embeddings"}
 # what a selection reads besides its scores: the pool and, for excluded.parquet's funnel, every exclusion
 SELECT_READS = ("candidates", "sources", "quarantine", "duplicates", "sampled_out")
 SCORE_KEY_TABLES = ("models", "scoring_configs")
@@ -70,7 +72,7 @@ def table_use(counters: dict, method: str | None, selected: bool) -> TableUse:
     if selected:
         use.reads(*SELECT_READS)
         if method is not None:
-            use.reads(results_table(method), *SCORE_KEY_TABLES)
+            use.reads(SELECTED_FROM.get(method, DEFAULT_RESULT_TABLE), *SCORE_KEY_TABLES)
     if (selection := counters.get("selection")) is not None:
         use.writes("selections", 1)
         use.writes("selection_members", selection["n_members"])
