@@ -42,7 +42,7 @@ def _fields(fields: Any) -> list[schema_dataset.SchemaDatasetFacetFields]:
     return [
         schema_dataset.SchemaDatasetFacetFields(
             name=f.name, type=str(f.type), ordinal_position=position,
-            fields=_fields(list(f.type)) if pa.types.is_struct(f.type) else [],
+            fields=_fields(list(f.type)) if pa.types.is_struct(f.type) else None,
         )
         for position, f in enumerate(fields, start=1)
     ]
@@ -76,6 +76,7 @@ def quality_assertions(folder: Path) -> data_quality_assertions_dataset.DataQual
         assertions = [data_quality_assertions_dataset.Assertion(
             assertion=GATE_ASSERTION, success=bool(gate["success"]), severity="error",
             description=f"capsel's data-quality gate: {gate['n_expectations']} great-expectations expectations",
+            params=None,
         )]
     return data_quality_assertions_dataset.DataQualityAssertionsDatasetFacet(assertions=assertions, producer=PRODUCER)
 
@@ -91,7 +92,7 @@ def _assertions(validation: dict, columns: set[str]) -> Iterator[data_quality_as
                 assertion=config["type"], success=bool(outcome["success"]), severity="error",
                 # a column only where it is one of the published file's (the schema facet's) columns
                 column=column if table == "members" and column in columns else None,
-                name=".".join(part for part in (table, config["type"], column) if part),
+                name=".".join(part for part in (table, config["type"], column) if part), params=None,
             )
 
 
@@ -120,10 +121,12 @@ def tags(values: dict[str, str | None]) -> tags_run.TagsRunFacet:
 
 
 def execution_parameters(configs: dict[str, dict | None]) -> execution_parameters_run.ExecutionParametersRunFacet:
-    """Each config's leaves as `<config>.<path>` = its JSON value."""
+    """Each config's leaves as `<config>.<path>` = the text, or the JSON of any other value."""
     return execution_parameters_run.ExecutionParametersRunFacet(
         parameters=[
-            execution_parameters_run.ExecutionParameter(key=key, value=orjson.dumps(value).decode())
+            execution_parameters_run.ExecutionParameter(
+                key=key, value=value if isinstance(value, str) else orjson.dumps(value).decode()
+            )
             for prefix, config in configs.items() if config
             for key, value in _leaves(config, prefix)
         ],

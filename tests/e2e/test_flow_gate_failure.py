@@ -7,12 +7,14 @@ import sys
 
 import duckdb
 import httpx
+import orjson
 import pandas as pd
 import pytest
 
 from capsel.orchestration.artifact_keys import ArtifactKeys
 from tests.support.flow_cli import run_flow_cli
 from tests.support.flow_pool import flow_config, tiny_flow_model, write_pool_file
+from tests.support.openlineage_schema import validate_event
 from tests.support.processes import free_port, kill_group, start_group, wait_healthy
 
 pytestmark = pytest.mark.e2e
@@ -72,5 +74,19 @@ def test_a_refused_selection_fails_the_run_and_names_the_failing_expectations(pr
         assert f"(http://127.0.0.1:{port}/selections/{published.name}/report/index.html)" in first_report.data
         assert "<img" in httpx.get(f"http://127.0.0.1:{port}/selections/{published.name}/report/index.html").text
         assert len(list((out / "selections").glob("sel-*"))) == 1  # nothing new was published
+        _check_fail_event(out / "openlineage" / "events.jsonl")
     finally:
         kill_group(server)
+
+
+def _check_fail_event(events_file) -> None:
+    """The refused run's FAIL event: spec-valid, the gate's error, the pool it read, nothing it published."""
+    events = [orjson.loads(line) for line in events_file.read_bytes().splitlines()]
+    for event in events:
+        validate_event(event)
+    failed = events[-1]
+    assert failed["eventType"] == "FAIL"
+    assert failed["run"]["facets"]["errorMessage"]["message"].startswith("GateFailedError")
+    assert any(i["name"].endswith(".main.divergences") for i in failed["inputs"])
+    # nothing new to ingest or score, and the selection was refused: no output at all
+    assert failed["outputs"] == []

@@ -6,6 +6,7 @@ import hashlib
 import json
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 import orjson
@@ -18,6 +19,7 @@ from capsel.lineage import trace
 from capsel.lineage.render import lineage_tree
 from capsel.profile.check import check_model
 from tests.support.flow_pool import flow_config, tiny_flow_model, write_pool_file
+from tests.support.openlineage_schema import validate_event
 
 pytestmark = pytest.mark.e2e
 
@@ -200,21 +202,67 @@ def test_lineage_from_a_published_line_back_to_its_source_line(incremental):
 
 
 def test_openlineage_events_for_every_flow_run(incremental):
-    events = [orjson.loads(line) for line in
-              (incremental["root"] / "live" / "out" / "openlineage" / "events.jsonl").read_bytes().splitlines()]
+    live = incremental["root"] / "live"
+    events = [orjson.loads(line) for line in (live / "out" / "openlineage" / "events.jsonl").read_bytes().splitlines()]
     runs: dict = {}
     for event in events:
+        validate_event(event)  # the 2-0-2 event and every facet, against the spec's schemas
         runs.setdefault(event["run"]["runId"], []).append(event)
     assert len(runs) == 3 and all([e["eventType"] for e in evs] == ["START", "COMPLETE"] for evs in runs.values())
-    last = runs[max(runs, key=lambda r: runs[r][0]["eventTime"])][-1]
-    inputs = {i["name"]: i for i in last["inputs"] if i["namespace"] == "file"}
+    by_selection = {_tags(evs[-1]).get("capsel.selection_id"): evs[-1] for evs in runs.values()}
+    v1, v2 = (by_selection[incremental[k]["selection"]["selection_id"]] for k in ("v1", "v2"))
+    nothing_new = by_selection[None]
+    con = open_db(live / "capsel.duckdb", read_only=True)
+    try:
+        prefect_ids = dict(_rows(con, "select run_id, prefect_flow_run_id from runs where kind = 'flow'"))
+    finally:
+        con.close()
+    for evs in runs.values():
+        parent = evs[-1]["run"]["facets"]["parent"]
+        assert parent["run"]["runId"] == prefect_ids[uuid.UUID(evs[-1]["run"]["runId"]).hex]
+        assert parent["job"]["name"] in {"capsel-select", "capsel-rescore"}
+
+    inputs = {i["name"]: i for i in nothing_new["inputs"] if i["namespace"] == "file"}
     for path in incremental["files"]:
         sha = hashlib.sha256(path.read_bytes()).hexdigest()
         assert inputs[str(path.resolve())]["facets"]["version"]["datasetVersion"] == sha
-    assert last["run"]["facets"]["capsel_model"]["fingerprint"]
-    assert last["run"]["facets"]["capsel_run"]["scoring_config_hash"]
-    v2 = [evs[-1] for evs in runs.values() if evs[-1]["run"]["facets"]["capsel_run"]["counters"].get("selection", {})
-          .get("selection_id") == incremental["v2"]["selection"]["selection_id"]][0]
-    outputs = {o["name"] for o in v2["outputs"]}
-    assert str(Path(incremental["v2"]["selection"]["path"]).resolve()) in outputs
-    assert {"divergences", "selection_members"} <= outputs
+    # the rescore that found nothing new read no row of any table and wrote none
+    assert [d for d in nothing_new["inputs"] + nothing_new["outputs"] if d["namespace"] != "file"] == []
+    assert nothing_new["outputs"] == []
+    assert _tags(v1)["capsel.model_fingerprint"] and _tags(v1)["capsel.scoring_config_hash"]
+
+    namespace = f"duckdb://{(live / 'capsel.duckdb').resolve()}"
+    for event, counters in ((v1, incremental["v1"]), (v2, incremental["v2"])):
+        written = {o["name"]: o["outputFacets"]["outputStatistics"]["rowCount"]
+                   for o in event["outputs"] if o["namespace"] == namespace}
+        totals = pd.DataFrame(counters["ingest"]["domains"]).T.sum()
+        assert written["capsel.main.candidates"] == totals["n_inserted"]
+        assert written.get("capsel.main.duplicates", 0) == totals["n_duplicates"]
+        assert written["capsel.main.divergences"] == counters["score"]["n_processed"]
+        assert written["capsel.main.selection_members"] == counters["selection"]["n_members"]
+        assert "capsel.main.runs" not in written
+        assert {"capsel.main.candidates", "capsel.main.divergences"} <= {
+            i["name"] for i in event["inputs"] if i["namespace"] == namespace}
+        _check_published_output(event, Path(counters["selection"]["path"]))
+    assert written["capsel.main.duplicates"] >= 2  # v2's file repeats two of the first file's rows
+
+
+def _tags(event: dict) -> dict:
+    return {tag["key"]: tag["value"] for tag in event["run"]["facets"]["tags"]["tags"]}
+
+
+def _check_published_output(event: dict, folder: Path) -> None:
+    output = next(o for o in event["outputs"] if o["namespace"] == "file")
+    assert output["name"] == str(folder.resolve())
+    manifest = orjson.loads((folder / "manifest.json").read_bytes())
+    assert output["facets"]["version"]["datasetVersion"] == manifest["selection_id"]
+    assert [f["name"] for f in output["facets"]["schema"]["fields"]] == list(_members(folder).columns)
+    stats = output["outputFacets"]["outputStatistics"]
+    files = [p for p in folder.rglob("*") if p.is_file()]
+    assert (stats["rowCount"], stats["size"], stats["fileCount"]) == (
+        manifest["n_members"], sum(p.stat().st_size for p in files), len(files))
+    assertions = output["facets"]["dataQualityAssertions"]["assertions"]
+    assert all(a["success"] for a in assertions) and manifest["gate"]["success"]
+    # one per GX expectation once the gate writes gate/validation.json, else its verdict alone
+    has_results = (folder / "gate" / "validation.json").exists()
+    assert len(assertions) == (manifest["gate"]["n_expectations"] if has_results else 1)

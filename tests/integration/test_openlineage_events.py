@@ -185,7 +185,27 @@ def test_start_names_no_outputs_and_the_run_facets_name_capsel_and_its_parent(tm
     tags = {t["key"]: t["value"] for t in facets["tags"]["tags"]}
     assert (tags["capsel.model_fingerprint"], tags["capsel.scoring_config_hash"], tags["capsel.method"]) == (
         "fp1", "h1", "cap")
-    params = {p["key"]: orjson.loads(p["value"]) for p in facets["executionParameters"]["parameters"]}
-    assert params == {"pipeline.selection.budget": "5%", "pipeline.selection.domains": ["math"],
-                      "pipeline.runner.kind": "local", "scoring_config.layers.early": [1, 2]}
+    params = {p["key"]: p["value"] for p in facets["executionParameters"]["parameters"]}
+    assert params == {"pipeline.selection.budget": "5%", "pipeline.selection.domains": '["math"]',
+                      "pipeline.runner.kind": "local", "scoring_config.layers.early": "[1,2]"}
     assert "parent" not in _event("START", _datasets(tmp_path, None), parent=False)["run"]["facets"]
+
+
+def test_struct_columns_list_their_fields(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from capsel.lineage.facets import schema_facet
+
+    table = pa.table({"id": pa.array([1], pa.int32()),
+                      "source": pa.array([{"path": "a.jsonl", "row": 3}], pa.struct([("path", pa.string()),
+                                                                                     ("row", pa.int64())]))})
+    pq.write_table(table, tmp_path / "t.parquet")
+    facet = orjson.loads(Serde.to_json(schema_facet(tmp_path / "t.parquet")))
+    validate_facet("facets", "schema", facet)
+    assert facet["fields"] == [
+        {"name": "id", "type": "int32", "ordinal_position": 1},
+        {"name": "source", "type": "struct<path: string, row: int64>", "ordinal_position": 2, "fields": [
+            {"name": "path", "type": "string", "ordinal_position": 1},
+            {"name": "row", "type": "int64", "ordinal_position": 2}]},
+    ]
