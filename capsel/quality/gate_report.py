@@ -91,8 +91,11 @@ def outcome_detail(outcome: Mapping[str, Any]) -> str:
     if exception.get("raised_exception"):
         return f"error: {exception.get('exception_message')}"
     if "unexpected_count" in result:
+        of = f" of {result['element_count']}" if "element_count" in result else ""
+        if not result["unexpected_count"]:
+            return f"0 unexpected{of}"
         examples = result.get("partial_unexpected_index_list") or result.get("partial_unexpected_list") or []
-        return f"{result['unexpected_count']} unexpected, e.g. {_json(examples[:MAX_EXAMPLES])}"
+        return f"{result['unexpected_count']} unexpected{of}, e.g. {_json(examples[:MAX_EXAMPLES])}"
     return f"observed {_json(result.get('observed_value'))}"
 
 

@@ -43,9 +43,9 @@ class Page(HTMLParser):
             self._cell.append(data)
 
 
-def examples(cell: str, count: int) -> list:
-    """The failing rows a detail cell names, after checking its count."""
-    prefix = f"{count} unexpected, e.g. "
+def examples(cell: str, count: int, of: int) -> list:
+    """The failing rows a detail cell names, after checking their count."""
+    prefix = f"{count} unexpected of {of}, e.g. "
     assert cell.startswith(prefix), cell
     return orjson.loads(cell[len(prefix):])
 
@@ -83,9 +83,9 @@ def test_one_row_per_expectation_with_its_outcome(result, tmp_path):
                                         "column='n', min_value=0.0, max_value=3.0"]
     assert [row[3] for row in rows] == ["FAIL", "pass", "FAIL"]
     # the two domains outside the set, the row count, and the one n above 3, as the data holds them
-    assert examples(rows[0][4], 2) == [{"domain": HOSTILE, "id": "c2"}, {"domain": QUOTES, "id": "c3"}]
+    assert examples(rows[0][4], 2, 4) == [{"domain": HOSTILE, "id": "c2"}, {"domain": QUOTES, "id": "c3"}]
     assert rows[1][4] == "observed 4"
-    assert examples(rows[2][4], 1) == [{"n": 4, "id": "c4"}]
+    assert examples(rows[2][4], 1, 4) == [{"n": 4, "id": "c4"}]
     text = index.read_text()
     assert "sel-1" in text and "3 evaluated, 1 passed, 2 failed" in text and ">failed<" in text
 
@@ -127,6 +127,9 @@ def test_arguments_leave_out_the_batch_and_long_lists():
                  "partial_unexpected_index_list": [{"id": f"c{i}"} for i in range(7)]}},
      '7 unexpected, e.g. [{"id":"c0"},{"id":"c1"},{"id":"c2"},{"id":"c3"},{"id":"c4"}]'),
     ({"result": {"unexpected_count": 2, "partial_unexpected_list": ["x", None]}}, '2 unexpected, e.g. ["x",null]'),
+    ({"result": {"element_count": 9, "unexpected_count": 1, "partial_unexpected_list": [3]}},
+     "1 unexpected of 9, e.g. [3]"),
+    ({"result": {"element_count": 9, "unexpected_count": 0, "partial_unexpected_list": []}}, "0 unexpected of 9"),
     ({"result": {"observed_value": 12}, "exception_info": {"raised_exception": False}}, "observed 12"),
 ])
 def test_the_detail_names_errors_unexpected_rows_or_the_observed_value(outcome, expected):
