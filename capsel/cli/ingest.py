@@ -98,17 +98,17 @@ def ingest(
 
 @contextmanager
 def file_progress() -> Iterator[ProgressFn]:
-    """A rich progress bar per file (bytes, rate, ETA), as an ingest progress callback."""
+    """A rich progress bar per file and step (download, ingest: bytes, rate, ETA), as an ingest progress callback."""
     columns = (
         TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
         TimeRemainingColumn(),
     )
-    tasks: dict[InputFile, TaskID] = {}
+    tasks: dict[tuple[InputFile, str], TaskID] = {}
     with Progress(*columns, console=console, transient=True) as bar:
-        def update(path: InputFile, done: int, total: int) -> None:
-            if path not in tasks:
-                tasks[path] = bar.add_task(path.name, total=total)
-            bar.update(tasks[path], completed=done)
+        def update(path: InputFile, step: str, done: int, total: int) -> None:
+            if (path, step) not in tasks:
+                tasks[path, step] = bar.add_task(f"{step} {path.name}", total=total)
+            bar.update(tasks[path, step], completed=done)
         yield update
 
 

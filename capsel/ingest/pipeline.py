@@ -31,7 +31,8 @@ from capsel.ingest.workers import ParseWorkers, classified_chunks, worker_pool
 from capsel.runs import recorded_run
 
 # (file, bytes done, bytes total), called after every chunk is written.
-ProgressFn = Callable[[InputFile, int, int], None]
+# (input, step, bytes done, bytes in all): step is 'download' for an object in storage, then 'ingest'
+ProgressFn = Callable[[InputFile, str, int, int], None]
 
 
 @dataclass(frozen=True)
@@ -145,7 +146,13 @@ def _ingest_file(
     if not isinstance(path, Path):
         report_stage(f"download {path.name}", run_id, unit="bytes")
         report_progress(total=path.size)
-    with local_copy(path, lambda done: report_progress(done=done)) as copy:
+
+    def downloaded(done: int) -> None:
+        report_progress(done=done)
+        if progress is not None:
+            progress(path, "download", done, input_size(path))
+
+    with local_copy(path, downloaded) as copy:
         return _ingest_copy(con, path, copy, options, run_id, workers, progress)
 
 
@@ -189,7 +196,7 @@ def _ingest_copy(
     def read_up_to(n_read: int) -> None:
         report_progress(done=n_read)
         if progress is not None:
-            progress(path, n_read, n_bytes)
+            progress(path, "ingest", n_read, n_bytes)
 
     with open(copy.path, "rb") as handle:
         batches = _noting_ends(FORMATS[suffix].frame(handle, options.chunk_rows), handle, batch_ends)

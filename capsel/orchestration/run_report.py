@@ -111,7 +111,7 @@ def gate_failure_markdown(run_id: str, failures: Sequence[str], report_path: str
     listing = [f"- {_cell(failure)}" for failure in failures]
     return "\n".join([
         f"# Data-quality gate failed: run `{run_id}`", "",
-        f"{len(failures)} expectation(s) failed; nothing was published. GX report: `{report_path}`", "",
+        f"{len(failures)} expectation(s) failed; nothing was published. gate report: `{report_path}`", "",
         *listing,
     ])
 

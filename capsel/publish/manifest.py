@@ -51,7 +51,8 @@ def build_manifest(
         "funnel": funnel,
         "sources": source_entries(selection.members),
         "files": {path.name: file_sha256(path) for path in data_files},
-        "gate": {"success": gate.success, "n_expectations": gate.n_expectations, "report": "gate/index.html"},
+        "gate": {"success": gate.success, "n_expectations": gate.n_expectations, "report": "gate/index.html",
+                 "validation": "gate/validation.json"},
     }
 
 

@@ -89,6 +89,7 @@ def publish_selection(
             selection.key,
             selection.domain_stats,
             staging / "gate",
+            selection_id,
         )
         if not gate.success:
             raise GateFailedError(gate, _keep_rejected(staging, out_dir, selection_id, gate))

@@ -13,6 +13,9 @@ import duckdb
 import orjson
 import pytest
 
+from capsel.db import open_db
+from capsel.ingest.pipeline import IngestOptions, ingest
+from capsel.ingest.records import parse_field_map
 from tests.support.s3_server import SECRET, S3Server, s3_filesystem
 
 pytestmark = pytest.mark.e2e
@@ -112,3 +115,24 @@ def test_bad_urls_are_one_line_errors_that_keep_secrets_out(s3_server, bucket, t
     assert embedded.returncode == 3 and SECRET not in embedded.stdout + embedded.stderr
     assert embedded.stderr.startswith("error: s3://***@pool/science/science.csv: the URL holds credentials")
     assert not (tmp_path / "capsel.duckdb").exists()
+
+
+def test_an_object_shows_its_download_then_its_ingest(s3_server, bucket, tmp_path, monkeypatch):
+    for key, value in s3_server.env().items():
+        if key.startswith("AWS_"):
+            monkeypatch.setenv(key, value)
+    size = (SAMPLE_POOL / "science.csv").stat().st_size
+    calls: list[tuple[str, str, int, int]] = []
+    con = open_db(tmp_path / "capsel.duckdb")
+    try:
+        ingest(con, ["s3://pool/science/science.csv"],
+               IngestOptions(domain="science", fields=parse_field_map(["instruction=question", "response=answer"])),
+               progress=lambda path, step, done, total: calls.append((str(path), step, done, total)))
+    finally:
+        con.close()
+    steps = [step for _, step, _, _ in calls]
+    assert steps == sorted(steps) and set(steps) == {"download", "ingest"}  # every download call before ingest's
+    for step in ("download", "ingest"):
+        done = [n for _, each, n, total in calls if each == step and total == size]
+        assert len(done) == steps.count(step) and done == sorted(done) and done[-1] == size
+    assert {path for path, *_ in calls} == {"s3://pool/science/science.csv"}

@@ -1,10 +1,13 @@
-"""The great-expectations gate on real selections, intact and corrupted."""
+"""The great-expectations gate on real selections, intact and corrupted, and its report read offline."""
 
 from dataclasses import replace
+from html.parser import HTMLParser
 
 import numpy as np
+import orjson
 import pandas as pd
 import pytest
+from PIL import Image
 
 from capsel.db import open_db
 from capsel.quality.expectations import GateSpec
@@ -14,7 +17,10 @@ from capsel.selection.lineage import member_lineage
 from capsel.selection.plan import SelectionRequest, build_selection
 from capsel.selection.residualize import fit_stats
 from capsel.selection.scoring_key import resolve_scoring_key
+from tests.support.chromium import render_offline, screenshot_offline
 from tests.support.scored_pool import make_pool
+
+RUN_NAME = "sel-20261125T000000Z-0123abcd"
 
 
 @pytest.fixture
@@ -29,16 +35,97 @@ def store():
 
 def gate(con, key, selection, members, tmp_path):
     spec = GateSpec(quotas={q.domain: q.k for q in selection.quotas}, scored=True)
-    return check_selection(con, members, spec, key, selection.domain_stats, tmp_path / "gate")
+    return check_selection(con, members, spec, key, selection.domain_stats, tmp_path / "gate", RUN_NAME)
 
 
-def test_intact_selection_passes_and_leaves_a_report(store, tmp_path):
+class Rows(HTMLParser):
+    """The rendered report's expectation rows: (table, class, cells) per body row."""
+
+    def __init__(self, html: str) -> None:
+        super().__init__()
+        self.rows: list[tuple[str, str, list[str]]] = []
+        self._table, self._in_body, self._cell = "", False, None
+        self.feed(html)
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "h2":
+            self._table = attrs["id"].removeprefix("table-")
+        self._in_body = self._in_body or tag == "tbody"
+        if tag == "tr" and self._in_body:
+            self.rows.append((self._table, attrs["class"], []))
+        elif tag == "td":
+            self._cell = []
+
+    def handle_endtag(self, tag):
+        if tag == "td":
+            self.rows[-1][2].append("".join(self._cell))
+            self._cell = None
+        self._in_body = self._in_body and tag != "tbody"
+
+    def handle_data(self, data):
+        if self._cell is not None:
+            self._cell.append(data)
+
+
+def test_intact_selection_passes_and_leaves_a_report_named_after_it(store, tmp_path):
     con, key, selection = store
     result = gate(con, key, selection, selection.members, tmp_path)
     assert result.success, result.failures
     assert result.n_expectations > 30
     assert result.report_index == tmp_path / "gate" / "index.html"
-    assert "capsel_members" in result.report_index.read_text()
+    assert result.validation == tmp_path / "gate" / "validation.json"
+    # the report and nothing else: no GX site, no static assets
+    assert sorted(p.name for p in (tmp_path / "gate").rglob("*")) == ["index.html", "validation.json"]
+    validation = orjson.loads(result.validation.read_bytes())
+    assert validation["run_name"] == RUN_NAME and validation["success"] is True
+    assert set(validation["tables"]) == {"members", "domains"}
+    for table in validation["tables"].values():
+        assert table["meta"]["run_id"]["run_name"] == RUN_NAME
+    assert sum(len(table["results"]) for table in validation["tables"].values()) == result.n_expectations
+    page = result.report_index.read_text()
+    assert "__none__" not in page and "__none__" not in result.validation.read_text()
+    assert f"Data-quality gate: {RUN_NAME}" in page
+
+
+def test_the_report_renders_offline_with_every_result_visible(store, tmp_path):
+    con, key, selection = store
+    members = pd.concat([selection.members, selection.members.iloc[[0]]], ignore_index=True)
+    members.loc[1, "z"] = float("nan")
+    result = gate(con, key, selection, members, tmp_path)
+    assert not result.success
+
+    render = render_offline(result.report_index)
+    assert render.requested == []
+    validation = orjson.loads(result.validation.read_bytes())
+    expected = [
+        (table, "passed" if outcome["success"] else "failed", outcome["expectation_config"]["type"],
+         "pass" if outcome["success"] else "FAIL")
+        for table, suite in validation["tables"].items() for outcome in suite["results"]
+    ]
+    rows = Rows(render.dom).rows
+    assert [(table, kind, cells[1], cells[3]) for table, kind, cells in rows] == expected
+    assert len(rows) == result.n_expectations
+    failed = {cells[1] + "(" + cells[2] + ")": cells[4] for _, kind, cells in rows if kind == "failed"}
+    assert failed["expect_column_values_to_not_be_null(column='z')"].startswith("1 unexpected")
+    assert members.loc[1, "candidate_id"] in failed["expect_column_values_to_not_be_null(column='z')"]
+    assert failed[f"expect_table_row_count_to_equal(value={len(selection.members)})"] == f"observed {len(members)}"
+    assert "id=\"verdict\">failed<" in render.dom and RUN_NAME in render.dom
+
+    # drawn offline, the inline styles hold: failing rows are tinted, the verdict is a red badge
+    shot = tmp_path / "gate.png"
+    screenshot_offline(result.report_index, shot)
+    colours = {colour for _, colour in Image.open(shot).convert("RGB").getcolors(maxcolors=1 << 20)}
+    assert {(0xFF, 0xEB, 0xE9), (0xCF, 0x22, 0x2E)} <= colours
+
+
+def test_the_offline_render_lists_what_a_page_asks_the_network_for(tmp_path):
+    page = tmp_path / "cdn.html"
+    page.write_text("<!doctype html><link rel='stylesheet' href='https://cdn.jsdelivr.net/npm/x.css'>"
+                    "<p>text</p><img src='http://example.com/x.png'>")
+    render = render_offline(page)
+    assert sorted(render.requested) == ["http://example.com/x.png", "https://cdn.jsdelivr.net/npm/x.css"]
+    assert "<p>text</p>" in render.dom
 
 
 def test_corrupted_selection_fails_naming_each_broken_expectation(store, tmp_path):
@@ -84,7 +171,7 @@ def test_untraceable_member_and_unstandardised_z_fail(store, tmp_path):
     skewed = {domain: {**stats, "z_mean": stats["z_mean"] + 0.1, "z_std": stats["z_std"] * 1.5}
               for domain, stats in selection.domain_stats.items()}
     spec = GateSpec(quotas={q.domain: q.k for q in selection.quotas}, scored=True)
-    result = check_selection(con, members, spec, key, skewed, tmp_path / "g")
+    result = check_selection(con, members, spec, key, skewed, tmp_path / "g", RUN_NAME)
     text = "\n".join(result.failures)
     assert "expect_column_values_to_be_in_set(column='has_candidate'" in text
     assert "expect_column_values_to_be_in_set(column='has_source'" in text
@@ -102,14 +189,14 @@ def test_a_fit_that_is_not_the_ols_line_or_stands_on_no_spread_fails(store, tmp_
         "math": fit_stats(replace(fits["math"], beta=float("inf"), var_early=fits["math"].early_mean ** 2 * 1e-26)),
     }
     spec = GateSpec(quotas={q.domain: q.k for q in selection.quotas}, scored=True)
-    result = check_selection(con, selection.members, spec, key, forged, tmp_path / "g")
+    result = check_selection(con, selection.members, spec, key, forged, tmp_path / "g", RUN_NAME)
     assert not result.success
     failing = {line.split("(column='")[1].split("'")[0]: line for line in result.failures}
     assert set(failing) == {"alpha_share", "beta", "beta_share", "early_relative_spread"}, result.failures
     assert '"domain":"code"' in failing["alpha_share"] and '"domain":"math"' not in failing["alpha_share"]
     for column in ("beta", "beta_share", "early_relative_spread"):
         assert '"domain":"math"' in failing[column] and '"domain":"code"' not in failing[column]
-    untouched = check_selection(con, selection.members, spec, key, selection.domain_stats, tmp_path / "ok")
+    untouched = check_selection(con, selection.members, spec, key, selection.domain_stats, tmp_path / "ok", RUN_NAME)
     assert untouched.success, untouched.failures
 
 

@@ -161,7 +161,7 @@ def test_interrupted_file_leaves_nothing_and_reruns_cleanly(db, tmp_path):
     path = write_jsonl(tmp_path / "pool.jsonl", rows)
     done = write_jsonl(tmp_path / "done.jsonl", [{"instruction": "kept", "output": "a"}])
 
-    def interrupt_after_first_chunk(file, done_bytes, total):
+    def interrupt_after_first_chunk(file, step, done_bytes, total):
         if file == path and done_bytes < total:
             raise KeyboardInterrupt
 
@@ -225,7 +225,7 @@ def test_worker_chunk_files_are_removed_after_success_and_after_an_interrupt(db,
     path = write_jsonl(tmp_path / "pool.jsonl", rows)
     options = IngestOptions(domain="math", chunk_rows=50, workers=2, parallel_min_bytes=0)
 
-    def interrupt_midway(file, done_bytes, total):
+    def interrupt_midway(file, step, done_bytes, total):
         if done_bytes > total // 2:
             raise KeyboardInterrupt
 

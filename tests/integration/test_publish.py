@@ -92,7 +92,14 @@ def test_published_files_load_and_match_the_selection(store):
         pngs = sorted((root / "report").glob(f"{domain}-*.png"))
         assert len(pngs) == 2 and all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)
         assert all(p.name in (root / "report" / "index.html").read_text() for p in pngs)
-    assert (root / "gate" / "index.html").exists()
+    assert manifest["gate"] == {"success": True, "n_expectations": manifest["gate"]["n_expectations"],
+                                "report": "gate/index.html", "validation": "gate/validation.json"}
+    # the gate folder holds the report alone: no GX static assets (4.2 MB per selection before)
+    assert sorted(p.name for p in (root / "gate").rglob("*")) == ["index.html", "validation.json"]
+    validation = orjson.loads((root / "gate" / "validation.json").read_bytes())
+    assert validation["run_name"] == published.selection_id and validation["success"] is True
+    assert manifest["gate"]["n_expectations"] == sum(len(t["results"]) for t in validation["tables"].values())
+    assert published.selection_id in (root / "gate" / "index.html").read_text()
 
     row = con.table("selections").df().iloc[0]
     assert (row["selection_id"], row["n_members"], row["out_dir"]) == (published.selection_id, 13, str(root))
@@ -113,7 +120,11 @@ def test_gate_failure_publishes_nothing_and_keeps_the_report(store):
     assert "expect_column_values_to_not_be_null(column='z')" in message
     assert visible(out_dir) == [] and leftovers(out_dir) == []
     kept = caught.value.kept_at
-    assert kept.parent == out_dir / "rejected" and (kept / "gate" / "index.html").exists()
+    assert kept.parent == out_dir / "rejected"
+    assert sorted(p.name for p in (kept / "gate").rglob("*")) == ["index.html", "validation.json"]
+    validation = orjson.loads((kept / "gate" / "validation.json").read_bytes())
+    assert validation["run_name"] == kept.name and validation["success"] is False
+    assert kept.name in (kept / "gate" / "index.html").read_text()
     assert orjson.loads((kept / "failures.json").read_bytes()) == caught.value.gate.failures
     assert n_rows(con, "selections") == 0 and n_rows(con, "selection_members") == 0
 
