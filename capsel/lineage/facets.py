@@ -28,8 +28,6 @@ from capsel import __version__
 PRODUCER = f"https://pypi.org/project/capsel/{__version__}"
 DATA_FILE = "data.parquet"
 MANIFEST_FILE = "manifest.json"
-VALIDATION_FILE = "gate/validation.json"  # the gate's GX results, where the gate writes them
-GATE_ASSERTION = "great_expectations_gate"
 TAG_SOURCE = "CAPSEL"
 
 
@@ -63,27 +61,18 @@ def output_statistics_rows(rows: int) -> output_statistics_output_dataset.Output
 
 
 def quality_assertions(folder: Path) -> data_quality_assertions_dataset.DataQualityAssertionsDatasetFacet:
-    """The gate's expectations on a published selection, one assertion each, from gate/validation.json.
-
-    Without that file (a gate that keeps only its verdict) the manifest's gate outcome is the one assertion.
-    """
-    validation = folder / VALIDATION_FILE
-    if validation.exists():
-        columns = set(pq.read_schema(folder / DATA_FILE).names)
-        assertions = list(_assertions(orjson.loads(validation.read_bytes()), columns))
-    else:
-        gate = orjson.loads((folder / MANIFEST_FILE).read_bytes())["gate"]
-        assertions = [data_quality_assertions_dataset.Assertion(
-            assertion=GATE_ASSERTION, success=bool(gate["success"]), severity="error",
-            description=f"capsel's data-quality gate: {gate['n_expectations']} great-expectations expectations",
-            params=None,
-        )]
-    return data_quality_assertions_dataset.DataQualityAssertionsDatasetFacet(assertions=assertions, producer=PRODUCER)
+    """The gate's expectations on a published selection, one assertion each, from the GX results its manifest names."""
+    gate = orjson.loads((folder / MANIFEST_FILE).read_bytes())["gate"]
+    validation = orjson.loads((folder / gate["validation"]).read_bytes())
+    columns = set(pq.read_schema(folder / DATA_FILE).names)
+    return data_quality_assertions_dataset.DataQualityAssertionsDatasetFacet(
+        assertions=list(_assertions(validation, columns)), producer=PRODUCER
+    )
 
 
 def _assertions(validation: dict, columns: set[str]) -> Iterator[data_quality_assertions_dataset.Assertion]:
-    # validation.json: {"tables": {table: a GX suite validation result as JSON}}; the gate blocks
-    # publishing on any failure, hence severity "error"
+    # gate/validation.json (capsel.quality.gate_report): {"tables": {table: a GX suite result as JSON}};
+    # the gate blocks publishing on any failure, hence severity "error"
     for table, result in validation["tables"].items():
         for outcome in result["results"]:
             config = outcome["expectation_config"]

@@ -262,7 +262,10 @@ def _check_published_output(event: dict, folder: Path) -> None:
     assert (stats["rowCount"], stats["size"], stats["fileCount"]) == (
         manifest["n_members"], sum(p.stat().st_size for p in files), len(files))
     assertions = output["facets"]["dataQualityAssertions"]["assertions"]
+    assert len(assertions) == manifest["gate"]["n_expectations"]  # one per GX expectation
     assert all(a["success"] for a in assertions) and manifest["gate"]["success"]
-    # one per GX expectation once the gate writes gate/validation.json, else its verdict alone
-    has_results = (folder / "gate" / "validation.json").exists()
-    assert len(assertions) == (manifest["gate"]["n_expectations"] if has_results else 1)
+    validation = orjson.loads((folder / manifest["gate"]["validation"]).read_bytes())
+    assert [a["assertion"] for a in assertions] == [
+        r["expectation_config"]["type"] for table in validation["tables"].values() for r in table["results"]]
+    columns = {a["column"] for a in assertions if "column" in a}
+    assert {"candidate_id", "domain"} <= columns <= set(_members(folder).columns)

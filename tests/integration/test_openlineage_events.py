@@ -16,6 +16,7 @@ from capsel import __version__
 from capsel.lineage.openlineage_events import FlowDatasets, ParentJob, run_event
 from capsel.lineage.tables import duckdb_dataset, table_use
 from capsel.publish.data_files import write_data_files
+from capsel.quality.gate_report import write_gate_report
 from tests.support.openlineage_schema import validate_event, validate_facet
 from tests.unit.test_lineage_tables import FULL_RUN
 
@@ -47,8 +48,8 @@ def _members(n: int) -> pd.DataFrame:
     })
 
 
-def _gx_validation(frame: pd.DataFrame) -> dict:
-    """A real great-expectations result in the gate's validation.json layout ({"tables": {table: result}})."""
+def _gate_report(frame: pd.DataFrame, directory: Path) -> dict:
+    """Real great-expectations results on `frame`, written by the gate's own report writer; returns validation.json."""
     import great_expectations as gx
     import great_expectations.expectations as gxe
 
@@ -60,17 +61,18 @@ def _gx_validation(frame: pd.DataFrame) -> dict:
         gxe.ExpectColumnValuesToNotBeNull(column="response"),  # renamed `output` when published
         gxe.ExpectTableRowCountToEqual(value=len(frame) + 1),
     ])
-    result = batch.validate(suite)
-    return {"run_name": "sel-x", "success": result.success, "tables": {"members": result.to_json_dict()}}
+    write_gate_report(directory, "sel-x", "2026-11-25T00:00:00+00:00", {"members": batch.validate(suite)})
+    return orjson.loads((directory / "validation.json").read_bytes())
 
 
 @pytest.fixture()
 def published(tmp_path) -> Path:
     folder = tmp_path / "out" / "sel-x"
-    (folder / "gate").mkdir(parents=True)
+    folder.mkdir(parents=True)
     write_data_files(_members(5), folder, "sel-x", lambda path: None)
-    (folder / "manifest.json").write_bytes(orjson.dumps({"gate": {"success": True, "n_expectations": 41}}))
-    (folder / "gate" / "index.html").write_text("<html></html>")
+    _gate_report(_members(5), folder / "gate")
+    (folder / "manifest.json").write_bytes(orjson.dumps({"gate": {
+        "success": True, "n_expectations": 3, "report": "gate/index.html", "validation": "gate/validation.json"}}))
     return folder
 
 
@@ -135,17 +137,8 @@ def test_the_published_selection_carries_its_schema_rows_size_and_version(tmp_pa
     }
 
 
-def test_without_validation_json_the_gate_verdict_is_the_one_assertion(tmp_path, published):
-    event = _event("COMPLETE", _datasets(tmp_path, published))
-    output = next(o for o in event["outputs"] if o["namespace"] == "file")
-    (assertion,) = output["facets"]["dataQualityAssertions"]["assertions"]
-    assert (assertion["assertion"], assertion["success"]) == ("great_expectations_gate", True)
-    assert "41" in assertion["description"]
-
-
 def test_each_gx_expectation_becomes_an_assertion_with_its_column(tmp_path, published):
-    validation = _gx_validation(_members(5))
-    (published / "gate" / "validation.json").write_bytes(orjson.dumps(validation))
+    validation = orjson.loads((published / "gate" / "validation.json").read_bytes())
     event = _event("COMPLETE", _datasets(tmp_path, published))
     validate_event(event)
     output = next(o for o in event["outputs"] if o["namespace"] == "file")
