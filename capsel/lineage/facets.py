@@ -24,10 +24,10 @@ from openlineage.client.facet_v2 import (
 )
 
 from capsel import __version__
+from capsel.publish.destination import MANIFEST
 
 PRODUCER = f"https://pypi.org/project/capsel/{__version__}"
 DATA_FILE = "data.parquet"
-MANIFEST_FILE = "manifest.json"
 TAG_SOURCE = "CAPSEL"
 
 
@@ -62,7 +62,7 @@ def output_statistics_rows(rows: int) -> output_statistics_output_dataset.Output
 
 def quality_assertions(folder: Path) -> data_quality_assertions_dataset.DataQualityAssertionsDatasetFacet:
     """The gate's expectations on a published selection, one assertion each, from the GX results its manifest names."""
-    gate = orjson.loads((folder / MANIFEST_FILE).read_bytes())["gate"]
+    gate = orjson.loads((folder / MANIFEST).read_bytes())["gate"]
     validation = orjson.loads((folder / gate["validation"]).read_bytes())
     columns = set(pq.read_schema(folder / DATA_FILE).names)
     return data_quality_assertions_dataset.DataQualityAssertionsDatasetFacet(
