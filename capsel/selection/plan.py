@@ -33,6 +33,10 @@ class SelectionRequest:
     # the licence the published dataset card declares (a Hugging Face licence id)
     license: str = DEFAULT_LICENSE
 
+    def __post_init__(self) -> None:
+        # refused where the request is made, before a run is recorded or anything scored
+        check_license(self.license)
+
     def as_dict(self) -> dict:
         """Plain dict for the run record and the manifest."""
         return {
@@ -105,7 +109,6 @@ def build_selection(
                                       != "score"):
         raise OptionError(f"an order (high/low/middle) applies to score baselines, not to {request.method}")
     _check_guard(request, key)
-    check_license(request.license)
     pools = domain_pools(con, key, request.domains, request.ppl_guard)
     notes = _guard_notes(request, pools)
     empty = [pool for pool in pools if pool.size == 0]
