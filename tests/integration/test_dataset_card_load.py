@@ -47,8 +47,10 @@ def offline_datasets(tmp_path, monkeypatch):
 
 def with_images(folder):
     # what made `datasets` infer an ImageFolder (and a validation split) before the card named its files
+    images = folder / "gate" / "static" / "images"
+    images.mkdir(parents=True, exist_ok=True)
     Image.new("RGB", (4, 4), "red").save(folder / "gate" / "plot.png")
-    Image.new("P", (4, 4)).save(folder / "gate" / "validation.gif")
+    Image.new("P", (4, 4)).save(images / "validation_failed_unexpected_values.gif")
 
 
 def test_load_dataset_reads_data_parquet_as_the_one_train_split(published, offline_datasets, tmp_path):
