@@ -2,7 +2,6 @@
 
 import pandas as pd
 import pytest
-import yaml
 from PIL import Image
 
 from capsel.db import open_db
@@ -12,6 +11,10 @@ from capsel.selection.budget import parse_budget
 from capsel.selection.plan import SelectionRequest, build_selection
 from capsel.selection.scoring_key import resolve_scoring_key
 from tests.integration.pool_files import write_jsonl
+from tests.support.card_tables import card_metadata, card_tables
+from tests.support.scored_pool import make_pool
+
+HOSTILE = ["<script>alert(1)</script>", "a|b", "two\nlines"]
 
 
 @pytest.fixture
@@ -65,7 +68,7 @@ def test_load_dataset_reads_data_parquet_as_the_one_train_split(published, offli
 
 def test_the_card_declares_the_licence_and_names_no_local_path(published, tmp_path):
     card = (published.path / "README.md").read_text()
-    meta = yaml.safe_load(card.split("---\n")[1])
+    meta = card_metadata(card)
     assert published.manifest["license"] == meta["license"] == "cc-by-4.0"
     assert published.manifest["request"]["license"] == "cc-by-4.0"
     assert sorted(meta["source_datasets"]) == sorted(
@@ -76,3 +79,20 @@ def test_the_card_declares_the_licence_and_names_no_local_path(published, tmp_pa
     assert str(tmp_path) in published.manifest["sources"][0]["path"] and str(tmp_path) not in card
     assert meta["size_categories"] == ["n<1K"] and meta["tags"] == ["capsel", "sft", "data-selection", "random"]
     assert "| selected | 20 | 20 |  |" in card
+
+
+def test_hostile_domain_names_stay_text_in_their_own_rows(tmp_path, offline_datasets):
+    con = open_db(tmp_path / "capsel.duckdb")
+    make_pool(con, {name: 30 for name in HOSTILE})
+    selection = build_selection(con, SelectionRequest(parse_budget("10%")), resolve_scoring_key(con))
+    published = publish_selection(con, selection, tmp_path / "out")
+    con.close()
+    card = (published.path / "README.md").read_text()
+    assert "<script>" not in card
+    domains = card_tables(card)[0]
+    assert [len(row) for row in domains] == [10] * (1 + len(HOSTILE))
+    # markdown-it hands each name back, HTML-escaped, as one cell (the newline as a line break)
+    assert sorted(row[0] for row in domains[1:]) == sorted(
+        ["&lt;script&gt;alert(1)&lt;/script&gt;", "a|b", "two<br>lines"])
+    loaded = offline_datasets.load_dataset(str(published.path), cache_dir=str(tmp_path / "hf" / "datasets"))
+    assert sorted(set(loaded["train"]["domain"])) == sorted(HOSTILE)

@@ -1,15 +1,13 @@
 """The dataset card: Hub metadata, size buckets, no local paths, user strings escaped, the funnel as a table."""
 
-import re
-
 import pytest
-import yaml
-from markdown_it import MarkdownIt
 
 from capsel.dataset_license import DEFAULT_LICENSE, check_license
 from capsel.errors import OptionError
 from capsel.publish.dataset_card import dataset_card, size_category
 from capsel.publish.funnel import funnel
+from tests.support.card_tables import card_metadata as metadata
+from tests.support.card_tables import card_tables as tables
 
 HOSTILE = ["<script>alert(1)</script>", "a|b", "two\nlines", "back\\|slash"]
 
@@ -35,17 +33,6 @@ def manifest(tmp_path, domains=("code", "math"), license_id="mit", n_members=13,
                      "n_members": 7},
                     {"source_id": "s2", "path": "s3://bucket/raw/more.jsonl", "sha256": "34" * 32, "n_members": 6}],
     }
-
-
-def metadata(card: str) -> dict:
-    return yaml.safe_load(card.split("---\n")[1])
-
-
-def tables(card: str) -> list[list[list[str]]]:
-    """Every table as rendered HTML rows of cell texts, by a GFM table parser independent of the card's code."""
-    rendered = MarkdownIt("commonmark").enable("table").render(card)
-    return [[re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", row, re.S) for row in re.findall(r"<tr>(.*?)</tr>", t, re.S)]
-            for t in re.findall(r"<table>(.*?)</table>", rendered, re.S)]
 
 
 @pytest.mark.parametrize(("n_rows", "bucket"), [
