@@ -89,7 +89,8 @@ def _body(manifest: dict) -> list[str]:
         f"`dataset: {name}`.",
         "- `excluded.parquet`: every row of the pool that is not a member, with the stage and reason it left.",
         "- `manifest.json`: ids, model, scoring config, per-domain fits, source files with sha256, code version.",
-        "- `report/index.html`: per-domain plots; `gate/index.html`: the data-quality checks it passed.",
+        "- `report/index.html`: per-domain plots; `gate/index.html` (and `gate/validation.json`): the data-quality "
+        "checks it passed.",
         "",
         "## Scoring",
         "",
