@@ -8,6 +8,7 @@ from typing import Callable, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from capsel.config import Settings, load_settings
+from capsel.dataset_license import DEFAULT_LICENSE, LICENSE_HELP, LICENSE_PATTERN
 from capsel.errors import CapselError
 from capsel.ingest.pipeline import IngestOptions
 from capsel.ingest.records import parse_field_map
@@ -71,6 +72,7 @@ class SelectionParams(BaseModel):
     )
     domains: list[str] | None = Field(None, description="only these domains (default: every domain)")
     out: str = Field("selections", description="folder inside the output root that receives <selection_id>/")
+    license: str = Field(DEFAULT_LICENSE, pattern=LICENSE_PATTERN, description=LICENSE_HELP)
 
     def request(self, model_fingerprint: str | None = None, config_hash: str | None = None) -> SelectionRequest:
         """The selection request over the scores of one (model, config) pair."""
@@ -83,6 +85,7 @@ class SelectionParams(BaseModel):
             config_hash=config_hash,
             order=self.order,
             ppl_guard=self.ppl_guard,
+            license=self.license,
         )
 
 

@@ -14,7 +14,7 @@ import orjson
 import typer
 from pydantic import BaseModel, ValidationError
 
-from capsel.cli.common import DbOption, console
+from capsel.cli.common import DbOption, LicenseOption, console
 from capsel.cli.flow_state import flow_failure
 from capsel.cli.metavars import ReadableTyper
 from capsel.cli.prefect_server import run_long_lived_server, use_temporary_server
@@ -87,7 +87,7 @@ def select(config: ConfigOption = None, inputs: InputOption = None, domain: Doma
            batch_size: BatchOption = None, device: DeviceOption = None, prompt_format: PromptFormatOption = None,
            threads: ThreadsOption = None, runner: RunnerOption = None, num_gpus: GpusOption = None,
            ray_address: RayAddressOption = None, max_in_flight: InFlightOption = None,
-           check_profile: ProfileOption = None, db: DbOption = None) -> None:
+           check_profile: ProfileOption = None, license_id: LicenseOption = None, db: DbOption = None) -> None:
     """Run the selection flow: ingest, score by the method (sharded, resumable), gate, publish."""
     pipeline = _pipeline_config(**locals(), profile_by_default=True)
     from capsel.flows.select_flow import select_flow
@@ -175,7 +175,7 @@ def _runner(runner, shard_size, threads, num_gpus, ray_address, max_in_flight, b
 
 def _pipeline_config(config: Path | None, inputs, domain, field_map, method, model, encoder, rater, target, target_max,
                      max_length, budget, ppl_guard, out, shard_size, batch_size, device, prompt_format, threads,
-                     runner, num_gpus, ray_address, max_in_flight, check_profile, db,
+                     runner, num_gpus, ray_address, max_in_flight, check_profile, license_id, db,
                      profile_by_default: bool) -> PipelineConfig:
     """The config file's parameters with the command-line options applied on top."""
     try:
@@ -189,6 +189,7 @@ def _pipeline_config(config: Path | None, inputs, domain, field_map, method, mod
     selection = dict(body.get("selection") or {})
     selection.update({key: value for key, value in {
         "method": method.value if method else None, "budget": budget, "ppl_guard": ppl_guard, "out": out,
+        "license": license_id,
     }.items() if value is not None})
     body.update(
         sources=sources, selection=selection,

@@ -10,10 +10,11 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from capsel.cli.common import DbOption, JsonOption, console, json_output, settings_for
+from capsel.cli.common import DbOption, JsonOption, LicenseOption, console, json_output, settings_for
 from capsel.cli.specs import MethodChoice
 from capsel.cli.tables import print_table
 from capsel.cli.wrapping import print_unbroken
+from capsel.dataset_license import DEFAULT_LICENSE
 from capsel.db import open_db
 from capsel.paths import typed_destination
 from capsel.selection.budget import parse_budget
@@ -72,6 +73,7 @@ def select(
         "small models CAP can rank high-perplexity junk near the top (capsel_lab/README.md).",
     )] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the random control.")] = 0,
+    license_id: LicenseOption = None,
     model: Annotated[Optional[str], typer.Option(
         "--model", help="Fingerprint or name/path of the model (baselines: LM, encoder or rater) whose scores "
         "to use (needed when several are scored).",
@@ -93,6 +95,7 @@ def select(
         config_hash=config_hash,
         order=ppl_direction.value if method == MethodChoice.ppl else None,
         ppl_guard=ppl_guard,
+        license=DEFAULT_LICENSE if license_id is None else license_id,
     )
     con = open_db(settings.db_path, must_exist=True)
     with json_output(json_out) as output:

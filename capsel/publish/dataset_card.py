@@ -1,60 +1,122 @@
-"""README.md dataset card of a published selection, written from its manifest."""
+"""README.md dataset card of a published selection, written from its manifest, that `datasets` loads as one split."""
 
 from __future__ import annotations
 
+import html
+from pathlib import PurePosixPath, PureWindowsPath
+
+from huggingface_hub import DatasetCard, DatasetCardData
+
+from capsel.publish.funnel import funnel_rows
+
+# The Hub's size_categories buckets, in order: the first whose bound exceeds the row count (n<1K under 10³).
+SIZE_BUCKETS = ("n<1K", "1K<n<10K", "10K<n<100K", "100K<n<1M", "1M<n<10M", "10M<n<100M", "100M<n<1B",
+                "1B<n<10B", "10B<n<100B", "100B<n<1T")
+# Without configs, `datasets` infers the builder from the folder's files and reads gate/'s and report/'s
+# images as an ImageFolder; this names data.parquet as the one split.
+CONFIGS = [{"config_name": "default", "data_files": [{"split": "train", "path": "data.parquet"}]}]
+
 
 def dataset_card(manifest: dict) -> str:
-    """Markdown card: what was selected, how, from where, and how to train on it."""
+    """Markdown card: Hub metadata, then what was selected, how, from where, and how to train on it."""
+    name = manifest["selection_id"]
+    data = DatasetCardData(
+        pretty_name=name,
+        license=manifest["license"],
+        language=["en"],
+        size_categories=[size_category(manifest["n_members"])],
+        task_categories=["text-generation"],
+        tags=["capsel", "sft", "data-selection", manifest["method"]],
+        source_datasets=[source_label(source) for source in manifest["sources"]],
+        configs=CONFIGS,
+    )
+    # DatasetCardData dumps the YAML (quoting whatever a source name holds); DatasetCard parses it back as a check
+    return str(DatasetCard(f"---\n{data.to_yaml()}\n---\n\n" + "\n".join(_body(manifest))))
+
+
+def size_category(n_rows: int) -> str:
+    """The Hub's size_categories bucket of `n_rows` examples."""
+    for power, bucket in enumerate(SIZE_BUCKETS, start=3):
+        if n_rows < 10**power:
+            return bucket
+    return "n>1T"
+
+
+def source_label(source: dict) -> str:
+    """A source file by its own name and sha256: its local path would publish the publisher's directories."""
+    name = _file_name(source["path"])
+    return f"{name} (sha256 {source['sha256']})" if source.get("sha256") else name
+
+
+def model_label(model: dict) -> str:
+    """The scoring model by its folder name (a hub id or installed name as given) and fingerprint."""
+    path = model.get("name_or_path")
+    fingerprint = model.get("fingerprint")
+    if not path:
+        return f"`{fingerprint}`" if fingerprint else "none (nothing was scored)"
+    local = path.startswith(("/", "~", ".", "file:")) or PureWindowsPath(path).is_absolute()
+    return f"{_text(_file_name(path) if local else path)}, fingerprint `{fingerprint}`"
+
+
+def _body(manifest: dict) -> list[str]:
     name = manifest["selection_id"]
     model = manifest["model"]
-    lines = [
-        "---",
-        f"pretty_name: {name}",
-        "task_categories:",
-        "- text-generation",
-        "---",
-        "",
+    seed = f", seed {manifest['seed']}" if manifest["method"] == "random" else ""
+    return [
         f"# {name}",
         "",
         f"{manifest['n_members']} supervised fine-tuning examples selected by capsel with method "
-        f"`{manifest['method']}` (budget `{manifest['budget']}`, {manifest['budget_mode'].replace('_', ' ')}"
-        f"{', seed ' + str(manifest['seed']) if manifest['method'] == 'random' else ''}) "
-        f"from {manifest['pool']}.",
+        f"`{manifest['method']}` (budget `{manifest['budget']}`, {manifest['budget_mode'].replace('_', ' ')}{seed}) "
+        f"from {_text(manifest['pool'])}.",
+        "",
+        "```python",
+        "from datasets import load_dataset",
+        "",
+        f'train = load_dataset("path/to/{name}", split="train")  # data.parquet',
+        "```",
+        "",
+        f"Licence: `{manifest['license']}`"
+        + (" (capsel does not know the sources' licence; set it with `capsel select --license`)."
+           if manifest["license"] == "other" else "."),
         "",
         "## Files",
         "",
         "- `data.jsonl`: alpaca format, one object per line with exactly `instruction`, `input`, `output`.",
         "- `data.parquet`: the same rows with lineage (`candidate_id`, `source_id`, `source_row`) and scores "
-        "(`score` of the method, CAP's `d_early`, `d_late`, `cap`, `z`, `rank` within the domain).",
+        "(`score` of the method, CAP's `d_early`, `d_late`, `cap`, `z`, `rank` within the domain); the `train` "
+        "split.",
         "- `dataset_info.json`: the LlamaFactory entry; point `dataset_dir` at this folder and use "
         f"`dataset: {name}`.",
+        "- `excluded.parquet`: every row of the pool that is not a member, with the stage and reason it left.",
         "- `manifest.json`: ids, model, scoring config, per-domain fits, source files with sha256, code version.",
-        "- `report/index.html`: per-domain plots; `gate/index.html`: the data-quality checks it passed.",
+        "- `report/index.html`: per-domain plots; `gate/index.html` (and `gate/validation.json`): the data-quality "
+        "checks it passed.",
         "",
         "## Scoring",
         "",
-        f"- model fingerprint: `{model.get('fingerprint')}` ({model.get('name_or_path') or 'unknown path'}, "
-        f"dtype {model.get('dtype') or 'unknown'})",
+        f"- model: {model_label(model)} (dtype {_text(model.get('dtype') or 'unknown')})",
         f"- scoring config: `{manifest['scoring_config']['config_hash']}`",
-        f"- selection rule: {manifest['selection_rule']}",
+        f"- selection rule: {_text(manifest['selection_rule'])}",
         "",
         "## Domains",
         "",
-        "| domain | candidates | excluded | pool | budget k | members | α | β | r² | cut z |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
-        *(
-            f"| {_cell(d['domain'])} | {d['n_candidates']} | {d['n_excluded']} | {d['size']} | {d['k']} | "
-            f"{d['n_members']} | {_num(d.get('alpha'))} | {_num(d.get('beta'))} | {_num(d.get('r2'))} | "
-            f"{_num(d.get('z_cut'))} |"
-            for d in manifest["domains"]
-        ),
+        *_table(("domain", "candidates", "excluded", "pool", "budget k", "members", "α", "β", "r²", "cut z"),
+                "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+                ([d["domain"], d["n_candidates"], d["n_excluded"], d["size"], d["k"], d["n_members"],
+                  _num(d.get("alpha")), _num(d.get("beta")), _num(d.get("r2")), _num(d.get("z_cut"))]
+                 for d in manifest["domains"])),
         "",
-        *([f"- {note}" for note in manifest["notes"]] + [""] if manifest["notes"] else []),
+        *([f"- {_text(note)}" for note in manifest["notes"]] + [""] if manifest["notes"] else []),
+        "## Funnel",
+        "",
+        "Rows read, what each stage dropped (`excluded.parquet` lists them) and what was left.",
+        "",
+        *_table(("stage", "rows", "left", "reasons"), "|---|---:|---:|---|", funnel_rows(manifest["funnel"])),
+        "",
         "## Sources",
         "",
-        "| source | sha256 | members |",
-        "|---|---|---:|",
-        *(f"| {_cell(s['path'])} | `{s['sha256']}` | {s['n_members']} |" for s in manifest["sources"]),
+        *_table(("source", "sha256", "members"), "|---|---|---:|",
+                ([_file_name(s["path"]), f"`{s['sha256']}`", s["n_members"]] for s in manifest["sources"])),
         "",
         "## Provenance",
         "",
@@ -62,7 +124,14 @@ def dataset_card(manifest: dict) -> str:
         f"- members sha256: `{manifest['members_sha256']}`",
         "",
     ]
-    return "\n".join(lines)
+
+
+def _table(header: tuple[str, ...], rule: str, rows) -> list[str]:
+    return [_row(header), rule, *(_row(row) for row in rows)]
+
+
+def _row(cells) -> str:
+    return "| " + " | ".join(_cell(cell) for cell in cells) + " |"
 
 
 def _num(value: object) -> str:
@@ -70,5 +139,16 @@ def _num(value: object) -> str:
 
 
 def _cell(value: object) -> str:
-    # a domain or path containing | would break the table
-    return str(value).replace("|", "\\|")
+    # a | or a newline in a domain name would split the row; as an entity neither a parser nor a backslash
+    # before it (escaped too) can take it for a column break
+    return _text(value).replace("\\", "&#92;").replace("|", "&#124;")
+
+
+def _text(value: object) -> str:
+    # names come from the user's files: markup in them is shown, never run
+    return "<br>".join(html.escape(str(value), quote=False).splitlines())
+
+
+def _file_name(path: str) -> str:
+    # local paths, file:// and s3:// URLs alike end in the file's own name
+    return PurePosixPath(path.replace("\\", "/").rstrip("/")).name or path

@@ -33,6 +33,7 @@ def build_manifest(
         "budget": selection.request.budget.text,
         "budget_mode": selection.request.budget.mode,
         "seed": selection.request.seed,
+        "license": selection.request.license,
         "pool": selection.pool_description,
         "request": selection.request.as_dict(),
         "run_id": run_id,

@@ -8,6 +8,7 @@ import duckdb
 import pandas as pd
 
 from capsel.baselines.registry import BASELINES, Order
+from capsel.dataset_license import DEFAULT_LICENSE, check_license
 from capsel.errors import CapselError, OptionError
 from capsel.selection.budget import Budget, Quota, domain_quotas
 from capsel.selection.pool import DomainPool, domain_pools
@@ -29,6 +30,12 @@ class SelectionRequest:
     order: Order | None = None
     # percentile of PPL per domain above which CAP's candidates are not eligible (None: the paper's method)
     ppl_guard: float | None = None
+    # the licence the published dataset card declares (a Hugging Face licence id)
+    license: str = DEFAULT_LICENSE
+
+    def __post_init__(self) -> None:
+        # refused where the request is made, before a run is recorded or anything scored
+        check_license(self.license)
 
     def as_dict(self) -> dict:
         """Plain dict for the run record and the manifest."""
@@ -42,6 +49,7 @@ class SelectionRequest:
             "model": self.model,
             "config_hash": self.config_hash,
             "ppl_guard": self.ppl_guard,
+            "license": self.license,
         }
 
 

@@ -60,7 +60,8 @@ def incremental(tmp_path_factory, prefect_server):
         second.write_text("\n".join(lines + [json.dumps(dict(row, response="late copy")) for row in repeated]) + "\n")
         v2 = rescore_flow(**flow_config(root / "live", model, [str(incoming)]).parameters())
         v3 = rescore_flow(**flow_config(root / "live", model, [str(incoming)]).parameters())
-        scratch = select_flow(**flow_config(root / "scratch", model, [str(first), str(second)]).parameters())
+        scratch = select_flow(**flow_config(root / "scratch", model, [str(first), str(second)],
+                                            selection={"license": "cc-by-4.0"}).parameters())
     return {"root": root, "model": model, "files": (first, second), "v1": v1, "v2": v2, "v3": v3,
             "scratch": scratch}
 
@@ -153,6 +154,13 @@ def test_new_version_equals_a_from_scratch_selection_and_old_one_is_kept(increme
     # the refit over the larger pool moves z for members kept from the first version
     kept = old.merge(new, on="candidate_id", suffixes=("_old", "_new"))
     assert len(kept) and not (kept["z_old"] == kept["z_new"]).all()
+
+
+def test_the_selection_parameters_licence_reaches_the_manifest_and_the_card(incremental):
+    scratch, v1 = (Path(incremental[k]["selection"]["path"]) for k in ("scratch", "v1"))
+    manifests = [orjson.loads((path / "manifest.json").read_bytes()) for path in (scratch, v1)]
+    assert [manifest["license"] for manifest in manifests] == ["cc-by-4.0", "other"]
+    assert "\nlicense: cc-by-4.0\n" in (scratch / "README.md").read_text()
 
 
 def test_rescore_with_nothing_new_publishes_nothing(incremental):

@@ -33,7 +33,7 @@ def test_select_publish_and_list(tmp_path, tmp_path_factory):
     assert cap.returncode == 0, cap.stderr
     assert "only 29 are eligible: taking all 29" in cap.stdout
     random = capsel(tmp_path, "select", "--budget", "10%", "--total", "--method", "random", "--seed", "3",
-                    "--out", str(typed))
+                    "--license", "cc-by-sa-4.0", "--out", str(typed))
     assert random.returncode == 0, random.stderr
 
     # a typed --out is taken as typed: relative to the working directory, absolute as is, never under the root
@@ -47,6 +47,10 @@ def test_select_publish_and_list(tmp_path, tmp_path_factory):
     assert by_method["random"]["n_members"] == 8
     assert {d["domain"]: d["k"] for d in by_method["random"]["domains"]} == {"code": 3, "math": 5}
     assert "eligible scored candidates" in by_method["random"]["pool"]
+    # the licence is the user's to declare: recorded in the manifest and the card's metadata, "other" when unset
+    assert (by_method["random"]["license"], by_method["cap"]["license"]) == ("cc-by-sa-4.0", "other")
+    cards = {m["method"]: (path / "README.md").read_text() for m, path in zip(manifests, published)}
+    assert "\nlicense: cc-by-sa-4.0\n" in cards["random"] and "\nlicense: other\n" in cards["cap"]
     for path in published:
         assert len(pd.read_parquet(path / "data.parquet")) == orjson.loads((path / "manifest.json").read_bytes())[
             "n_members"
@@ -69,6 +73,10 @@ def test_user_errors_are_one_clean_line(tmp_path):
     assert "domain 'tiny'" in degenerate.stderr and "--domain" in degenerate.stderr
     assert "Traceback" not in degenerate.stderr
     assert not (tmp_path / "sels").exists() or not list((tmp_path / "sels").glob("sel-*"))
+
+    licence = capsel(tmp_path, "select", "--budget", "5", "--domain", "math", "--license", "MIT", "--out", "sels")
+    assert licence.returncode == 2 and "--license must be a Hugging Face licence id" in licence.stderr
+    assert "Traceback" not in licence.stderr
 
     no_db = capsel(tmp_path, "select", "--budget", "5", "--out", "sels", "--db", str(tmp_path / "mistyped.duckdb"))
     assert no_db.returncode == 3 and "no capsel database at" in no_db.stderr and "Traceback" not in no_db.stderr

@@ -88,6 +88,10 @@ def test_published_files_load_and_match_the_selection(store):
 
     card = (root / "README.md").read_text()
     assert published.selection_id in card and "| math | 60 | 2 | 58 | 6 | 6 |" in card
+    # sources and the model by their own names: the publisher's directories (/data/, /models/) stay in the manifest
+    assert "/data/" not in card and "/models/" not in card and "src0000000000000.jsonl" in card
+    assert f"model: {selection.key.model_fingerprint}, fingerprint `{selection.key.model_fingerprint}`" in card
+    assert f"| selected | {len(members)} | {len(members)} |" in card and manifest["license"] == "other"
     for domain in ("code", "math", "science"):
         pngs = sorted((root / "report").glob(f"{domain}-*.png"))
         assert len(pngs) == 2 and all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)
