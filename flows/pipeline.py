@@ -137,7 +137,7 @@ def _stages(con, config: PipelineConfig, settings: Settings, report: FlowReport,
     report.plots = summary_plots(con, selected.selection)
     report.change = version_diff(con, report.published.selection_id)
     # OpenLineage names local folders here; a selection in object storage is not one of its datasets yet
-    datasets.selection_dir = report.published.path if isinstance(report.published.path, Path) else None
+    datasets.selection_dir = report.published.path
     datasets.selection_id = report.published.selection_id
 
 

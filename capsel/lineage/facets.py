@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from importlib.metadata import version
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, BinaryIO, Iterator
 
 import orjson
 import pyarrow as pa
@@ -24,14 +24,14 @@ from openlineage.client.facet_v2 import (
 )
 
 from capsel import __version__
-from capsel.publish.destination import MANIFEST
+from capsel.publish.destination import MANIFEST, Destination, folder_files, open_file
 
 PRODUCER = f"https://pypi.org/project/capsel/{__version__}"
 DATA_FILE = "data.parquet"
 TAG_SOURCE = "CAPSEL"
 
 
-def schema_facet(parquet: Path) -> schema_dataset.SchemaDatasetFacet:
+def schema_facet(parquet: Path | BinaryIO) -> schema_dataset.SchemaDatasetFacet:
     """The columns and Arrow types of a Parquet file, read from its footer."""
     return schema_dataset.SchemaDatasetFacet(fields=_fields(pq.read_schema(parquet)), producer=PRODUCER)
 
@@ -46,12 +46,13 @@ def _fields(fields: Any) -> list[schema_dataset.SchemaDatasetFacetFields]:
     ]
 
 
-def output_statistics(folder: Path) -> output_statistics_output_dataset.OutputStatisticsOutputDatasetFacet:
+def output_statistics(folder: Destination) -> output_statistics_output_dataset.OutputStatisticsOutputDatasetFacet:
     """A published selection folder's rows (data.parquet's), and the bytes and files written into it."""
-    files = [path for path in folder.rglob("*") if path.is_file()]
+    files = folder_files(folder)
+    with open_file(folder, DATA_FILE) as data:
+        rows = pq.ParquetFile(data).metadata.num_rows
     return output_statistics_output_dataset.OutputStatisticsOutputDatasetFacet(
-        rowCount=pq.ParquetFile(folder / DATA_FILE).metadata.num_rows,
-        size=sum(path.stat().st_size for path in files), fileCount=len(files), producer=PRODUCER,
+        rowCount=rows, size=sum(files.values()), fileCount=len(files), producer=PRODUCER,
     )
 
 
@@ -60,11 +61,14 @@ def output_statistics_rows(rows: int) -> output_statistics_output_dataset.Output
     return output_statistics_output_dataset.OutputStatisticsOutputDatasetFacet(rowCount=rows, producer=PRODUCER)
 
 
-def quality_assertions(folder: Path) -> data_quality_assertions_dataset.DataQualityAssertionsDatasetFacet:
+def quality_assertions(folder: Destination) -> data_quality_assertions_dataset.DataQualityAssertionsDatasetFacet:
     """The gate's expectations on a published selection, one assertion each, from the GX results its manifest names."""
-    gate = orjson.loads((folder / MANIFEST).read_bytes())["gate"]
-    validation = orjson.loads((folder / gate["validation"]).read_bytes())
-    columns = set(pq.read_schema(folder / DATA_FILE).names)
+    with open_file(folder, MANIFEST) as manifest:
+        gate = orjson.loads(manifest.read())["gate"]
+    with open_file(folder, gate["validation"]) as results:
+        validation = orjson.loads(results.read())
+    with open_file(folder, DATA_FILE) as data:
+        columns = set(pq.read_schema(data).names)
     return data_quality_assertions_dataset.DataQualityAssertionsDatasetFacet(
         assertions=list(_assertions(validation, columns)), producer=PRODUCER
     )

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
+from urllib.parse import urlsplit
 
 from openlineage.client.event_v2 import InputDataset, Job, OutputDataset, Run, RunEvent, RunState
 from openlineage.client.facet_v2 import dataset_version_dataset, error_message_run, job_type_job
@@ -19,6 +20,8 @@ from capsel.errors import CapselError
 from capsel.lineage import facets
 from capsel.lineage.facets import DATA_FILE, PRODUCER
 from capsel.lineage.tables import duckdb_dataset, table_use
+from capsel.publish.destination import Destination, open_file
+from capsel.storage.urls import is_url
 from capsel.versioning import code_version
 
 STATES = {"START": RunState.START, "COMPLETE": RunState.COMPLETE, "FAIL": RunState.FAIL}
@@ -39,7 +42,7 @@ class FlowDatasets:
 
     db_path: Path
     source_files: list[tuple[str, str]] = field(default_factory=list)  # (path, sha256)
-    selection_dir: Path | None = None
+    selection_dir: Destination | None = None
     selection_id: str | None = None
     model: dict | None = None  # fingerprint, name_or_path, dtype
     method: str | None = None  # the scoring method whose results the run wrote or selected by
@@ -69,7 +72,7 @@ def run_event(
         )
     use = table_use(datasets.counters, datasets.method, datasets.selected)
     inputs = [
-        InputDataset(namespace="file", name=str(Path(path).resolve()), facets=_version_facet(sha256))
+        InputDataset(*file_dataset(path), facets=_version_facet(sha256))
         for path, sha256 in datasets.source_files
     ] + [InputDataset(*duckdb_dataset(datasets.db_path, table)) for table in use.read]
     outputs = [
@@ -94,16 +97,27 @@ def run_event(
     )
 
 
-def _selection_output(folder: Path, selection_id: str | None) -> OutputDataset:
+def _selection_output(folder: Destination, selection_id: str | None) -> OutputDataset:
     # the gate checked exactly the rows published, so its assertions sit on the published dataset (among
     # the dataset facets, where OpenLineage's dbt integration also puts them)
+    with open_file(folder, DATA_FILE) as data:
+        schema = facets.schema_facet(data)
     dataset_facets: dict = {
         **_version_facet(selection_id),
-        "schema": facets.schema_facet(folder / DATA_FILE),
+        "schema": schema,
         "dataQualityAssertions": facets.quality_assertions(folder),
     }
-    return OutputDataset(namespace="file", name=str(folder.resolve()), facets=dataset_facets,
+    return OutputDataset(*file_dataset(str(folder)), facets=dataset_facets,
                          outputFacets={"outputStatistics": facets.output_statistics(folder)})
+
+
+def file_dataset(location: str) -> tuple[str, str]:
+    """OpenLineage namespace and name of a file or folder (Naming.md): `file` and its absolute path, or for
+    object storage `scheme://bucket` and the key (`s3://pool`, `incoming/a.jsonl`)."""
+    if not is_url(location):
+        return "file", str(Path(location).resolve())
+    parts = urlsplit(location)
+    return f"{parts.scheme}://{parts.netloc}", parts.path.lstrip("/")
 
 
 def _tags(datasets: FlowDatasets) -> dict[str, str | None]:

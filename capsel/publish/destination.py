@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
+from typing import BinaryIO
 
 import orjson
 
@@ -38,6 +39,18 @@ def read_manifest(folder: Destination) -> dict | None:
     except orjson.JSONDecodeError:
         return None
     return manifest if isinstance(manifest, dict) else None
+
+
+def open_file(folder: Destination, name: str) -> BinaryIO:
+    """The file `name` (relative, `/` between folders) of a published folder, opened for reading."""
+    return folder.open(name) if isinstance(folder, RemoteFolder) else (folder / name).open("rb")
+
+
+def folder_files(folder: Destination) -> dict[str, int]:
+    """Every file of a published folder by its relative name, with its size in bytes."""
+    if isinstance(folder, RemoteFolder):
+        return folder.files()
+    return {path.relative_to(folder).as_posix(): path.stat().st_size for path in folder.rglob("*") if path.is_file()}
 
 
 def is_present(folder: Destination) -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import BinaryIO
 
 from fsspec import AbstractFileSystem
 
@@ -41,6 +42,21 @@ class RemoteFolder(Located):
                 return fs.cat_file(path)
         except FileNotFoundError:
             return None
+
+    def files(self) -> dict[str, int]:
+        """Every object under the prefix by its name relative to it (`gate/index.html`), with its size."""
+        fs, path = filesystem(self.url)
+        fs.invalidate_cache(path)
+        with storage_errors(f"{self.url}: cannot list it"):
+            found = fs.find(path, detail=True)
+        root = path.rstrip("/") + "/"
+        return {name[len(root):]: int(info.get("size") or 0) for name, info in found.items() if name.startswith(root)}
+
+    def open(self, name: str) -> BinaryIO:
+        """The object `name` (relative to the prefix, `/` between folders) opened for reading."""
+        fs, path = filesystem(joined(self.url, *name.split("/")))
+        with storage_errors(f"{self.url}: cannot read {name}"):
+            return fs.open(path, "rb")
 
     def upload(self, local: Path, last: str) -> None:
         """Copy the files under `local` into the prefix, the file `last` (relative to `local`) after all others.
