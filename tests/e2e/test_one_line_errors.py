@@ -95,7 +95,7 @@ def test_disk_full_during_publish_publishes_nothing_and_a_rerun_publishes(tmp_pa
     con = open_db(tmp_path / "capsel.duckdb")
     make_pool(con, {"math": 3000})
     con.close()
-    full = capsel(tmp_path, "select", "--budget", "50%", "--out", "sels", max_file_bytes=1_000_000)
+    full = capsel(tmp_path, "select", "--budget", "50%", "--out", "sels", max_file_bytes=100_000)
     assert "disk full while writing" in one_line_error(full, 3)
     assert query(tmp_path, "select count(*) from selections") == [(0,)]
     assert not list((tmp_path / "sels").glob("sel-*"))
