@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import gc
 import importlib.util
+import os
 from dataclasses import dataclass
 from importlib import metadata
 from typing import Any, Sequence
@@ -101,6 +102,9 @@ class VLLMEngine:
     name = "vllm"
 
     def __init__(self, llm_kwargs: dict, params_kwargs: dict, batch_size: int):
+        # vLLM logs to stdout unless told otherwise, and capsel's stdout is for results (`--json` above all).
+        # Set before vLLM is imported; the engine processes it starts inherit it.
+        os.environ.setdefault("VLLM_LOGGING_STREAM", "ext://sys.stderr")
         from vllm import LLM, SamplingParams
 
         self.batch_size = batch_size

@@ -5,6 +5,7 @@ Runs under vLLM's CPU build (`make test-vllm`); skipped where vLLM cannot start.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -44,11 +45,15 @@ def test_score_with_vllm_stores_what_hf_stores(tmp_path, smollm2_instruct):  # n
     env = {"CAPSEL_MODELS_DIR": str(REAL_MODELS_DIR), "CAPSEL_VLLM_ENFORCE_EAGER": "1"}
     model = ["--model", "smollm2-135m-instruct"]
 
-    vllm = capsel(tmp_path, "score", *model, *SCORE, "--generator", "vllm", "--db", "vllm.duckdb", **env)
+    vllm = capsel(tmp_path, "score", *model, *SCORE, "--generator", "vllm", "--db", "vllm.duckdb", "--json", **env)
     capsel(tmp_path, "score", *model, *SCORE, "--generator", "hf", "--db", "hf.duckdb", **env)
 
-    # vLLM wrote every y-hat first (its own summary), then HF scored them all without generating one.
-    assert "generate" in vllm.stdout and "y-hat generated on the way │ 0" in vllm.stdout
+    # stdout is the one JSON object alone (vLLM's engine processes log to stderr): vLLM wrote every
+    # y-hat first, then HF scored them all without generating one.
+    summary = json.loads(vllm.stdout)
+    assert summary["generation"]["n_done"] == 12 and summary["scoring"]["n_done"] == 12
+    assert summary["scoring"]["n_generated"] == 0
+    assert "vllm" in vllm.stderr.lower()
     generations = "SELECT candidate_id, prompt_ids, generated_ids, excluded_reason FROM generations ORDER BY 1"
     from_vllm, from_hf = rows(tmp_path / "vllm.duckdb", generations), rows(tmp_path / "hf.duckdb", generations)
     assert len(from_vllm) == 12 and from_vllm == from_hf
