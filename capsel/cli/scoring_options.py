@@ -37,7 +37,7 @@ BatchSizeOption = Annotated[Optional[str], typer.Option(
     "--batch-size", help="Candidates per batch, or auto to size it from free GPU memory "
     "(default: $CAPSEL_SCORE_BATCH_SIZE or 16).", metavar="N|auto", show_default=False)]
 GeneratorOption = Annotated[str, typer.Option(
-    "--generator", help="hf (transformers) or vllm (CUDA, pip install capsel\\[gpu]).")]
+    "--generator", help="hf (transformers) or vllm (CUDA: pip install capsel\\[gpu]; CPU: make setup-vllm).")]
 TrustRemoteCodeOption = Annotated[bool, typer.Option(
     "--trust-remote-code", help="Run model code shipped with the checkpoint (off: only transformers' own code).")]
 AllowPickleOption = Annotated[bool, typer.Option(

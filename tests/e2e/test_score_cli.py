@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import sys
@@ -10,11 +9,11 @@ import sys
 import orjson
 import pandas as pd
 import pytest
-import torch
 
 from capsel.db import open_db
 from tests.fixtures.candidates import mixed_candidates
 from tests.fixtures.pool import append_candidates, tiny_model_dir
+from tests.fixtures.vllm import VLLM_RUNS
 
 pytestmark = pytest.mark.e2e
 
@@ -72,7 +71,7 @@ def test_user_errors_are_one_line(tmp_path):
     assert "neither a model folder nor a hub id" in missing.stderr
     bad = _capsel("score", "--model", "m", "--horizon", "3", "--db", "x.duckdb", cwd=tmp_path)
     assert bad.returncode == 2 and "horizon 3 is below min_response_tokens" in bad.stderr
-    if not (importlib.util.find_spec("vllm") and torch.cuda.is_available()):
+    if not VLLM_RUNS:
         model = tiny_model_dir(tmp_path / "model")
         vllm = _capsel("score", "--model", str(model), "--generator", "vllm", "--db", "x.duckdb", cwd=tmp_path)
         assert vllm.returncode == 3 and "Traceback" not in vllm.stderr

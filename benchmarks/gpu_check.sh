@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# One command for a fresh CUDA machine (about 10 minutes on one H100): installs vLLM and capsel from the
+# package registry into .venv-gpu, then runs
+#   1. the CUDA tests (pytest -m gpu: vLLM against HF greedy, GPU memory freed, bf16 scoring, batch sizing),
+#   2. the bf16-vs-float32 rank correlation (tests/integration/test_bf16_ranks.py, CPU and CUDA cases),
+#   3. benchmarks/gpu_throughput.py on the Llama-3-8B-shaped model, --generator vllm and --generator fused,
+# and writes each benchmark's JSON under benchmarks/results/ (<device>-<date>.json).
+#
+#   bash benchmarks/gpu_check.sh              # the GPU run
+#   bash benchmarks/gpu_check.sh --dry-run    # any machine: resolve the install (nothing installed) and run the
+#                                             # CPU parts with the Python in $CPU_PY (default .venv-vllm, else .venv)
+#
+# Environment: N_CANDIDATES (pool size of each benchmark run, default 2048), VLLM_SPEC (default vllm==0.32.0, the
+# release whose CPU build passes the parity tests here; capsel is installed within infra/vllm-constraints.txt),
+# GPU_VENV (default .venv-gpu), WHEELS (a folder of wheels: install from it alone, for a machine without a registry).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+MODE=gpu
+[[ "${1:-}" == "--dry-run" ]] && MODE=dry
+N_CANDIDATES=${N_CANDIDATES:-2048}
+VLLM_SPEC=${VLLM_SPEC:-vllm==0.32.0}
+CONSTRAINTS=(-c infra/vllm-constraints.txt)
+GPU_VENV=${GPU_VENV:-.venv-gpu}
+PIP_SOURCE=()
+[[ -n "${WHEELS:-}" ]] && PIP_SOURCE=(--no-index --find-links "$WHEELS")
+
+step() { printf '\n== [%4ds] %s\n' "$SECONDS" "$*"; }
+
+if [[ "$MODE" == dry ]]; then
+    PY=${CPU_PY:-}
+    if [[ -z "$PY" ]]; then
+        PY=.venv/bin/python
+        [[ -x .venv-vllm/bin/python ]] && PY=.venv-vllm/bin/python
+    fi
+    step "install, resolved only (pip --dry-run in a scratch venv): $VLLM_SPEC, then capsel[dev] and the gpu extras"
+    scratch=$(mktemp -d)
+    python3 -m venv "$scratch/venv"
+    "$scratch/venv/bin/pip" install --quiet --upgrade pip
+    # Two resolutions, as the install runs: vLLM first (it brings the CUDA torch it was built against), then capsel,
+    # which keeps that vLLM (its fastapi pin loses to prefect's, as in .venv-vllm).
+    "$scratch/venv/bin/pip" install --dry-run --ignore-installed "${PIP_SOURCE[@]}" "${CONSTRAINTS[@]}" "$VLLM_SPEC" \
+        --report "$scratch/vllm.json" --quiet 2>&1 | grep -v '^WARNING: Location' || true
+    "$scratch/venv/bin/pip" install --dry-run --ignore-installed "${PIP_SOURCE[@]}" "${CONSTRAINTS[@]}" -e '.[dev]' \
+        accelerate nvidia-ml-py --report "$scratch/capsel.json" --quiet 2>&1 | grep -v '^WARNING: Location' || true
+    "$scratch/venv/bin/python" - "$scratch/vllm.json" "$scratch/capsel.json" <<'EOF'
+import json, sys
+# The second step keeps the torch and vLLM the first installed, so only its own picks are shown.
+shown = {"vllm.json": ("vllm", "torch", "transformers", "fastapi"),
+         "capsel.json": ("capsel", "transformers", "fastapi", "accelerate", "nvidia-ml-py")}
+for path in sys.argv[1:]:
+    name = path.rsplit("/", 1)[1]
+    picked = {i["metadata"]["name"].lower(): i["metadata"]["version"] for i in json.load(open(path))["install"]}
+    print(f"{name}: {len(picked)} packages, among them", ", ".join(f"{p} {picked[p]}" for p in shown[name] if p in picked))
+EOF
+    rm -rf "$scratch"
+else
+    step "install: $VLLM_SPEC, then capsel[gpu,dev] into $GPU_VENV"
+    python3 -m venv "$GPU_VENV"
+    "$GPU_VENV/bin/pip" install --quiet --upgrade pip || true
+    "$GPU_VENV/bin/pip" install --quiet "${PIP_SOURCE[@]}" "${CONSTRAINTS[@]}" "$VLLM_SPEC"
+    "$GPU_VENV/bin/pip" install --quiet "${PIP_SOURCE[@]}" "${CONSTRAINTS[@]}" -e '.[gpu,dev]'
+    PY=$GPU_VENV/bin/python
+    "$PY" -c "import torch, vllm; assert torch.cuda.is_available(), 'no CUDA GPU visible'; \
+print('torch', torch.__version__, 'vllm', vllm.__version__, torch.cuda.get_device_name(0))"
+fi
+
+step "CUDA tests (pytest -m gpu; they skip without a GPU)"
+"$PY" -m pytest -q -m gpu -p no:cacheprovider tests
+
+step "bf16-vs-float32 rank correlation (Spearman of CAP >= 0.99)"
+"$PY" -m pytest -q -p no:cacheprovider tests/integration/test_bf16_ranks.py
+
+LOGS=$(mktemp -d)
+# One benchmark run: its JSON saved in the folder $2, its output (vLLM's log too) in $LOGS, the headline printed.
+throughput() {
+    local name=$1 results=$2 saved
+    shift 2
+    if ! "$PY" benchmarks/gpu_throughput.py "$@" --save --results-dir "$results" > "$LOGS/$name.log" 2>&1; then
+        tail -30 "$LOGS/$name.log"
+        return 1
+    fi
+    saved=$(sed -n 's/^saved //p' "$LOGS/$name.log")
+    "$PY" - "$saved" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+e = r["end_to_end"]
+print(f"{sys.argv[1]}: {r['generator']}, {e['candidates']} candidates on {r['device']['name']}")
+print(f"  end to end {e['candidates_per_s']} cand/s ({e['candidates_per_s_with_startup']} with {e['startup_s']} s start-up)")
+for name, phase in r["phases"].items():
+    print(f"  {name}: {phase['candidates_per_s']} cand/s (model {phase['model_s']} s, write {phase['write_s']} s)")
+PY
+}
+
+if [[ "$MODE" == dry ]]; then
+    # The 8B-shaped runs need a GPU; the tiny Llama runs the same script end to end on CPU (JSON in $LOGS).
+    step "gpu_throughput.py --tiny, vllm route (vLLM's CPU build where $PY has it)"
+    if "$PY" -c 'import sys; from capsel.scoring.vllm_generation import vllm_build; sys.exit(vllm_build() != "cpu")'; then
+        throughput tiny-vllm "$LOGS" --tiny --threads 1 --n-candidates 128 --generator vllm --enforce-eager
+    else
+        echo "skipped: $PY has no vLLM CPU build (make setup-vllm)"
+    fi
+    step "gpu_throughput.py --tiny, fused HF route"
+    throughput tiny-fused "$LOGS" --tiny --threads 1 --n-candidates 128 --generator fused
+else
+    step "gpu_throughput.py, Llama-3-8B shape, vllm route, $N_CANDIDATES candidates"
+    throughput vllm benchmarks/results --n-candidates "$N_CANDIDATES" --generator vllm
+    step "gpu_throughput.py, Llama-3-8B shape, fused HF route, $N_CANDIDATES candidates"
+    throughput fused benchmarks/results --n-candidates "$N_CANDIDATES" --generator fused
+    echo "goal: 50 candidates/s end to end; logs in $LOGS"
+fi
+step "done"
