@@ -105,6 +105,10 @@ class RunnerParams(BaseModel):
     ray_num_cpus: int | None = Field(None, ge=1, description="ray: CPUs of a cluster started here")
     num_gpus: float = Field(0, ge=0, description="ray: GPUs each shard task requests (0 on CPU)")
     max_in_flight: int = Field(4, ge=1, description="shards submitted and not yet merged, at most")
+    generator: Literal["hf", "vllm"] = Field(
+        "hf", description="CAP's y-hat: hf (the scorer's own model, shard by shard) or vllm (a vLLM worker writes "
+        "every missing y-hat first, then exits; CUDA with capsel[gpu], or CPU with make setup-vllm)",
+    )
 
     @property
     def uses_gpus(self) -> bool:

@@ -15,6 +15,7 @@ from capsel.db import open_db
 from capsel.flows.artifacts import ProgressArtifact, artifact_keys
 from capsel.pipeline_config import RunnerParams, ScoreFlowConfig
 from capsel.runner.work import workers_spec
+from capsel.scorers.generators import pre_pass_for
 from capsel.scorers.specs import ScorerSpec
 from capsel.stages.context import RunContext
 from capsel.stages.score import ScoreRequest, ScoreSummary, score
@@ -66,7 +67,7 @@ def score_sharded(
         page_size=runner.shard_size, max_in_flight=runner.max_in_flight,
         run_config={"runner": runner.model_dump()},
     )
-    return score(ScoreRequest(spec, scope), ctx, scorer)
+    return score(ScoreRequest(spec, scope, pre_pass_for(runner.generator, settings, scorer)), ctx, scorer)
 
 
 @flow(name="capsel-score", log_prints=True)

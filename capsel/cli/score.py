@@ -26,8 +26,7 @@ from capsel.cli.scoring_options import (
     scoring_settings,
 )
 from capsel.cli.specs import build_spec, spec_values
-from capsel.scorers.cap import CapScorer
-from capsel.scorers.generators import check_generator, generator_for
+from capsel.scorers.generators import check_generator, pre_pass_for
 from capsel.stages.context import RunContext
 from capsel.stages.score import ScoreRequest
 from capsel.stages.score import score as score_stage
@@ -64,9 +63,8 @@ def score(
         # The database first: a second writer fails here, before any model file is read.
         with scoring_db(settings) as con:
             scorer = described(spec)
-            assert isinstance(scorer, CapScorer)  # a cap spec builds the CAP scorer
             # vLLM writes every missing y-hat first; the HF scorer then finds them all stored
-            pre_pass = generator_for(generator, settings, scorer) if generator == "vllm" else None
+            pre_pass = pre_pass_for(generator, settings, scorer)
             with CandidateProgress("scoring") as progress:
                 outcome = score_stage(ScoreRequest(spec, Scope(domain, limit), pre_pass),
                                       RunContext(con, settings, progress, run_config={"generator": generator}), scorer)

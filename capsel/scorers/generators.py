@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from capsel.config import Settings
 from capsel.errors import OptionError
+from capsel.scorers.base import Scorer
 from capsel.scorers.cap import CapScorer
 from capsel.scoring.generation import Generator, HFGenerator
 
@@ -29,3 +30,14 @@ def generator_for(name: str, settings: Settings, scorer: CapScorer) -> Generator
         ))
     engine = scorer.engine
     return HFGenerator(engine.loaded, scorer.config.horizon, engine.batch_size)
+
+
+def pre_pass_for(name: str, settings: Settings, scorer: Scorer) -> Generator | None:
+    """What writes every missing y-hat before scoring starts: vLLM's worker; None for hf, whose scorer
+    generates batch by batch on the model it already holds."""
+    check_generator(name)
+    if name == "hf":
+        return None
+    if not isinstance(scorer, CapScorer):
+        raise OptionError(f"a y-hat [[generator]] applies to cap, not to {scorer.method}")
+    return generator_for(name, settings, scorer)
