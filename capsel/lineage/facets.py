@@ -24,10 +24,10 @@ from openlineage.client.facet_v2 import (
 )
 
 from capsel import __version__
+from capsel.publish.data_files import PARQUET_FILE
 from capsel.publish.destination import MANIFEST, Destination, folder_files, open_file
 
 PRODUCER = f"https://pypi.org/project/capsel/{__version__}"
-DATA_FILE = "data.parquet"
 TAG_SOURCE = "CAPSEL"
 
 
@@ -49,7 +49,7 @@ def _fields(fields: Any) -> list[schema_dataset.SchemaDatasetFacetFields]:
 def output_statistics(folder: Destination) -> output_statistics_output_dataset.OutputStatisticsOutputDatasetFacet:
     """A published selection folder's rows (data.parquet's), and the bytes and files written into it."""
     files = folder_files(folder)
-    with open_file(folder, DATA_FILE) as data:
+    with open_file(folder, PARQUET_FILE) as data:
         rows = pq.ParquetFile(data).metadata.num_rows
     return output_statistics_output_dataset.OutputStatisticsOutputDatasetFacet(
         rowCount=rows, size=sum(files.values()), fileCount=len(files), producer=PRODUCER,
@@ -67,7 +67,7 @@ def quality_assertions(folder: Destination) -> data_quality_assertions_dataset.D
         gate = orjson.loads(manifest.read())["gate"]
     with open_file(folder, gate["validation"]) as results:
         validation = orjson.loads(results.read())
-    with open_file(folder, DATA_FILE) as data:
+    with open_file(folder, PARQUET_FILE) as data:
         columns = set(pq.read_schema(data).names)
     return data_quality_assertions_dataset.DataQualityAssertionsDatasetFacet(
         assertions=list(_assertions(validation, columns)), producer=PRODUCER

@@ -18,8 +18,9 @@ from openlineage.client.facet_v2 import dataset_version_dataset, error_message_r
 
 from capsel.errors import CapselError
 from capsel.lineage import facets
-from capsel.lineage.facets import DATA_FILE, PRODUCER
+from capsel.lineage.facets import PRODUCER
 from capsel.lineage.tables import duckdb_dataset, table_use
+from capsel.publish.data_files import PARQUET_FILE
 from capsel.publish.destination import Destination, open_file
 from capsel.storage.urls import is_url
 from capsel.versioning import code_version
@@ -100,7 +101,7 @@ def run_event(
 def _selection_output(folder: Destination, selection_id: str | None) -> OutputDataset:
     # the gate checked exactly the rows published, so its assertions sit on the published dataset (among
     # the dataset facets, where OpenLineage's dbt integration also puts them)
-    with open_file(folder, DATA_FILE) as data:
+    with open_file(folder, PARQUET_FILE) as data:
         schema = facets.schema_facet(data)
     dataset_facets: dict = {
         **_version_facet(selection_id),

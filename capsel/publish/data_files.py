@@ -8,6 +8,8 @@ from typing import Callable
 import orjson
 import pandas as pd
 
+PARQUET_FILE = "data.parquet"  # the published rows with lineage and scores; the card's train split
+
 ALPACA_FIELDS = ("instruction", "input", "output")
 PARQUET_COLUMNS = [
     "candidate_id", "domain", "rank", "instruction", "input", "output", "score",
@@ -26,7 +28,7 @@ def write_data_files(
 ) -> list[Path]:
     """Write data.parquet, data.jsonl and dataset_info.json into `directory`; return their paths."""
     rows = published_rows(members)
-    parquet = directory / "data.parquet"
+    parquet = directory / PARQUET_FILE
     rows.to_parquet(parquet, index=False)
     on_written(parquet)
     jsonl = directory / "data.jsonl"

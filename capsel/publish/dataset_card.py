@@ -7,6 +7,7 @@ from pathlib import PurePosixPath, PureWindowsPath
 
 from huggingface_hub import DatasetCard, DatasetCardData
 
+from capsel.publish.data_files import PARQUET_FILE
 from capsel.publish.funnel import funnel_rows
 
 # The Hub's size_categories buckets, in order: the first whose bound exceeds the row count (n<1K under 10³).
@@ -14,7 +15,7 @@ SIZE_BUCKETS = ("n<1K", "1K<n<10K", "10K<n<100K", "100K<n<1M", "1M<n<10M", "10M<
                 "1B<n<10B", "10B<n<100B", "100B<n<1T")
 # Without configs, `datasets` infers the builder from the folder's files and reads gate/'s and report/'s
 # images as an ImageFolder; this names data.parquet as the one split.
-CONFIGS = [{"config_name": "default", "data_files": [{"split": "train", "path": "data.parquet"}]}]
+CONFIGS = [{"config_name": "default", "data_files": [{"split": "train", "path": PARQUET_FILE}]}]
 
 
 def dataset_card(manifest: dict) -> str:
