@@ -31,7 +31,8 @@ from pathlib import Path
 import orjson
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+# an installed capsel comes first (sql/ is capsel.sql only once built); the checkout is the fallback
+sys.path.append(str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from gpu_monitor import GpuMonitor  # noqa: E402
