@@ -1,0 +1,1 @@
+"""Images of multimodal candidates: content-addressed storage beside the DB."""
