@@ -8,6 +8,7 @@ from typing import Iterator
 import duckdb
 
 from capsel.db.records import fetch_records
+from capsel.store.image_files import attach_image_files
 
 
 @dataclass(frozen=True)
@@ -33,7 +34,7 @@ def pending_pages(
         })
         if not rows:
             return
-        yield rows
+        yield attach_image_files(con, rows)
         after = rows[-1]["candidate_id"]
         if remaining is not None:
             remaining -= len(rows)
