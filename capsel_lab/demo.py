@@ -135,7 +135,7 @@ def demo_result(config: PipelineConfig, counters: dict, records: list[dict], opt
         con.close()
     summary = noise_summary(scores)
     return DemoResult(
-        counts=_counts(counters), junk={"ranks": {"all junk": summary["pooled"], **summary["per_junk_kind"]},
+        counts=counts_of(counters), junk={"ranks": {"all junk": summary["pooled"], **summary["per_junk_kind"]},
                                         "selections": selections, "n": int((scores["lab_label"] == "junk").sum()),
                                         "excluded_by_label": summary["excluded"]},
         paths={
@@ -157,7 +157,8 @@ def _prompt_format(manifest: dict) -> str:
     return manifest["scoring_config"]["config"].get("prompt_format", "raw")
 
 
-def _counts(counters: dict) -> dict:
+def counts_of(counters: dict) -> dict:
+    """The flow counters the demo reports: rows read, inserted, dropped, scored, selected, and the scoring rate."""
     ingest = counters["ingest"]["domains"].values()
     score = counters["score"]
     return {

@@ -32,7 +32,7 @@ from capsel.publish.funnel import funnel_rows
 from capsel_lab.demo import DEFAULT_MODEL, PROFILE_DIR, TOY_MODEL, DemoOptions, DemoResult, demo_result, prepare_demo
 from capsel_lab.noise.stats import METHOD_NAMES
 
-DEMO_DIR, SUMMARY_FILE = "demo", "demo.json"
+DEMO_DIR, MULTIMODAL_DIR, SUMMARY_FILE = "demo", "demo-multimodal", "demo.json"
 SELECTION_NAMES = {**METHOD_NAMES, "random": "random control"}
 
 
@@ -52,11 +52,18 @@ def demo(
     threads: ThreadsOption = None,
     skip_profile: Annotated[bool, typer.Option(
         "--skip-profile", help="Do not run the rank-profile check of the model first.")] = False,
+    multimodal: Annotated[bool, typer.Option(
+        "--multimodal", help="Run the flow on a drawn pool of pictures with questions and a tiny random VLM "
+        "built from a config (seconds; the path, not the science). --model, --limit and the profile are not "
+        "used.")] = False,
     json_out: JsonOption = False,
 ) -> None:
     """Run the selection flow end to end on a bundled pool and show where the junk went."""
     with json_output(json_out) as output:
-        _run_demo(model, out, limit, budget, prompt_format, threads, skip_profile, output)
+        if multimodal:
+            _run_multimodal_demo(out, budget, threads, output)
+        else:
+            _run_demo(model, out, limit, budget, prompt_format, threads, skip_profile, output)
 
 
 def _run_demo(model: str, out: Path | None, limit: int | None, budget: str, prompt_format: str,
@@ -72,6 +79,37 @@ def _run_demo(model: str, out: Path | None, limit: int | None, budget: str, prom
     config, records = prepare_demo(options)
     _announce(options, records)
     profile_files = [] if skip_profile else _check_profile(options)
+    counters = _select(config)
+    with console.status("PPL baseline (from CAP's stored PPL) and the compared selections"):
+        result = demo_result(config, counters, records, options)
+    summary = write_summary(result)
+    output.emit({"selection_id": result.selection_id, "gate_success": result.gate_success,
+                 **orjson.loads(summary.read_bytes()), "paths": {**result.paths, "summary": summary},
+                 "profile": profile_files, "wall_s": round(time.perf_counter() - started, 1)})
+    _print_result(result, profile_files, summary, time.perf_counter() - started)
+
+
+def _run_multimodal_demo(out: Path | None, budget: str, threads: int | None, output: JsonReport) -> None:
+    from capsel_lab.multimodal_demo import multimodal_demo_result, prepare_multimodal_demo
+
+    started = time.perf_counter()
+    settings = settings_for()
+    apply_threads(threads or settings.threads or 1)  # a tiny model: per-op overhead dominates, one thread is fastest
+    root = typed_or_default(out, settings.output_root, ".") / MULTIMODAL_DIR
+    config, records = prepare_multimodal_demo(root, budget)
+    console.print(f"demo --multimodal: {len(records)} rows with {len(list((root / 'pool' / 'images').iterdir()))} "
+                  "drawn pictures, scored by a tiny random Llava-style VLM")
+    result = multimodal_demo_result(config, _select(config))
+    summary = write_summary(result)
+    output.emit({"selection_id": result.selection_id, "gate_success": result.gate_success,
+                 **orjson.loads(summary.read_bytes()), "paths": {**result.paths, "summary": summary},
+                 "wall_s": round(time.perf_counter() - started, 1)})
+    print_table(console, _funnel_table(result))
+    _print_notes_and_paths(result, [], summary, time.perf_counter() - started)
+
+
+def _select(config) -> dict:
+    """Run the select flow in-process on a temporary Prefect server; its counters, or a one-line failure."""
     console.rule("select_flow: ingest → generate + score → residualize → gate → publish")
     from capsel.flows.select_flow import select_flow  # Prefect only here: the library and `capsel --help` stay light
 
@@ -79,13 +117,7 @@ def _run_demo(model: str, out: Path | None, limit: int | None, budget: str, prom
     state = select_flow(**config.parameters(), return_state=True)
     if not state.is_completed():
         raise flow_failure(state, "the demo's select_flow")
-    with console.status("PPL baseline (from CAP's stored PPL) and the compared selections"):
-        result = demo_result(config, state.result(), records, options)
-    summary = write_summary(result)
-    output.emit({"selection_id": result.selection_id, "gate_success": result.gate_success,
-                 **orjson.loads(summary.read_bytes()), "paths": {**result.paths, "summary": summary},
-                 "profile": profile_files, "wall_s": round(time.perf_counter() - started, 1)})
-    _print_result(result, profile_files, summary, time.perf_counter() - started)
+    return state.result()
 
 
 def write_summary(result: DemoResult) -> Path:
@@ -121,14 +153,22 @@ def _check_profile(options: DemoOptions) -> list[Path]:
 
 
 def _print_result(result: DemoResult, profile_files: list[Path], summary: Path, wall_s: float) -> None:
+    print_table(console, _funnel_table(result))
+    print_table(console, _ranks_table(result))
+    print_table(console, _selections_table(result))
+    _print_notes_and_paths(result, profile_files, summary, wall_s)
+
+
+def _funnel_table(result: DemoResult) -> Table:
     counts = result.counts
     table = Table(title=f"capsel demo: selection {result.selection_id} (prompt format {result.prompt_format})")
     table.add_column("stage")
     table.add_column("rows", justify="right")
     table.add_column("left", justify="right")
     table.add_column("note")
+    junk = f"; {result.junk['n']} junk among the candidates" if result.junk else ""
     notes = {
-        "read": f"bundled pool + malformed rows; {result.junk['n']} junk among the candidates",
+        "read": f"bundled pool + malformed rows{junk}",
         "duplicate": "dropped at ingest, each pointing at the row it repeats",
         "quarantined": "kept with a reason (`capsel quarantine`)",
         "eligible": f"CAP measured at {counts['candidates_per_s']:.2f} candidates/s",
@@ -137,9 +177,10 @@ def _print_result(result: DemoResult, profile_files: list[Path], summary: Path, 
     }
     for (stage, rows, left, reasons), entry in zip(funnel_rows(result.funnel), result.funnel):
         table.add_row(stage, rows, left, "; ".join(note for note in (notes.get(entry["stage"]), reasons) if note))
-    print_table(console, table)
-    print_table(console, _ranks_table(result))
-    print_table(console, _selections_table(result))
+    return table
+
+
+def _print_notes_and_paths(result: DemoResult, profile_files: list[Path], summary: Path, wall_s: float) -> None:
     for note in result.notes:
         console.print(f"[yellow]note:[/] {note}")
     for name, path in result.paths.items():
