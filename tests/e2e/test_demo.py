@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections import Counter
 
 import numpy as np
@@ -16,6 +14,7 @@ from capsel_lab.demo_pool import MALFORMED_LINES, demo_pool_dir, read_pool, stag
 from capsel_lab.labels import candidate_labels
 from capsel_lab.noise.stats import percentiles_among
 from tests.fixtures.real_models import REAL_MODELS_DIR, smollm2_instruct  # noqa: F401 (fixture)
+from tests.support.demo_run import run_demo
 
 pytestmark = pytest.mark.e2e
 
@@ -23,24 +22,15 @@ PER_DOMAIN = 40
 REAL_PER_DOMAIN = 16
 
 
-def _run_demo(tmp_path_factory, prefect_server, *args: str, **env: str):
-    root = tmp_path_factory.mktemp("demo_root")
-    environment = prefect_server.env(CAPSEL_OUTPUT_ROOT=str(root), **env)
-    done = subprocess.run([sys.executable, "-m", "capsel", "demo", *args], cwd=root, env=environment,
-                          capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    return root / "demo", done.stdout
-
-
 @pytest.fixture(scope="module")
 def demo_run(tmp_path_factory, prefect_server):
-    return _run_demo(tmp_path_factory, prefect_server, "--model", "demo", "--limit", str(PER_DOMAIN), "--budget", "5",
+    return run_demo(tmp_path_factory, prefect_server, "--model", "demo", "--limit", str(PER_DOMAIN), "--budget", "5",
                      "--json")
 
 
 @pytest.fixture(scope="module")
 def real_demo_run(tmp_path_factory, prefect_server, smollm2_instruct):  # noqa: F811
-    return _run_demo(tmp_path_factory, prefect_server, "--model", "smollm2-135m-instruct", "--limit",
+    return run_demo(tmp_path_factory, prefect_server, "--model", "smollm2-135m-instruct", "--limit",
                      str(REAL_PER_DOMAIN), "--budget", "3", CAPSEL_MODELS_DIR=str(REAL_MODELS_DIR))
 
 
