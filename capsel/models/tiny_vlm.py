@@ -63,11 +63,19 @@ def _text_config(tokenizer, hidden: int = 32, layers: int = 4) -> dict:
     )
 
 
-def _seeded(config, seed: int):
+def _seeded(config, seed: int, tokenizer, image_tokens: list[str]):
+    """The random model; its image tokens get zero output rows (logit 0, never the argmax of random logits).
+
+    A trained VLM never emits its image tokens; a random one could, and a y-hat holding one would not
+    match the image features when a full sequence is run again (the naive reference does).
+    """
     from transformers import AutoModelForImageTextToText
 
     torch.manual_seed(seed)
-    return AutoModelForImageTextToText.from_config(config, dtype=torch.float32).eval()
+    model = AutoModelForImageTextToText.from_config(config, dtype=torch.float32).eval()
+    with torch.no_grad():
+        model.get_output_embeddings().weight[tokenizer.convert_tokens_to_ids(image_tokens)] = 0.0
+    return model
 
 
 def _llava(seed: int):
@@ -90,7 +98,7 @@ def _llava(seed: int):
         image_processor=image_processor, tokenizer=tokenizer, patch_size=14, vision_feature_select_strategy="default",
         num_additional_image_tokens=1, chat_template=_TEMPLATE.replace("IMAGE_TEXT", "<image>"),
     )
-    return _seeded(config, seed), processor
+    return _seeded(config, seed, tokenizer, ["<image>"]), processor
 
 
 def _qwen2_vl(seed: int):
@@ -118,4 +126,4 @@ def _qwen2_vl(seed: int):
         image_processor=image_processor, tokenizer=tokenizer,
         chat_template=_TEMPLATE.replace("IMAGE_TEXT", "<|vision_start|><|image_pad|><|vision_end|>"),
     )
-    return _seeded(config, seed), processor
+    return _seeded(config, seed, tokenizer, tokens), processor
