@@ -14,7 +14,7 @@ import torch
 
 DEMO_TOKENIZER = Path(__file__).parent / "demo" / "tokenizer.json"
 BOS, EOS, PAD = "<s>", "</s>", "<pad>"
-KINDS = ("llava", "qwen2_vl")
+KINDS = ("llava", "qwen2_vl", "gemma3")
 
 # One user turn of content parts and an assistant opener; `image_text` is what an image part renders to.
 _TEMPLATE = (
@@ -28,12 +28,16 @@ _TEMPLATE = (
 
 
 def build_tiny_vlm(folder: str | Path, kind: str = "llava", seed: int = 0) -> Path:
-    """Save a tiny random VLM of `kind` (llava or qwen2_vl) with its processor into `folder`; returns the folder."""
+    """Save a tiny random VLM of `kind` (see KINDS) with its processor into `folder`; returns the folder.
+
+    qwen2_vl saves, but its processor loads only where torchvision is installed (transformers builds
+    Qwen2-VL's video processor with it).
+    """
     if kind not in KINDS:
         raise ValueError(f"unknown tiny VLM kind {kind!r}; use one of {', '.join(KINDS)}")
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    builder = _llava if kind == "llava" else _qwen2_vl
+    builder = {"llava": _llava, "qwen2_vl": _qwen2_vl, "gemma3": _gemma3}[kind]
     model, processor = builder(seed)
     model.save_pretrained(folder)
     processor.save_pretrained(folder)
@@ -41,12 +45,13 @@ def build_tiny_vlm(folder: str | Path, kind: str = "llava", seed: int = 0) -> Pa
     return folder
 
 
-def _tokenizer(image_tokens: list[str]):
+def _tokenizer(image_tokens: list[str], named: dict[str, str] | None = None):
     """The demo model's tokenizer with the turn markers and the family's image tokens as special tokens."""
     from transformers import PreTrainedTokenizerFast
 
     tokenizer = PreTrainedTokenizerFast(
         tokenizer_file=str(DEMO_TOKENIZER), bos_token=BOS, eos_token=EOS, pad_token=PAD, model_max_length=4096,
+        extra_special_tokens=named or {},
     )
     tokenizer.add_special_tokens(
         {"additional_special_tokens": ["<|user|>", "<|assistant|>", "<|end|>", *image_tokens]}
@@ -125,5 +130,31 @@ def _qwen2_vl(seed: int):
     processor = Qwen2VLProcessor(
         image_processor=image_processor, tokenizer=tokenizer,
         chat_template=_TEMPLATE.replace("IMAGE_TEXT", "<|vision_start|><|image_pad|><|vision_end|>"),
+    )
+    return _seeded(config, seed, tokenizer, tokens), processor
+
+
+def _gemma3(seed: int):
+    """Gemma 3: SigLIP on 56 px images (4 x 4 patches pooled to 4 soft tokens), images attended bidirectionally."""
+    from transformers import Gemma3Config, Gemma3Processor, SiglipVisionConfig
+    from transformers.models.gemma3.image_processing_pil_gemma3 import Gemma3ImageProcessorPil
+
+    named = {"boi_token": "<start_of_image>", "eoi_token": "<end_of_image>", "image_token": "<image_soft_token>"}
+    tokens = list(named.values())
+    tokenizer = _tokenizer(tokens, named)
+    ids = dict(zip(tokens, tokenizer.convert_tokens_to_ids(tokens)))
+    text = _text_config(tokenizer)
+    text.update(head_dim=8, sliding_window=16, query_pre_attn_scalar=8, initializer_range=0.3)
+    config = Gemma3Config(
+        text_config=text,
+        vision_config=SiglipVisionConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                                         num_attention_heads=4, image_size=56, patch_size=14),
+        mm_tokens_per_image=4, boi_token_index=ids["<start_of_image>"], eoi_token_index=ids["<end_of_image>"],
+        image_token_index=ids["<image_soft_token>"],
+    )
+    image_processor = Gemma3ImageProcessorPil(size={"height": 56, "width": 56}, do_pan_and_scan=False)
+    processor = Gemma3Processor(
+        image_processor=image_processor, tokenizer=tokenizer, image_seq_length=4,
+        chat_template=_TEMPLATE.replace("IMAGE_TEXT", "<start_of_image>"),
     )
     return _seeded(config, seed, tokenizer, tokens), processor

@@ -68,7 +68,8 @@ def build_multimodal_inputs(
 def image_marker_ids(processor) -> frozenset[int]:
     """Ids of the tokens that make up an image's span in the prompt (image tokens, begin/end markers)."""
     tokenizer = processor.tokenizer
-    tokens = [getattr(processor, name, None) for name in _MARKER_ATTRIBUTES]
+    # Gemma 3's processor names only the begin token; its tokenizer names the soft image and end tokens.
+    tokens = [getattr(owner, name, None) for owner in (processor, tokenizer) for name in _MARKER_ATTRIBUTES]
     tokens += [token for token in _MARKER_TOKENS if token in tokenizer.get_vocab()]
     ids = {tokenizer.convert_tokens_to_ids(token) for token in tokens if isinstance(token, str)}
     return frozenset(i for i in ids if i is not None and i != tokenizer.unk_token_id)
