@@ -108,7 +108,7 @@ def describe_model(
 
 
 def is_vision_language(config) -> bool:
-    """True for an image-text-to-text architecture: a config with a vision part that AutoModelForImageTextToText maps."""
+    """True for an image-text-to-text architecture: a vision part, and AutoModelForImageTextToText maps it."""
     from transformers import MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING
 
     return getattr(config, "vision_config", None) is not None and type(config) in MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING

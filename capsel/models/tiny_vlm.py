@@ -93,7 +93,7 @@ def _llava(seed: int):
                               image_size=28, patch_size=14, projection_dim=32)
     config = LlavaConfig(
         vision_config=vision, text_config=LlamaConfig(**_text_config(tokenizer)),
-        image_token_id=tokenizer.convert_tokens_to_ids("<image>"), vision_feature_layer=-1,
+        image_token_index=tokenizer.convert_tokens_to_ids("<image>"), vision_feature_layer=-1,
         vision_feature_select_strategy="default", projector_hidden_act="gelu",
     )
     image_processor = LlavaImageProcessorPil(

@@ -7,9 +7,9 @@ from typing import Any, Callable, Mapping, Sequence, TypeVar
 
 import torch
 
+from capsel.errors import CapselError
 from capsel.models.loading import LoadedModel
 from capsel.scoring.batching import length_sorted_batches
-from capsel.errors import CapselError
 from capsel.scoring.branches import compare_stored, generate_and_compare
 from capsel.scoring.config import ScoringConfig, layer_split
 from capsel.scoring.decoding import greedy_generate
@@ -52,7 +52,7 @@ class ScoringEngine:
         """y-hat for every eligible input with the HF backend, in input order (a VLM's carry their tensors)."""
         if not self.multimodal:
             return generation_results(inputs, HFGenerator(self.loaded, self.config.horizon, self.batch_size))
-        results = []
+        results: list[GenerationResult] = []
         with torch.inference_mode():
             for item in inputs:
                 tokens = None if item.excluded_reason else greedy_generate(

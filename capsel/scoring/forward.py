@@ -54,7 +54,9 @@ def prefill(
     return PromptState(cache, mask, mask.sum(-1), logits[:, -1])
 
 
-def _prefill_multimodal(loaded: LoadedModel, prompts: Sequence[Sequence[int]], vision: Mapping[str, Any]) -> PromptState:
+def _prefill_multimodal(
+    loaded: LoadedModel, prompts: Sequence[Sequence[int]], vision: Mapping[str, Any]
+) -> PromptState:
     from transformers import DynamicCache
 
     if len(prompts) != 1:
@@ -74,7 +76,7 @@ def _forget_rope_deltas(model: torch.nn.Module) -> None:
     """Drop multimodal-rotary offsets a previous prompt left on the model (Qwen2-VL keeps them between calls)."""
     for module in model.modules():
         if getattr(module, "rope_deltas", None) is not None:
-            module.rope_deltas = None
+            setattr(module, "rope_deltas", None)
 
 
 def extend(

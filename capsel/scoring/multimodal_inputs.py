@@ -18,7 +18,12 @@ from PIL import Image
 from capsel.errors import CapselError
 from capsel.scoring.config import ScoringConfig
 from capsel.scoring.inputs import (
-    SHORT_PROMPT, SHORT_RESPONSE, CandidateText, ScoringInput, prompt_text, response_token_ids,
+    SHORT_PROMPT,
+    SHORT_RESPONSE,
+    CandidateText,
+    ScoringInput,
+    prompt_text,
+    response_token_ids,
 )
 from capsel.scoring.prompt_format import CHAT, resolve_prompt_format
 from capsel.scoring.results import GenerationResult

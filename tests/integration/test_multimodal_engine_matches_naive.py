@@ -5,6 +5,8 @@ Tiny random VLMs built from configs (capsel.models.tiny_vlm), float32 on CPU, wi
 
 from __future__ import annotations
 
+import importlib.util
+
 import pytest
 import torch
 from PIL import Image
@@ -24,8 +26,15 @@ PROMPT_TOKENS = 40
 LONG = " ".join(["the quick brown fox jumps over the lazy dog"] * 8)
 
 # Where each kind keeps its text decoder blocks and which ids make up an image span, written out by hand.
-TEXT_BLOCKS = {"llava": "model.language_model.layers", "gemma3": "model.language_model.layers"}
-MARKERS = {"llava": ("image_token_id",), "gemma3": ("boi_token_index", "image_token_index", "eoi_token_index")}
+TEXT_BLOCKS = {kind: "model.language_model.layers" for kind in ("llava", "gemma3", "qwen2_vl")}
+MARKERS = {
+    "llava": ("image_token_id",),
+    "gemma3": ("boi_token_index", "image_token_index", "eoi_token_index"),
+    "qwen2_vl": ("vision_start_token_id", "image_token_id", "vision_end_token_id"),
+}
+# transformers builds Qwen2-VL's processor (its video processor) only with torchvision installed.
+KINDS = ["llava", "gemma3", pytest.param("qwen2_vl", marks=pytest.mark.skipif(
+    importlib.util.find_spec("torchvision") is None, reason="Qwen2-VL's processor needs torchvision"))]
 
 
 def _images(folder) -> list[str]:
@@ -74,7 +83,7 @@ def _assert_matches(result, expected) -> None:
     assert result.ppl == pytest.approx(expected["ppl"], rel=TOLERANCE)
 
 
-@pytest.mark.parametrize("kind", ["llava", "gemma3"])
+@pytest.mark.parametrize("kind", KINDS)
 def test_multimodal_engine_matches_naive_reference(kind, tmp_path):
     info = describe_model(str(build_tiny_vlm(tmp_path / kind, kind)), dtype="float32", device="cpu")
     loaded = load_model(info)
