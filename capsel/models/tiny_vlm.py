@@ -30,8 +30,8 @@ _TEMPLATE = (
 def build_tiny_vlm(folder: str | Path, kind: str = "llava", seed: int = 0) -> Path:
     """Save a tiny random VLM of `kind` (see KINDS) with its processor into `folder`; returns the folder.
 
-    qwen2_vl saves, but its processor loads only where torchvision is installed (transformers builds
-    Qwen2-VL's video processor with it).
+    A qwen2_vl folder names Qwen2VLProcessor, which AutoProcessor builds only where torchvision is installed
+    (transformers makes Qwen2-VL's video processor with it); `image_only_qwen2_vl_processor` loads it without.
     """
     if kind not in KINDS:
         raise ValueError(f"unknown tiny VLM kind {kind!r}; use one of {', '.join(KINDS)}")
@@ -108,7 +108,7 @@ def _llava(seed: int):
 
 def _qwen2_vl(seed: int):
     """Qwen2-VL: multimodal rotary positions; 56 px images give 4 x 4 patches, merged 2 x 2 into 4 image tokens."""
-    from transformers import Qwen2VLConfig, Qwen2VLProcessor
+    from transformers import Qwen2VLConfig
     from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
 
     tokens = ["<|vision_start|>", "<|vision_end|>", "<|image_pad|>", "<|video_pad|>"]
@@ -127,11 +127,31 @@ def _qwen2_vl(seed: int):
     image_processor = Qwen2VLImageProcessorPil(
         min_pixels=56 * 56, max_pixels=56 * 56, patch_size=14, merge_size=2, temporal_patch_size=2,
     )
-    processor = Qwen2VLProcessor(
+    processor = _image_only_class()(
         image_processor=image_processor, tokenizer=tokenizer,
         chat_template=_TEMPLATE.replace("IMAGE_TEXT", "<|vision_start|><|image_pad|><|vision_end|>"),
     )
     return _seeded(config, seed, tokenizer, tokens), processor
+
+
+def image_only_qwen2_vl_processor(folder: str | Path):
+    """A saved Qwen2-VL processor loaded without its video processor (so without torchvision)."""
+    return _image_only_class().from_pretrained(str(folder))
+
+
+def _image_only_class():
+    """Qwen2VLProcessor minus the video processor; it saves under Qwen2VLProcessor's name for AutoProcessor."""
+    from transformers import Qwen2VLProcessor
+
+    class ImageOnlyQwen2VLProcessor(Qwen2VLProcessor):
+        # The processor's parts are read off __init__'s parameters: no video_processor here.
+        def __init__(self, image_processor=None, tokenizer=None, chat_template=None, **kwargs):
+            super().__init__(image_processor, tokenizer, None, chat_template=chat_template, **kwargs)
+
+        def to_dict(self) -> dict:
+            return {**super().to_dict(), "processor_class": "Qwen2VLProcessor"}
+
+    return ImageOnlyQwen2VLProcessor
 
 
 def _gemma3(seed: int):
