@@ -6,6 +6,7 @@ Tiny random VLMs built from configs (capsel.models.tiny_vlm), float32 on CPU, wi
 from __future__ import annotations
 
 import importlib.util
+from dataclasses import replace
 
 import pytest
 import torch
@@ -35,6 +36,7 @@ MARKERS = {
     "qwen2_vl": ("vision_start_token_id", "image_token_id", "vision_end_token_id"),
 }
 KINDS = ["llava", "gemma3", "qwen2_vl"]
+SEEDS = {"qwen2_vl": 2}
 HAS_TORCHVISION = importlib.util.find_spec("torchvision") is not None
 
 
@@ -103,12 +105,16 @@ def _assert_matches(result, expected) -> None:
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_multimodal_engine_matches_naive_reference(kind, tmp_path):
-    info = _describe(build_tiny_vlm(tmp_path / kind, kind), kind)
+    # seeds whose y-hats do not all start with one token (see _declare_eos)
+    info = _describe(build_tiny_vlm(tmp_path / kind, kind, seed=SEEDS.get(kind, 0)), kind)
     loaded = load_model(info)
     assert info.processor is not None and info.n_layers == loaded.model.config.text_config.num_hidden_layers
     assert loaded.blocks is _module(loaded.model, TEXT_BLOCKS[kind]), "the text decoder's blocks, not the vision's"
     markers = {getattr(loaded.model.config, name) for name in MARKERS[kind]}
     candidates = _candidates(_images(tmp_path))
+    config = ScoringConfig(horizon=HORIZON, prompt_tokens=PROMPT_TOKENS)
+    _declare_eos(loaded, config, candidates)
+    info = loaded.info
 
     naive = [
         naive_multimodal_cap(loaded.model, loaded.blocks, info.processor, candidate, set(info.eos_token_ids),
@@ -125,9 +131,11 @@ def test_multimodal_engine_matches_naive_reference(kind, tmp_path):
     assert text_ids("drops-one") == PROMPT_TOKENS
     spans = "".join("i" if token in markers else "t" for token in by_id["drops-one"]["prompt_ids"]).split("t")
     assert len([span for span in spans if span]) == 1, "the kept image's span, whole and alone"
-    assert any(n["generated"] and n["n_aligned"] < HORIZON for n in naive), "a y shorter than R"
+    assert any(n["generated"] and len(n["response_ids"]) < HORIZON for n in naive), "a y shorter than R"
+    assert any(n["excluded_reason"] == "empty_generation" for n in naive)
+    assert any(0 < len(n["generated"] or []) < HORIZON for n in naive), "a y-hat stopped early by EOS"
 
-    engine = ScoringEngine(loaded, ScoringConfig(horizon=HORIZON, prompt_tokens=PROMPT_TOKENS), batch_size=4)
+    engine = ScoringEngine(loaded, config, batch_size=4)
     inputs = engine.prepare([CandidateText(**candidate) for candidate in candidates])
     fused = engine.generate_and_score(inputs)
     generations = engine.generate(inputs)
@@ -142,6 +150,21 @@ def test_multimodal_engine_matches_naive_reference(kind, tmp_path):
         assert both.generation.images_dropped == expected["images_dropped"]
         for result in (both.divergence, divergence, again):
             _assert_matches(result, expected)
+
+
+def _declare_eos(loaded, config: ScoringConfig, candidates: list[dict]) -> None:
+    """Two more EOS ids: one y-hat's first token (it comes out empty) and a later first-seen token of another
+    y-hat (it stops early)."""
+    probe = ScoringEngine(loaded, config)
+    generated = {g.candidate_id: g.generated_ids or []
+                 for g in probe.generate(probe.prepare([CandidateText(**c) for c in candidates]))}
+    firsts = [tokens[0] for tokens in generated.values() if tokens]
+    # a first token no other y-hat starts with, so that only its own y-hat comes out empty
+    empty = next(tokens[0] for name, tokens in generated.items()
+                 if name != "two-images" and tokens and firsts.count(tokens[0]) == 1)
+    early = next(tokens[i] for tokens in generated.values() for i in range(1, len(tokens))
+                 if tokens[i] not in tokens[:i] and tokens[0] != empty and empty not in tokens[:i])
+    loaded.info = replace(loaded.info, eos_token_ids=loaded.info.eos_token_ids | {empty, early})
 
 
 def _plain(generation: MultimodalGeneration):
