@@ -39,6 +39,12 @@ class ModelInfo:
     architecture: str
     n_layers: int
     trust_remote_code: bool = False
+    processor: Any = None  # a vision-language model's processor (image processor + tokenizer); None for text models
+
+    @property
+    def is_multimodal(self) -> bool:
+        """True for a vision-language model loaded with its processor."""
+        return self.processor is not None
 
     @property
     def fingerprint(self) -> str:
@@ -56,6 +62,11 @@ class LoadedModel:
     input_device: torch.device
     supports_logits_to_keep: bool = False
 
+    @property
+    def processor(self) -> Any:
+        """The processor of a vision-language model (None for a text model)."""
+        return self.info.processor
+
 
 def describe_model(
     name_or_path: str,
@@ -67,13 +78,18 @@ def describe_model(
     allow_pickle: bool = False,
 ) -> ModelInfo:
     """Resolve a model, hash its files and load its tokenizer and config, without loading weights."""
-    from transformers import AutoConfig, AutoTokenizer, GenerationConfig
+    from transformers import AutoConfig, AutoProcessor, AutoTokenizer, GenerationConfig
 
     source = resolve_model(name_or_path, revision, allow_pickle)
     device = resolve_device(device)
+    processor = None
     with model_load_errors(name_or_path):
         config = AutoConfig.from_pretrained(source.local_dir, trust_remote_code=trust_remote_code)
-        tokenizer = AutoTokenizer.from_pretrained(source.local_dir, trust_remote_code=trust_remote_code)
+        if is_vision_language(config):
+            processor = AutoProcessor.from_pretrained(source.local_dir, trust_remote_code=trust_remote_code)
+            tokenizer = processor.tokenizer
+        else:
+            tokenizer = AutoTokenizer.from_pretrained(source.local_dir, trust_remote_code=trust_remote_code)
     try:
         generation = GenerationConfig.from_pretrained(source.local_dir)
     except OSError:
@@ -87,7 +103,15 @@ def describe_model(
         architecture=(config.architectures or [type(config).__name__])[0],
         n_layers=int(config.get_text_config().num_hidden_layers),
         trust_remote_code=trust_remote_code,
+        processor=processor,
     )
+
+
+def is_vision_language(config) -> bool:
+    """True for an image-text-to-text architecture: a vision part, and AutoModelForImageTextToText maps it."""
+    from transformers import MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING
+
+    return getattr(config, "vision_config", None) is not None and type(config) in MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING
 
 
 def eos_token_ids(tokenizer, generation_eos: int | list[int] | None) -> frozenset[int]:
@@ -128,13 +152,14 @@ def load_model(info: ModelInfo, attn_implementation: str = "auto") -> LoadedMode
 
 
 def _from_pretrained(info: ModelInfo, attn_implementation: str, kwargs: dict[str, Any]) -> Any:
-    """The causal LM, with the first attention kernel in ATTENTION_FALLBACK order that its architecture has."""
-    from transformers import AutoModelForCausalLM
+    """The causal LM (or VLM), with the first attention kernel in ATTENTION_FALLBACK order its architecture has."""
+    from transformers import AutoModelForCausalLM, AutoModelForImageTextToText
 
+    auto_class = AutoModelForImageTextToText if info.is_multimodal else AutoModelForCausalLM
     while True:
         try:
             with MODEL_LOAD_LOCK:
-                return AutoModelForCausalLM.from_pretrained(
+                return auto_class.from_pretrained(
                     info.source.local_dir, attn_implementation=attn_implementation, **kwargs
                 )
         except (ValueError, ImportError) as exc:
@@ -146,12 +171,15 @@ def _from_pretrained(info: ModelInfo, attn_implementation: str, kwargs: dict[str
 
 
 def wrap_model(info: ModelInfo, model: Any) -> LoadedModel:
-    """An already-built causal LM (on its device) ready for scoring: eval mode, decoder blocks located."""
+    """An already-built causal LM or VLM (on its device) ready for scoring: eval mode, decoder blocks located.
+
+    A VLM's blocks are its language model's (get_decoder()), never the vision tower's.
+    """
     model.eval()
     return LoadedModel(
         info=info,
         model=model,
-        blocks=find_decoder_blocks(model, info.n_layers),
+        blocks=find_decoder_blocks(model.get_decoder() if info.is_multimodal else model, info.n_layers),
         input_device=model.get_input_embeddings().weight.device,
         supports_logits_to_keep="logits_to_keep" in inspect.signature(model.forward).parameters,
     )

@@ -8,7 +8,7 @@ one batched branch whose hooks reduce each block output to 1 - cos against y-hat
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Mapping, Sequence
 
 import torch
 
@@ -25,10 +25,14 @@ def compare_stored(
     prompts: Sequence[Sequence[int]],
     responses: Sequence[Sequence[int]],
     generated: Sequence[Sequence[int]],
+    vision: Mapping[str, Any] | None = None,
 ) -> PairMeasure:
-    """Divergence and y's NLL when y-hat is already known: y-hat's aligned part runs as one branch."""
+    """Divergence and y's NLL when y-hat is already known: y-hat's aligned part runs as one branch.
+
+    `vision`: a VLM prompt's processor tensors (a batch of one), encoded once in the shared prefill.
+    """
     n_aligned = [min(len(y), len(g)) for y, g in zip(responses, generated)]
-    state = prefill(loaded, prompts)
+    state = prefill(loaded, prompts, vision)
     first_logits = state.last_logits
     kept = BlockStates(len(loaded.blocks))
     ids, mask = right_padded([g[:n] for g, n in zip(generated, n_aligned)], pad_id(loaded), loaded.input_device)
@@ -38,13 +42,15 @@ def compare_stored(
 
 
 def generate_and_compare(
-    loaded: LoadedModel, prompts: Sequence[Sequence[int]], responses: Sequence[Sequence[int]], horizon: int
+    loaded: LoadedModel, prompts: Sequence[Sequence[int]], responses: Sequence[Sequence[int]], horizon: int,
+    vision: Mapping[str, Any] | None = None,
 ) -> tuple[list[list[int]], PairMeasure]:
     """Greedy y-hat and the divergence: y-hat's block outputs come out of its own decoding.
 
     One extra step feeds y-hat's last token when that position is still needed for alignment.
+    `vision` as in compare_stored.
     """
-    state = prefill(loaded, prompts)
+    state = prefill(loaded, prompts, vision)
     first_logits = state.last_logits
     rows = GreedyRows(len(prompts), horizon, loaded.info.eos_token_ids)
     rows.advance(first_logits)

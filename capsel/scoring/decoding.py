@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Mapping, Sequence
 
 import torch
 
@@ -47,11 +47,13 @@ def step_tensors(tokens: Sequence[int | None], pad: int, device: torch.device) -
     return right_padded([[] if token is None else [token] for token in tokens], pad, device, width=1)
 
 
-def greedy_generate(loaded: LoadedModel, prompts: Sequence[Sequence[int]], horizon: int) -> list[list[int]]:
-    """Greedy continuation of each prompt: one prefill, then one cached step per new token."""
+def greedy_generate(
+    loaded: LoadedModel, prompts: Sequence[Sequence[int]], horizon: int, vision: Mapping[str, Any] | None = None
+) -> list[list[int]]:
+    """Greedy continuation of each prompt: one prefill (with a VLM prompt's `vision` tensors), then cached steps."""
     if not prompts:
         return []
-    state = prefill(loaded, prompts)
+    state = prefill(loaded, prompts, vision)
     rows = GreedyRows(len(prompts), horizon, loaded.info.eos_token_ids)
     rows.advance(state.last_logits)
     while not rows.all_finished:

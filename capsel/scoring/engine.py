@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Callable, Sequence, TypeVar
+from dataclasses import replace
+from typing import Any, Callable, Mapping, Sequence, TypeVar
 
 import torch
 
+from capsel.errors import CapselError
 from capsel.models.loading import LoadedModel
 from capsel.scoring.batching import length_sorted_batches
 from capsel.scoring.branches import compare_stored, generate_and_compare
 from capsel.scoring.config import ScoringConfig, layer_split
+from capsel.scoring.decoding import greedy_generate
 from capsel.scoring.divergence import PairMeasure, summarize
 from capsel.scoring.generation import HFGenerator, generation_results
 from capsel.scoring.inputs import EMPTY_GENERATION, CandidateText, ScoringInput, build_inputs
+from capsel.scoring.multimodal_inputs import MultimodalGeneration, build_multimodal_inputs
 from capsel.scoring.results import DivergenceResult, GenerationResult, ScoredCandidate
 
 Item = TypeVar("Item", GenerationResult, ScoringInput)
@@ -20,31 +24,59 @@ Row = TypeVar("Row")
 
 
 class ScoringEngine:
-    """CAP measurements for batches of candidates with one loaded HF model; touches no database."""
+    """CAP measurements for batches of candidates with one loaded HF model (or VLM); touches no database.
+
+    A vision-language model scores one candidate per batch: its prompt carries image tensors and the model
+    derives (multimodal) positions itself, which needs unpadded rows.
+    """
 
     def __init__(self, loaded: LoadedModel, config: ScoringConfig, batch_size: int = 16):
         self.loaded = loaded
-        self.config = config.resolved(loaded.info.tokenizer)
-        self.batch_size = batch_size
+        self.multimodal = loaded.info.is_multimodal
+        self.config = config.resolved(loaded.processor if self.multimodal else loaded.info.tokenizer)
+        self.batch_size = 1 if self.multimodal else batch_size
         self.early_layers, self.late_layers = layer_split(len(loaded.blocks), config.early, config.late)
 
     def prepare(self, candidates: Sequence[CandidateText]) -> list[ScoringInput]:
-        """Tokenise and truncate candidates; short ones come back with their exclusion reason."""
+        """Tokenise and truncate candidates; short ones come back with their exclusion reason.
+
+        On a VLM every candidate (with images or none) goes through the processor (MultimodalInput).
+        """
+        if self.multimodal:
+            return list(build_multimodal_inputs(candidates, self.loaded.processor, self.config))
+        if any(candidate.images for candidate in candidates):
+            raise CapselError("candidates with images need a vision-language model; this one is text-only")
         return build_inputs(candidates, self.loaded.info.tokenizer, self.config)
 
     def generate(self, inputs: Sequence[ScoringInput]) -> list[GenerationResult]:
-        """y-hat for every eligible input with the HF backend, in input order."""
-        return generation_results(inputs, HFGenerator(self.loaded, self.config.horizon, self.batch_size))
+        """y-hat for every eligible input with the HF backend, in input order (a VLM's carry their tensors)."""
+        if not self.multimodal:
+            return generation_results(inputs, HFGenerator(self.loaded, self.config.horizon, self.batch_size))
+        results: list[GenerationResult] = []
+        with torch.inference_mode():
+            for item in inputs:
+                tokens = None if item.excluded_reason else greedy_generate(
+                    self.loaded, [item.prompt_ids], self.config.horizon, _vision(item))[0]
+                reason = item.excluded_reason or (EMPTY_GENERATION if tokens == [] else None)
+                results.append(MultimodalGeneration(
+                    item.candidate_id, item.prompt_ids, item.response_ids, tokens, reason, "hf",
+                    _dropped(item), vision=_vision(item) or {},
+                ))
+        return results
 
     def score(self, generations: Sequence[GenerationResult]) -> list[DivergenceResult]:
-        """Divergences from stored generations: the prompt runs once, both branches share its cache."""
+        """Divergences from stored generations: the prompt runs once, both branches share its cache.
+
+        On a VLM each generation must be a MultimodalGeneration (see multimodal_inputs.with_vision).
+        """
         def measure(batch: list[GenerationResult]) -> list[DivergenceResult]:
             prompts, responses = [g.prompt_ids for g in batch], [g.response_ids for g in batch]
-            measured = compare_stored(self.loaded, prompts, responses, [g.generated_ids or [] for g in batch])
+            measured = compare_stored(self.loaded, prompts, responses, [g.generated_ids or [] for g in batch],
+                                      self._batch_vision(batch))
             return self._summaries(batch, measured)
 
         def excluded(g: GenerationResult, reason: str) -> DivergenceResult:
-            return DivergenceResult.excluded(g.candidate_id, reason)
+            return DivergenceResult.excluded(g.candidate_id, reason, g.images_dropped)
 
         return self._batched(generations, measure, excluded)
 
@@ -52,17 +84,19 @@ class ScoringEngine:
         """y-hat and divergence together: y-hat's block outputs are taken during its own decoding."""
         def measure(batch: list[ScoringInput]) -> list[ScoredCandidate]:
             prompts, responses = [item.prompt_ids for item in batch], [item.response_ids for item in batch]
-            generated, measured = generate_and_compare(self.loaded, prompts, responses, self.config.horizon)
+            generated, measured = generate_and_compare(self.loaded, prompts, responses, self.config.horizon,
+                                                       self._batch_vision(batch))
             generations = [
                 GenerationResult(item.candidate_id, item.prompt_ids, item.response_ids, tokens,
-                                 None if tokens else EMPTY_GENERATION, "hf")
+                                 None if tokens else EMPTY_GENERATION, "hf", _dropped(item))
                 for item, tokens in zip(batch, generated)
             ]
             return [ScoredCandidate(g, d) for g, d in zip(generations, self._summaries(generations, measured))]
 
         def excluded(item: ScoringInput, reason: str) -> ScoredCandidate:
-            generation = GenerationResult(item.candidate_id, item.prompt_ids, item.response_ids, None, reason, "hf")
-            return ScoredCandidate(generation, DivergenceResult.excluded(item.candidate_id, reason))
+            generation = GenerationResult(item.candidate_id, item.prompt_ids, item.response_ids, None, reason, "hf",
+                                          _dropped(item))
+            return ScoredCandidate(generation, DivergenceResult.excluded(item.candidate_id, reason, _dropped(item)))
 
         return self._batched(inputs, measure, excluded)
 
@@ -72,9 +106,19 @@ class ScoringEngine:
             self.early_layers, self.late_layers,
         )
         return [
-            DivergenceResult.excluded(g.candidate_id, g.excluded_reason) if g.excluded_reason else summary
+            DivergenceResult.excluded(g.candidate_id, g.excluded_reason, g.images_dropped) if g.excluded_reason
+            else replace(summary, images_dropped=g.images_dropped)
             for g, summary in zip(batch, summaries)
         ]
+
+    def _batch_vision(self, batch: Sequence[Any]) -> Mapping[str, Any] | None:
+        """A VLM batch's (one row's) processor tensors; None for a text model."""
+        if not self.multimodal:
+            return None
+        vision = _vision(batch[0])
+        if len(batch) != 1 or vision is None:
+            raise CapselError("a vision-language model scores one prepared multimodal candidate at a time")
+        return vision
 
     def _batched(
         self, rows: Sequence[Item], measure: Callable[[list[Item]], list[Row]], excluded: Callable[[Item, str], Row]
@@ -95,3 +139,13 @@ class ScoringEngine:
                 for (index, _), result in zip(batch, measure([row for _, row in batch])):
                     results[index] = result
         return [results[index] for index in range(len(rows))]
+
+
+def _vision(item: Any) -> Mapping[str, Any] | None:
+    """The processor tensors a multimodal input or generation carries (None for text rows)."""
+    return getattr(item, "vision", None)
+
+
+def _dropped(item: Any) -> int:
+    """How many images truncation dropped from the item's prompt (0 for text rows)."""
+    return int(getattr(item, "images_dropped", 0))

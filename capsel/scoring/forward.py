@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import torch
 
@@ -20,6 +20,8 @@ class PromptState:
     prompt_lengths: torch.Tensor
     last_logits: torch.Tensor
     fed: int = 0
+    # A VLM row (batch of one, unpadded): the model derives positions itself (multimodal rotary ones included).
+    model_positions: bool = False
 
 
 def pad_id(loaded: LoadedModel) -> int:
@@ -30,10 +32,18 @@ def pad_id(loaded: LoadedModel) -> int:
     return min(loaded.info.eos_token_ids, default=0)
 
 
-def prefill(loaded: LoadedModel, prompts: Sequence[Sequence[int]]) -> PromptState:
-    """Run the prompts once; logits only at the last prompt position (it predicts the first response token)."""
+def prefill(
+    loaded: LoadedModel, prompts: Sequence[Sequence[int]], vision: Mapping[str, Any] | None = None
+) -> PromptState:
+    """Run the prompts once; logits only at the last prompt position (it predicts the first response token).
+
+    `vision` (a VLM's processor tensors for one prompt: pixel values, grids, token types) runs the vision
+    encoder here, once; the cache then holds the image and text prefix for every branch.
+    """
     from transformers import DynamicCache
 
+    if vision is not None:
+        return _prefill_multimodal(loaded, prompts, vision)
     ids, mask = left_padded(prompts, pad_id(loaded), loaded.input_device)
     # Left pads would get position -1; HF generate clamps them to 0 the same way.
     positions = (mask.cumsum(-1) - 1).clamp(min=0)
@@ -44,6 +54,31 @@ def prefill(loaded: LoadedModel, prompts: Sequence[Sequence[int]]) -> PromptStat
     return PromptState(cache, mask, mask.sum(-1), logits[:, -1])
 
 
+def _prefill_multimodal(
+    loaded: LoadedModel, prompts: Sequence[Sequence[int]], vision: Mapping[str, Any]
+) -> PromptState:
+    from transformers import DynamicCache
+
+    if len(prompts) != 1:
+        raise ValueError(f"a multimodal prompt is prefilled alone, got a batch of {len(prompts)}")
+    ids = torch.tensor([list(prompts[0])], dtype=torch.long, device=loaded.input_device)
+    _forget_rope_deltas(loaded.model)
+    cache = DynamicCache(config=loaded.model.config)
+    cache.activate_past_recording()
+    tensors = {name: value.to(loaded.input_device) if isinstance(value, torch.Tensor) else value
+               for name, value in vision.items()}
+    logits = _call(loaded, keep_last=1, input_ids=ids, past_key_values=cache, **tensors)
+    mask = torch.ones_like(ids)
+    return PromptState(cache, mask, mask.sum(-1), logits[:, -1], model_positions=True)
+
+
+def _forget_rope_deltas(model: torch.nn.Module) -> None:
+    """Drop multimodal-rotary offsets a previous prompt left on the model (Qwen2-VL keeps them between calls)."""
+    for module in model.modules():
+        if getattr(module, "rope_deltas", None) is not None:
+            setattr(module, "rope_deltas", None)
+
+
 def extend(
     loaded: LoadedModel, state: PromptState, ids: torch.Tensor, mask: torch.Tensor, keep_last: int = 0
 ) -> torch.Tensor:
@@ -52,6 +87,14 @@ def extend(
     keep_last=0 returns logits at every fed position, k>0 only at the last k.
     """
     width = ids.shape[1]
+    if state.model_positions:
+        if not bool(mask.all()):
+            raise ValueError("a multimodal row is fed unpadded")
+        # No mask, no positions: the model counts the cache (and adds its rotary offsets) itself.
+        logits = _call(loaded, keep_last, input_ids=ids, past_key_values=state.cache)
+        state.mask = torch.cat([state.mask, mask.to(state.mask.device)], dim=1)
+        state.fed += width
+        return logits
     positions = state.prompt_lengths[:, None] + state.fed + torch.arange(width, device=ids.device)[None, :]
     state.mask = torch.cat([state.mask, mask.to(state.mask.device)], dim=1)
     logits = _forward(loaded, ids, state.mask, positions, state.cache, keep_last)
@@ -69,9 +112,10 @@ def rewind(state: PromptState) -> PromptState:
 
 
 def _forward(loaded, ids, mask, positions, cache, keep_last: int) -> torch.Tensor:
+    return _call(loaded, keep_last, input_ids=ids, attention_mask=mask, position_ids=positions, past_key_values=cache)
+
+
+def _call(loaded: LoadedModel, keep_last: int, **inputs: Any) -> torch.Tensor:
     kwargs = {"logits_to_keep": keep_last} if loaded.supports_logits_to_keep else {}
-    output = loaded.model(
-        input_ids=ids, attention_mask=mask, position_ids=positions, past_key_values=cache, use_cache=True, **kwargs
-    )
-    logits = output.logits
+    logits = loaded.model(**inputs, use_cache=True, **kwargs).logits
     return logits[:, -keep_last:] if keep_last and not loaded.supports_logits_to_keep else logits

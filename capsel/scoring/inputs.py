@@ -16,12 +16,16 @@ EMPTY_GENERATION = "empty_generation"
 
 @dataclass(frozen=True)
 class CandidateText:
-    """The text fields of one candidate, as stored in `candidates`."""
+    """The text fields of one candidate, as stored in `candidates`, and its images' files.
+
+    `images`: absolute paths in placeholder order; the instruction holds one literal `<image>` per image.
+    """
 
     candidate_id: str
     instruction: str
     input: str
     response: str
+    images: tuple[str, ...] = ()
 
 
 def candidate_text(row: dict) -> CandidateText:

@@ -15,6 +15,7 @@ class GenerationResult:
     generated_ids: list[int] | None
     excluded_reason: str | None
     generator: str
+    images_dropped: int = 0  # whole images cut from the front of a multimodal prompt by truncation
 
 
 @dataclass(frozen=True)
@@ -28,11 +29,12 @@ class DivergenceResult:
     d_late: float | None
     ppl: float | None
     excluded_reason: str | None
+    images_dropped: int = 0  # whole images cut from the front of a multimodal prompt by truncation
 
     @classmethod
-    def excluded(cls, candidate_id: str, reason: str) -> "DivergenceResult":
+    def excluded(cls, candidate_id: str, reason: str, images_dropped: int = 0) -> "DivergenceResult":
         """A result row that only records why the candidate was not scored."""
-        return cls(candidate_id, None, None, None, None, None, reason)
+        return cls(candidate_id, None, None, None, None, None, reason, images_dropped)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,175 @@
+"""The engine scores VLM candidates (images in the shared prefix) as the naive full-sequence reference does.
+
+Tiny random VLMs built from configs (capsel.models.tiny_vlm), float32 on CPU, within 1e-4.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import replace
+
+import pytest
+import torch
+from PIL import Image
+from transformers import AutoConfig, GenerationConfig
+
+from capsel.models.loading import ModelInfo, describe_model, eos_token_ids, load_model
+from capsel.models.source import resolve_model
+from capsel.models.tiny_vlm import build_tiny_vlm, image_only_qwen2_vl_processor
+from capsel.scoring.config import ScoringConfig
+from capsel.scoring.engine import ScoringEngine
+from capsel.scoring.inputs import CandidateText
+from capsel.scoring.multimodal_inputs import MultimodalGeneration, with_vision
+from tests.reference.naive_multimodal import naive_multimodal_cap
+
+torch.set_num_threads(1)
+TOLERANCE = 1e-4
+HORIZON = 16
+PROMPT_TOKENS = 40
+LONG = " ".join(["the quick brown fox jumps over the lazy dog"] * 8)
+
+# Where each kind keeps its text decoder blocks and which ids make up an image span, written out by hand.
+TEXT_BLOCKS = {kind: "model.language_model.layers" for kind in ("llava", "gemma3", "qwen2_vl")}
+MARKERS = {
+    "llava": ("image_token_id",),
+    "gemma3": ("boi_token_index", "image_token_index", "eoi_token_index"),
+    "qwen2_vl": ("vision_start_token_id", "image_token_id", "vision_end_token_id"),
+}
+KINDS = ["llava", "gemma3", "qwen2_vl"]
+SEEDS = {"qwen2_vl": 2}
+HAS_TORCHVISION = importlib.util.find_spec("torchvision") is not None
+
+
+def _images(folder) -> list[str]:
+    paths = []
+    for index, (size, colour) in enumerate([((40, 30), (200, 20, 20)), ((24, 60), (20, 20, 200)),
+                                            ((64, 64), (20, 180, 20))]):
+        path = folder / f"image{index}.png"
+        Image.new("RGB", size, colour).save(path)
+        paths.append(str(path))
+    return paths
+
+
+def _candidates(images: list[str]) -> list[dict]:
+    red, blue, green = images
+    return [
+        {"candidate_id": "one-image", "instruction": "<image>\nWhat colour is the square?", "input": "",
+         "response": "It is red, a deep and even red from edge to edge.", "images": (red,)},
+        {"candidate_id": "two-images", "instruction": "Compare <image> with <image> and say which is wider.",
+         "input": "Answer briefly.", "response": "The first is wider.", "images": (red, blue)},
+        # The cut falls after the first image's span: it is dropped, the second (after the long text) kept.
+        {"candidate_id": "drops-one", "instruction": f"<image> {LONG} <image> Which colour?", "input": "",
+         "response": "Green, as the kept picture shows clearly.", "images": (blue, green)},
+        {"candidate_id": "text-only", "instruction": "Name a colour that is not in any picture.", "input": "",
+         "response": "Purple is a fine answer to that question, I think.", "images": ()},
+        {"candidate_id": "short", "instruction": "<image> Colour?", "input": "", "response": "Red.",
+         "images": (red,)},
+    ]
+
+
+def _describe(folder, kind: str) -> ModelInfo:
+    """describe_model; for Qwen2-VL without torchvision, the same description with its image-only processor.
+
+    transformers builds Qwen2-VL's processor only with torchvision (for its video processor), which this
+    environment lacks; the stand-in is Qwen2VLProcessor itself with the video part left out.
+    """
+    if kind != "qwen2_vl" or HAS_TORCHVISION:
+        return describe_model(str(folder), dtype="float32", device="cpu")
+    processor = image_only_qwen2_vl_processor(folder)
+    config = AutoConfig.from_pretrained(folder)
+    return ModelInfo(
+        source=resolve_model(str(folder), None, False), dtype="float32", device="cpu",
+        tokenizer=processor.tokenizer, eos_token_ids=eos_token_ids(processor.tokenizer, GenerationConfig.from_pretrained(folder).eos_token_id),
+        architecture=config.architectures[0], n_layers=config.text_config.num_hidden_layers, processor=processor,
+    )
+
+
+def _module(model, path: str):
+    for name in path.split("."):
+        model = getattr(model, name)
+    return model
+
+
+def _assert_matches(result, expected) -> None:
+    assert result.excluded_reason == expected["excluded_reason"], result.candidate_id
+    assert result.images_dropped == expected["images_dropped"], result.candidate_id
+    if expected["excluded_reason"]:
+        assert result.layer_divergence is None
+        return
+    assert result.n_aligned == expected["n_aligned"]
+    assert result.layer_divergence == pytest.approx(expected["layer_divergence"], abs=TOLERANCE)
+    assert result.d_early == pytest.approx(expected["d_early"], abs=TOLERANCE)
+    assert result.d_late == pytest.approx(expected["d_late"], abs=TOLERANCE)
+    assert result.ppl == pytest.approx(expected["ppl"], rel=TOLERANCE)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_multimodal_engine_matches_naive_reference(kind, tmp_path):
+    # seeds whose y-hats do not all start with one token (see _declare_eos)
+    info = _describe(build_tiny_vlm(tmp_path / kind, kind, seed=SEEDS.get(kind, 0)), kind)
+    loaded = load_model(info)
+    assert info.processor is not None and info.n_layers == loaded.model.config.text_config.num_hidden_layers
+    assert loaded.blocks is _module(loaded.model, TEXT_BLOCKS[kind]), "the text decoder's blocks, not the vision's"
+    markers = {getattr(loaded.model.config, name) for name in MARKERS[kind]}
+    candidates = _candidates(_images(tmp_path))
+    config = ScoringConfig(horizon=HORIZON, prompt_tokens=PROMPT_TOKENS)
+    _declare_eos(loaded, config, candidates)
+    info = loaded.info
+
+    naive = [
+        naive_multimodal_cap(loaded.model, loaded.blocks, info.processor, candidate, set(info.eos_token_ids),
+                             markers, prompt_tokens=PROMPT_TOKENS, horizon=HORIZON)
+        for candidate in candidates
+    ]
+    by_id = {n["candidate_id"]: n for n in naive}
+    assert by_id["drops-one"]["images_dropped"] == 1 and by_id["short"]["excluded_reason"] == "short_response"
+    def text_ids(name: str) -> int:
+        return sum(token not in markers for token in by_id[name]["prompt_ids"])
+
+    # both images of the short two-image prompt are kept; the long one keeps exactly P text ids and one image
+    assert by_id["two-images"]["images_dropped"] == 0 and text_ids("two-images") <= PROMPT_TOKENS
+    assert text_ids("drops-one") == PROMPT_TOKENS
+    spans = "".join("i" if token in markers else "t" for token in by_id["drops-one"]["prompt_ids"]).split("t")
+    assert len([span for span in spans if span]) == 1, "the kept image's span, whole and alone"
+    assert any(n["generated"] and len(n["response_ids"]) < HORIZON for n in naive), "a y shorter than R"
+    assert any(n["excluded_reason"] == "empty_generation" for n in naive)
+    assert any(0 < len(n["generated"] or []) < HORIZON for n in naive), "a y-hat stopped early by EOS"
+
+    engine = ScoringEngine(loaded, config, batch_size=4)
+    inputs = engine.prepare([CandidateText(**candidate) for candidate in candidates])
+    fused = engine.generate_and_score(inputs)
+    generations = engine.generate(inputs)
+    stored = engine.score(generations)
+    # A stored y-hat (no tensors) joined again to its prepared input scores the same.
+    rejoined = engine.score([with_vision(_plain(g), item) for g, item in zip(generations, inputs)])
+
+    for expected, item, both, generation, divergence, again in zip(naive, inputs, fused, generations, stored,
+                                                                    rejoined):
+        assert item.prompt_ids == expected["prompt_ids"] and item.response_ids == expected["response_ids"]
+        assert generation.generated_ids == expected["generated"] == both.generation.generated_ids
+        assert both.generation.images_dropped == expected["images_dropped"]
+        for result in (both.divergence, divergence, again):
+            _assert_matches(result, expected)
+
+
+def _declare_eos(loaded, config: ScoringConfig, candidates: list[dict]) -> None:
+    """Two more EOS ids: one y-hat's first token (it comes out empty) and a later first-seen token of another
+    y-hat (it stops early)."""
+    probe = ScoringEngine(loaded, config)
+    generated = {g.candidate_id: g.generated_ids or []
+                 for g in probe.generate(probe.prepare([CandidateText(**c) for c in candidates]))}
+    firsts = [tokens[0] for tokens in generated.values() if tokens]
+    # a first token no other y-hat starts with, so that only its own y-hat comes out empty
+    empty = next(tokens[0] for name, tokens in generated.items()
+                 if name != "two-images" and tokens and firsts.count(tokens[0]) == 1)
+    early = next(tokens[i] for tokens in generated.values() for i in range(1, len(tokens))
+                 if tokens[i] not in tokens[:i] and tokens[0] != empty and empty not in tokens[:i])
+    loaded.info = replace(loaded.info, eos_token_ids=loaded.info.eos_token_ids | {empty, early})
+
+
+def _plain(generation: MultimodalGeneration):
+    """The generation as the database would give it back: ids and reason only."""
+    from capsel.scoring.results import GenerationResult
+
+    return GenerationResult(generation.candidate_id, generation.prompt_ids, generation.response_ids,
+                            generation.generated_ids, generation.excluded_reason, "stored")
