@@ -16,7 +16,8 @@ from capsel.scoring.batch_memory import resolve_batch_size
 from capsel.scoring.batching import length_sorted_batches
 from capsel.scoring.config import ScoringConfig
 from capsel.scoring.engine import ScoringEngine
-from capsel.scoring.inputs import CandidateText, ScoringInput, build_inputs
+from capsel.scoring.inputs import CandidateText, ScoringInput, build_inputs, candidate_text
+from capsel.scoring.multimodal_inputs import build_multimodal_inputs, with_vision
 from capsel.scoring.results import GenerationResult, ScoredCandidate
 
 
@@ -92,7 +93,7 @@ class CapScorer(Scorer):
         """A stored y-hat awaiting its divergence, or the candidate's texts."""
         if not row["has_generation"]:
             return super().item(row)
-        return GenerationResult(
+        stored = GenerationResult(
             candidate_id=row["candidate_id"],
             prompt_ids=list(row["prompt_ids"] or []),
             response_ids=list(row["response_ids"] or []),
@@ -100,9 +101,16 @@ class CapScorer(Scorer):
             excluded_reason=row["generation_excluded_reason"],
             generator="stored",
         )
+        if self.info.is_multimodal and stored.excluded_reason is None:
+            # the stored ids hold the expanded image tokens; the pixels come from the prompt built again
+            (prepared,) = build_multimodal_inputs([candidate_text(row)], self.info.processor, self.config)
+            return with_vision(stored, prepared)
+        return stored
 
     def prepare(self, texts: Sequence[CandidateText]) -> list[ScoringInput]:
         """Tokenise and truncate candidates (no weights needed); short ones carry their exclusion."""
+        if self.info.is_multimodal:
+            return list(build_multimodal_inputs(texts, self.info.processor, self.config))
         return build_inputs(texts, self.info.tokenizer, self.config)
 
     def batches(self, items: Sequence[Any]) -> list[list[Any]]:

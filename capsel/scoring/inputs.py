@@ -30,7 +30,8 @@ class CandidateText:
 
 def candidate_text(row: dict) -> CandidateText:
     """The text fields of a stored candidate row."""
-    return CandidateText(row["candidate_id"], row["instruction"], row["input"], row["response"])
+    return CandidateText(row["candidate_id"], row["instruction"], row["input"], row["response"],
+                         tuple(row.get("images") or ()))
 
 
 @dataclass(frozen=True)

@@ -42,6 +42,7 @@ def insert_divergences(
         "d_late": pa.array([r.d_late for r in results], pa.float64()),
         "ppl": pa.array([r.ppl for r in results], pa.float64()),
         "excluded_reason": pa.array([r.excluded_reason for r in results], pa.string()),
+        "images_dropped": pa.array([r.images_dropped for r in results], pa.int32()),
     })
     _insert(con, _keyed(table, model_fingerprint, scoring_hash, run_id), "divergences")
 

@@ -1,7 +1,7 @@
 -- One batch of divergences, staged by the caller as the Arrow relation batch_divergences.
 insert into divergences (
     candidate_id, model_fingerprint, config_hash, n_aligned, layer_divergence, d_early, d_late, ppl,
-    excluded_reason, run_id
+    excluded_reason, images_dropped, run_id
 )
 with batch as (
     select * from batch_divergences
@@ -18,6 +18,7 @@ final as (
         d_late,
         ppl,
         excluded_reason,
+        images_dropped,
         run_id
     from batch
 )
