@@ -12,11 +12,10 @@ from capsel.models.loading import LoadedModel
 from capsel.scoring.batching import length_sorted_batches
 from capsel.scoring.branches import compare_stored, generate_and_compare
 from capsel.scoring.config import ScoringConfig, layer_split
-from capsel.scoring.decoding import greedy_generate
 from capsel.scoring.divergence import PairMeasure, summarize
 from capsel.scoring.generation import HFGenerator, generation_results
 from capsel.scoring.inputs import EMPTY_GENERATION, CandidateText, ScoringInput, build_inputs
-from capsel.scoring.multimodal_inputs import MultimodalGeneration, build_multimodal_inputs
+from capsel.scoring.multimodal_inputs import build_multimodal_inputs, with_vision
 from capsel.scoring.results import DivergenceResult, GenerationResult, ScoredCandidate
 
 Item = TypeVar("Item", GenerationResult, ScoringInput)
@@ -50,19 +49,10 @@ class ScoringEngine:
 
     def generate(self, inputs: Sequence[ScoringInput]) -> list[GenerationResult]:
         """y-hat for every eligible input with the HF backend, in input order (a VLM's carry their tensors)."""
+        results = generation_results(inputs, HFGenerator(self.loaded, self.config.horizon, self.batch_size))
         if not self.multimodal:
-            return generation_results(inputs, HFGenerator(self.loaded, self.config.horizon, self.batch_size))
-        results: list[GenerationResult] = []
-        with torch.inference_mode():
-            for item in inputs:
-                tokens = None if item.excluded_reason else greedy_generate(
-                    self.loaded, [item.prompt_ids], self.config.horizon, _vision(item))[0]
-                reason = item.excluded_reason or (EMPTY_GENERATION if tokens == [] else None)
-                results.append(MultimodalGeneration(
-                    item.candidate_id, item.prompt_ids, item.response_ids, tokens, reason, "hf",
-                    _dropped(item), vision=_vision(item) or {},
-                ))
-        return results
+            return results
+        return [with_vision(result, item) for result, item in zip(results, inputs)]  # type: ignore[arg-type]
 
     def score(self, generations: Sequence[GenerationResult]) -> list[DivergenceResult]:
         """Divergences from stored generations: the prompt runs once, both branches share its cache.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Protocol, Sequence
+from typing import Any, Mapping, Protocol, Sequence
 
 import torch
 
@@ -19,8 +19,10 @@ class Generator(Protocol):
     name: str
     batch_size: int
 
-    def generate(self, prompt_ids_batch: Sequence[Sequence[int]]) -> list[list[int]]:
-        """y-hat for each prompt, in the order given."""
+    def generate(
+        self, prompt_ids_batch: Sequence[Sequence[int]], vision_batch: Sequence[Mapping[str, Any] | None] | None = None
+    ) -> list[list[int]]:
+        """y-hat for each prompt, in the order given; a VLM's prompts come with their processor tensors."""
         ...
 
 
@@ -34,8 +36,14 @@ class HFGenerator:
         self.horizon = horizon
         self.batch_size = batch_size
 
-    def generate(self, prompt_ids_batch: Sequence[Sequence[int]]) -> list[list[int]]:
-        """y-hat for each prompt, in the order given."""
+    def generate(
+        self, prompt_ids_batch: Sequence[Sequence[int]], vision_batch: Sequence[Mapping[str, Any] | None] | None = None
+    ) -> list[list[int]]:
+        """y-hat for each prompt, in the order given; a VLM decodes one prompt (with its pixels) at a time."""
+        if vision_batch is not None:
+            with torch.inference_mode():
+                return [greedy_generate(self.loaded, [prompt], self.horizon, vision)[0]
+                        for prompt, vision in zip(prompt_ids_batch, vision_batch)]
         indexed = list(enumerate(prompt_ids_batch))
         outputs: list[list[int]] = [[] for _ in indexed]
         with torch.inference_mode():
@@ -49,7 +57,12 @@ class HFGenerator:
 def generation_results(inputs: Sequence[ScoringInput], generator: Generator) -> list[GenerationResult]:
     """Run the generator on the eligible inputs; excluded ones and empty generations carry their reason."""
     eligible = [item for item in inputs if item.excluded_reason is None]
-    generated = iter(generator.generate([item.prompt_ids for item in eligible]) if eligible else [])
+    # a VLM's prepared inputs carry the processor's tensors (capsel.scoring.multimodal_inputs.MultimodalInput)
+    prompts = [item.prompt_ids for item in eligible]
+    if any(hasattr(item, "vision") for item in eligible):
+        generated = iter(generator.generate(prompts, [getattr(item, "vision", None) for item in eligible]))
+    else:
+        generated = iter(generator.generate(prompts) if eligible else [])
     results = []
     for item in inputs:
         tokens = None if item.excluded_reason else list(next(generated))

@@ -16,7 +16,7 @@ import importlib.util
 import os
 from dataclasses import dataclass
 from importlib import metadata
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from capsel.errors import CapselError
 from capsel.models.loading import ModelInfo
@@ -144,6 +144,11 @@ class VLLMGenerator:
     name = "vllm"
 
     def __init__(self, info: ModelInfo, config: ScoringConfig, options: VLLMOptions = VLLMOptions()):
+        if info.is_multimodal:
+            # capsel's prompt ids already hold the expanded image tokens, which vLLM's multimodal processor
+            # would expand again; passing them as multi_modal_data is not built yet
+            raise CapselError("[[generator]] vllm does not take images yet; score a vision-language model with "
+                              "[[generator]] hf (y-hat decoded in the scoring pass)")
         build = require_vllm()
         self.batch_size = options.batch_size
         kwargs: dict[str, Any] = {
@@ -156,8 +161,10 @@ class VLLMGenerator:
             else ProcessGenerator(build_engine, kwargs, self.name, options.batch_size)
         )
 
-    def generate(self, prompt_ids_batch: Sequence[Sequence[int]]) -> list[list[int]]:
-        """y-hat for each prompt, in the order given."""
+    def generate(
+        self, prompt_ids_batch: Sequence[Sequence[int]], vision_batch: Sequence[Mapping[str, Any] | None] | None = None
+    ) -> list[list[int]]:
+        """y-hat for each prompt, in the order given (text prompts only: a VLM is refused at construction)."""
         return self._backend.generate(prompt_ids_batch)
 
     def close(self) -> None:
