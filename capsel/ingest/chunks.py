@@ -13,10 +13,19 @@ from typing import Iterable, Iterator, NamedTuple
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from capsel.ingest.dedup_key import candidate_id, dedup_key
+from capsel.images.store import StoredImage
+from capsel.ingest.dedup_key import candidate_id, dedup_key, with_images
+from capsel.ingest.image_loading import ImageConfig, load_images
+from capsel.ingest.image_refs import place_images
 from capsel.ingest.readers import FORMATS, Batch, RawRow, raw_text
 from capsel.ingest.reasons import Rejection
 from capsel.ingest.records import FieldMap, Fields, extract_fields
+
+# One row's stored images in prompt order; the images table's columns.
+STORED_IMAGES = pa.list_(pa.struct([
+    ("sha256", pa.string()), ("format", pa.string()), ("width", pa.int32()), ("height", pa.int32()),
+    ("n_bytes", pa.int64()),
+]))
 
 STAGED_SCHEMA = pa.schema([
     ("source_row", pa.int64()),
@@ -27,6 +36,7 @@ STAGED_SCHEMA = pa.schema([
     ("dedup_key", pa.string()),
     ("candidate_id", pa.string()),
     ("is_first_in_chunk", pa.bool_()),
+    ("stored_images", STORED_IMAGES),  # null for text-only rows
 ])
 QUARANTINE_SCHEMA = pa.schema([
     ("source_row", pa.int64()),
@@ -39,11 +49,14 @@ QUARANTINE_SCHEMA = pa.schema([
 
 @dataclass(frozen=True)
 class ClassifyConfig:
-    """What decides a row's fate: field names, the --domain override, the field size limit."""
+    """What decides a row's fate: field names, the --domain override, the field size limit, where images are read
+    from and stored (None: rows with images are an error) and whether they are part of the dedup key."""
 
     fields: FieldMap
     domain_option: str | None
     max_field_chars: int
+    images: ImageConfig | None = None
+    dedup_images: bool = False
 
 
 class Chunk(NamedTuple):
@@ -86,17 +99,41 @@ def _classify(rows: Iterable[RawRow], config: ClassifyConfig) -> Chunk:
         value = row.value
         if not isinstance(value, Rejection):
             value = extract_fields(value, fields, domain_option, max_chars)
+        stored = None
+        if isinstance(value, Fields) and value.images is not None:
+            with_stored = _with_images(value, config)
+            value, stored = (with_stored, None) if isinstance(with_stored, Rejection) else with_stored
         if isinstance(value, Fields):
-            domain, instruction, input_text, response = value
+            domain, instruction, input_text, response, _ = value
             key = dedup_key(instruction, input_text)
+            if stored is not None and config.dedup_images:
+                key = with_images(key, [image.sha256 for image in stored])
             cid = candidate_id(domain, key)
-            add_staged((row.row, domain, instruction, input_text, response, key, cid, cid not in seen))
+            add_staged((row.row, domain, instruction, input_text, response, key, cid, cid not in seen,
+                        None if stored is None else [image.__dict__ for image in stored]))
             seen.add(cid)
         else:
             add_quarantined((
                 row.row, value.domain or domain_option, raw_text(row.raw, row.value), str(value.reason), value.detail,
             ))
     return Chunk(_columns(staged, STAGED_SCHEMA), _columns(quarantined, QUARANTINE_SCHEMA), n_rows)
+
+
+def _with_images(fields: Fields, config: ClassifyConfig) -> tuple[Fields, list[StoredImage] | None] | Rejection:
+    """The row with its images' placeholders in the instruction and its images stored, or why it cannot be;
+    a row whose image field is an empty list (and whose text has no placeholder) is text-only."""
+    images = fields.images or ()
+    instruction = place_images(fields.instruction, fields.input, len(images))
+    if isinstance(instruction, Rejection):
+        return instruction._replace(domain=fields.domain)
+    if not images:
+        return fields, None
+    if config.images is None:
+        raise RuntimeError("rows with images were classified without an image configuration")
+    stored = load_images(images, config.images)
+    if isinstance(stored, Rejection):
+        return stored._replace(domain=fields.domain)
+    return fields._replace(instruction=instruction), stored
 
 
 def _columns(rows: list[tuple], schema: pa.Schema) -> pa.Table:

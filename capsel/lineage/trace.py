@@ -10,13 +10,15 @@ import orjson
 
 from capsel.db.records import fetch_records
 from capsel.errors import CapselError
+from capsel.images.candidates import candidate_images
 
 Record = dict[str, Any]
 
 
 @dataclass
 class CandidateLineage:
-    """A candidate, where it came from, what scored it (CAP and baselines), and the selections holding it."""
+    """A candidate, its images, where it came from, what scored it (CAP and baselines), and the selections
+    holding it."""
 
     candidate: Record
     duplicates: list[Record]
@@ -24,6 +26,7 @@ class CandidateLineage:
     scores: list[Record]
     selections: list[Record]
     baseline_scores: list[Record] = field(default_factory=list)
+    images: list[Record] = field(default_factory=list)
 
 
 @dataclass
@@ -58,6 +61,7 @@ def trace(con: duckdb.DuckDBPyConnection, identifier: str) -> CandidateLineage |
             scores=fetch_records(con, "lineage/lineage_candidate_scores", params),
             selections=fetch_records(con, "lineage/lineage_candidate_selections", params),
             baseline_scores=fetch_records(con, "lineage/lineage_candidate_baseline_scores", params),
+            images=candidate_images(con, [identifier]),
         )
     raise CapselError(
         f"{identifier!r} is neither a candidate id nor a selection id in this database; "
