@@ -13,7 +13,6 @@ from typing import Iterable, Iterator, NamedTuple
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from capsel.images.store import StoredImage
 from capsel.ingest.dedup_key import candidate_id, dedup_key, with_images
 from capsel.ingest.image_loading import ImageConfig, load_images
 from capsel.ingest.image_refs import place_images
@@ -27,7 +26,7 @@ STORED_IMAGES = pa.list_(pa.struct([
     ("n_bytes", pa.int64()),
 ]))
 
-STAGED_SCHEMA = pa.schema([
+TEXT_SCHEMA = pa.schema([
     ("source_row", pa.int64()),
     ("domain", pa.string()),
     ("instruction", pa.string()),
@@ -36,8 +35,8 @@ STAGED_SCHEMA = pa.schema([
     ("dedup_key", pa.string()),
     ("candidate_id", pa.string()),
     ("is_first_in_chunk", pa.bool_()),
-    ("stored_images", STORED_IMAGES),  # null for text-only rows
 ])
+STAGED_SCHEMA = TEXT_SCHEMA.append(pa.field("stored_images", STORED_IMAGES))  # null for text-only rows
 QUARANTINE_SCHEMA = pa.schema([
     ("source_row", pa.int64()),
     ("domain", pa.string()),
@@ -90,6 +89,8 @@ def _classify(rows: Iterable[RawRow], config: ClassifyConfig) -> Chunk:
     staged: list[tuple] = []
     quarantined: list[tuple] = []
     add_staged, add_quarantined = staged.append, quarantined.append
+    # Stored images by position in `staged`: text-only rows (most, or all) pay nothing for the column.
+    stored_at: dict[int, list[dict]] = {}
     # Within-chunk first occurrences are cheap here and spare SQL a window over every chunk.
     seen: set[str] = set()
     fields, domain_option, max_chars = config.fields, config.domain_option, config.max_field_chars
@@ -99,41 +100,50 @@ def _classify(rows: Iterable[RawRow], config: ClassifyConfig) -> Chunk:
         value = row.value
         if not isinstance(value, Rejection):
             value = extract_fields(value, fields, domain_option, max_chars)
-        stored = None
-        if isinstance(value, Fields) and value.images is not None:
-            with_stored = _with_images(value, config)
-            value, stored = (with_stored, None) if isinstance(with_stored, Rejection) else with_stored
         if isinstance(value, Fields):
-            domain, instruction, input_text, response, _ = value
-            key = dedup_key(instruction, input_text)
-            if stored is not None and config.dedup_images:
-                key = with_images(key, [image.sha256 for image in stored])
+            domain, instruction, input_text, response, images = value
+            if images is None:
+                key = dedup_key(instruction, input_text)
+            else:
+                placed = _with_images(value, config)
+                if isinstance(placed, Rejection):
+                    add_quarantined((row.row, domain, raw_text(row.raw, row.value), str(placed.reason), placed.detail))
+                    continue
+                instruction, key, stored = placed
+                if stored:
+                    stored_at[len(staged)] = stored
             cid = candidate_id(domain, key)
-            add_staged((row.row, domain, instruction, input_text, response, key, cid, cid not in seen,
-                        None if stored is None else [image.__dict__ for image in stored]))
+            add_staged((row.row, domain, instruction, input_text, response, key, cid, cid not in seen))
             seen.add(cid)
         else:
             add_quarantined((
                 row.row, value.domain or domain_option, raw_text(row.raw, row.value), str(value.reason), value.detail,
             ))
-    return Chunk(_columns(staged, STAGED_SCHEMA), _columns(quarantined, QUARANTINE_SCHEMA), n_rows)
+    staged_table = _columns(staged, TEXT_SCHEMA).append_column(STAGED_SCHEMA.field("stored_images"), (
+        pa.array([stored_at.get(index) for index in range(len(staged))], STORED_IMAGES) if stored_at
+        else pa.nulls(len(staged), STORED_IMAGES)
+    ))
+    return Chunk(staged_table, _columns(quarantined, QUARANTINE_SCHEMA), n_rows)
 
 
-def _with_images(fields: Fields, config: ClassifyConfig) -> tuple[Fields, list[StoredImage] | None] | Rejection:
-    """The row with its images' placeholders in the instruction and its images stored, or why it cannot be;
-    a row whose image field is an empty list (and whose text has no placeholder) is text-only."""
+def _with_images(fields: Fields, config: ClassifyConfig) -> tuple[str, str, list[dict] | None] | Rejection:
+    """The row's instruction with its images' placeholders, its dedup key and its stored images (None: the row is
+    text-only after all, its image field an empty list), or why it cannot be a candidate."""
     images = fields.images or ()
     instruction = place_images(fields.instruction, fields.input, len(images))
     if isinstance(instruction, Rejection):
-        return instruction._replace(domain=fields.domain)
+        return instruction
+    key = dedup_key(instruction, fields.input)
     if not images:
-        return fields, None
+        return instruction, key, None
     if config.images is None:
         raise RuntimeError("rows with images were classified without an image configuration")
     stored = load_images(images, config.images)
     if isinstance(stored, Rejection):
-        return stored._replace(domain=fields.domain)
-    return fields._replace(instruction=instruction), stored
+        return stored
+    if config.dedup_images:
+        key = with_images(key, [image.sha256 for image in stored])
+    return instruction, key, [image.__dict__ for image in stored]
 
 
 def _columns(rows: list[tuple], schema: pa.Schema) -> pa.Table:

@@ -160,8 +160,11 @@ def extract_fields(
     instruction = _first_present(record, fields.instruction)
     input_text = _first_present(record, fields.input)
     response = _first_present(record, fields.response)
-    image_field = _first_present(record, fields.images)
-    images = None if image_field is None else field_images(image_field)
+    images = None
+    for name in fields.images:  # inline, not _first_present: every text-only row passes here
+        if (image_field := record.get(name)) is not None:
+            images = field_images(image_field)
+            break
     if instruction is None and response is None:
         turns = _first_present(record, fields.messages)
         if turns is not None:
