@@ -347,3 +347,18 @@ def test_lineage_lists_a_candidates_images_with_their_files(db, tmp_path, pictur
     console.print(lineage_tree(found))
     text = console.export_text()
     assert f"1. sha256 {sha(GREEN)}: png 6x4, {len(GREEN):,} bytes" in text and "images (2, in <image> order)" in text
+
+
+def test_reingest_retries_a_row_whose_image_has_arrived(db, tmp_path, pictures):
+    rows = [{"image": "img/red.png", "instruction": "q1", "output": "a"},
+            {"image": "img/late.png", "instruction": "q2", "output": "a"}]
+    path = write_jsonl(pictures / "pool" / "pool.jsonl", rows)
+    ingest(db, [path], D)
+    assert table(db, "quarantine")["reason"].tolist() == ["image_missing"]
+    (pictures / "pool" / "img" / "late.png").write_bytes(BLUE)
+    report = ingest(db, [path], IngestOptions(domain="vqa", reingest=True))
+    assert report.files[0].n_retried == 1 and report.files[0].n_quarantined == 0
+    assert {row: image_list(c) for row, c in candidates_by_row(db).items()} == {1: [sha(RED)], 2: [sha(BLUE)]}
+    assert_stored(db, tmp_path / "capsel.duckdb", RED, BLUE)
+    [source] = table(db, "sources").to_dict("records")
+    assert source["n_rows_read"] == source["n_inserted"] + source["n_duplicates"] + source["n_quarantined"] == 2
