@@ -116,14 +116,17 @@ def test_parquet_binary_list_of_binary_and_hf_image_struct(db, tmp_path, picture
         "images": pa.array([[{"bytes": BLUE, "path": "ignored.png"}], [{"bytes": None, "path": "img/grey.png"}],
                             [{"bytes": RED, "path": None}, {"bytes": GREEN, "path": None}]], pa.list_(struct)),
     }), pictures / "pool" / "hf.parquet")
-    names = ("plain.parquet", "listed.parquet", "hf.parquet")
+    pq.write_table(pa.table({
+        "instruction": ["one struct"], "output": ["s"], "image": pa.array([{"bytes": GREEN, "path": None}], struct),
+    }), pictures / "pool" / "single.parquet")
+    names = ("plain.parquet", "listed.parquet", "hf.parquet", "single.parquet")
     ingest(db, [pictures / "pool" / name for name in names], D)
     by_text = {row["instruction"]: image_list(row) for row in table(db, "candidates").to_dict("records")}
     assert by_text == {
         "<image>\none": [sha(RED)], "two": None, "three": None,
         "Left <image>, right <image>": [sha(GREEN), sha(BLUE)],
         "<image>\nhf bytes": [sha(BLUE)], "<image>\nhf path only": [sha(GREY)],
-        "<image>\n<image>\nhf list": [sha(RED), sha(GREEN)],
+        "<image>\n<image>\nhf list": [sha(RED), sha(GREEN)], "<image>\none struct": [sha(GREEN)],
     }
     assert_stored(db, tmp_path / "capsel.duckdb", RED, GREEN, BLUE, GREY)
 
