@@ -12,5 +12,5 @@ from capsel.images.store import image_store_dir
 
 def database_image_root(con: duckdb.DuckDBPyConnection) -> Path | None:
     """`<db folder>/<db stem>.images` of the connection's database; None for a database in memory."""
-    (database_file,) = one_row(con, "images/database_file")
+    (database_file,) = one_row(con, "db/database_file")
     return None if database_file is None else image_store_dir(database_file)

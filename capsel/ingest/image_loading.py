@@ -134,7 +134,7 @@ def _data_url(url: str, max_bytes: int) -> bytes | Rejection:
 
 def _describe(data: bytes, max_pixels: int) -> StoredImage | Rejection:
     """Pillow's verdict on the bytes and the pixel limit."""
-    from PIL import Image
+    from PIL import Image, UnidentifiedImageError
 
     limit = f"over the pixel limit CAPSEL_MAX_IMAGE_PIXELS={max_pixels:,}"
     try:
@@ -144,6 +144,8 @@ def _describe(data: bytes, max_pixels: int) -> StoredImage | Rejection:
             described = describe_image(data)
     except Image.DecompressionBombError as exc:
         return Rejection(Reason.IMAGE_OVERSIZED, f"{exc}; {limit}")
+    except UnidentifiedImageError:  # its message names a BytesIO's address: nothing a reader can use
+        return Rejection(Reason.IMAGE_UNREADABLE, "Pillow recognises no image format in it")
     except Exception as exc:  # noqa: BLE001 (Pillow raises OSError, SyntaxError, ValueError... for broken data)
         return Rejection(Reason.IMAGE_UNREADABLE, f"Pillow cannot read it ({type(exc).__name__}: {exc})")
     pixels = described.width * described.height

@@ -7,6 +7,7 @@ import base64
 import hashlib
 import io
 import json
+import random
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -15,12 +16,12 @@ from PIL import Image
 
 from capsel.db import open_db
 from capsel.errors import CapselError
-from capsel.images.candidates import candidate_image_paths
 from capsel.images.store import ImageStore, image_store_dir
 from capsel.ingest.dedup_key import candidate_id, dedup_key
 from capsel.ingest.pipeline import IngestOptions, ingest
 from capsel.ingest.reasons import IMAGE_REASONS, Reason
 from capsel.lineage import trace
+from capsel.store.image_files import attach_image_files
 from tests.integration.pool_files import table, write_jsonl
 
 D = IngestOptions(domain="vqa")
@@ -95,9 +96,9 @@ def test_llava_fields_with_relative_absolute_and_file_url_paths(db, tmp_path, pi
     assert got[1]["candidate_id"] == candidate_id("vqa", dedup_key("<image>\nWhat colour is it?"))
     assert_stored(db, tmp_path / "capsel.duckdb", RED, GREEN, BLUE, GREY)
     assert report.totals().n_inserted == 5
-    paths = candidate_image_paths(db, [got[2]["candidate_id"], got[4]["candidate_id"]])
-    assert list(paths) == [got[2]["candidate_id"]]
-    assert [open(p, "rb").read() for p in paths[got[2]["candidate_id"]]] == [GREEN, BLUE]
+    # what scoring reads (capsel.store.image_files): the files in <image> order, none for a text-only row
+    pending = attach_image_files(db, [{"candidate_id": got[2]["candidate_id"]}, {"candidate_id": got[4]["candidate_id"]}])
+    assert [open(p, "rb").read() for p in pending[0]["images"]] == [GREEN, BLUE] and pending[1]["images"] == ()
 
 
 def test_parquet_binary_list_of_binary_and_hf_image_struct(db, tmp_path, pictures):
@@ -177,9 +178,12 @@ def test_parquet_chat_parts_as_hf_structs(db, pictures):
 
 def image_reason_pool(pictures):
     """One row per image quarantine reason (and a good row), with the detail each must give."""
-    (pictures / "pool" / "img" / "broken.png").write_bytes(RED[:40])
+    (pictures / "pool" / "img" / "broken.png").write_bytes(png((1, 2, 3), (64, 64))[:-20])  # cut off: verify fails
     (pictures / "pool" / "img" / "text.png").write_text("not an image")
-    (pictures / "pool" / "img" / "big.png").write_bytes(png((1, 2, 3), (40, 40)))
+    noise = Image.frombytes("RGB", (40, 40), random.Random(0).randbytes(40 * 40 * 3))  # noise: a large file
+    buffer = io.BytesIO()
+    noise.save(buffer, format="PNG")
+    (pictures / "pool" / "img" / "big.png").write_bytes(buffer.getvalue())
     (pictures / "pool" / "img" / "wide.png").write_bytes(png((1, 2, 3), (300, 2)))
     rows = [
         {"image": "img/red.png", "instruction": "fine", "output": "a"},
@@ -197,8 +201,8 @@ def image_reason_pool(pictures):
     expected = {
         2: (Reason.IMAGE_MISSING, "image 1 (img/nowhere.png): no such file"),
         3: (Reason.IMAGE_MISSING, "image 2 (None): no image given (null)"),
-        4: (Reason.IMAGE_UNREADABLE, "image 1 (img/text.png): Pillow cannot read it (UnidentifiedImageError"),
-        5: (Reason.IMAGE_UNREADABLE, "image 1 (img/broken.png): Pillow cannot read it"),
+        4: (Reason.IMAGE_UNREADABLE, "image 1 (img/text.png): Pillow recognises no image format in it"),
+        5: (Reason.IMAGE_UNREADABLE, "image 1 (img/broken.png): Pillow cannot read it (OSError: Truncated File Read)"),
         6: (Reason.IMAGE_UNREADABLE, "image 1 (data:image/png;base64,!!!): bad base64"),
         7: (Reason.IMAGE_OVERSIZED, "image 1 (img/big.png): "),
         8: (Reason.IMAGE_OVERSIZED, "image 1 (img/wide.png): 300x2 = 600 pixels, over the pixel limit "

@@ -1,11 +1,11 @@
--- The images of the given candidates, one row each, in prompt order (position 1 = the first <image>);
+-- A candidate's images, one row each, in prompt order (position 1 = the first <image>);
 -- a file's path is <db stem>.images/<sha256[:2]>/<sha256>.<ext of format> (capsel.images.store).
 with chosen as (
     select
         candidate_id,
         image_sha256
     from candidates
-    where candidate_id in (select unnest($candidate_ids::varchar[])) and image_sha256 is not null
+    where candidate_id = $candidate_id and image_sha256 is not null
 ),
 
 positioned as (
@@ -30,4 +30,4 @@ final as (
 )
 
 select * from final
-order by candidate_id, position;
+order by position;
