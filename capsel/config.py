@@ -34,6 +34,12 @@ class Settings(BaseSettings):
     max_field_chars: int = Field(
         1_000_000, gt=0, description="a text field longer than this is quarantined as oversized"
     )
+    max_image_bytes: int = Field(
+        20 * 2**20, gt=0, description="an image file larger than this many bytes is quarantined as oversized"
+    )
+    max_image_pixels: int = Field(
+        89_478_485, gt=0, description="an image of more pixels (width x height) is quarantined as oversized"
+    )
     report_max_points: int = Field(
         20_000, gt=0, description="selection report plots show at most this many pool points per domain"
     )

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from capsel.config import Settings, load_settings
 from capsel.dataset_license import DEFAULT_LICENSE, LICENSE_HELP, LICENSE_PATTERN
 from capsel.errors import CapselError
-from capsel.ingest.pipeline import IngestOptions
+from capsel.ingest.pipeline import DedupKeyMode, IngestOptions
 from capsel.ingest.records import parse_field_map
 from capsel.scorers.specs import LessSpec, ScorerSpec
 from capsel.selection.budget import parse_budget
@@ -36,6 +36,10 @@ class SourceParams(BaseModel):
     )
     domain: str | None = Field(None, description="domain of every row (else each row's `domain` field)")
     field_map: str | None = Field(None, description="renamed fields, e.g. instruction=problem,response=solution")
+    dedup_key: DedupKeyMode = Field(
+        "text", description="text: the paper's key, the normalised question (rows over different images merge); "
+        "text+images: the images' sha256s too",
+    )
 
     def resolved_paths(self, settings: Settings) -> list[str]:
         """The paths given, else the configured incoming folder (a Quick Run from the UI names none)."""
@@ -48,7 +52,8 @@ class SourceParams(BaseModel):
         fields = parse_field_map([self.field_map] if self.field_map else [])
         return IngestOptions(
             domain=self.domain, fields=fields, max_field_chars=settings.max_field_chars,
-            chunk_rows=settings.ingest_chunk_rows, workers=0,
+            chunk_rows=settings.ingest_chunk_rows, workers=0, dedup_key=self.dedup_key,
+            max_image_bytes=settings.max_image_bytes, max_image_pixels=settings.max_image_pixels,
         )
 
 

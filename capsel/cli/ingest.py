@@ -57,6 +57,11 @@ def ingest(
         "(after fixing --map or --domain); its other rows keep their outcome, the old quarantine rows are kept "
         "as history.",
     )] = False,
+    dedup_key: Annotated[str, typer.Option(
+        "--dedup-key", help="What makes two rows one candidate: `text` (the paper: the normalised instruction and "
+        "input; identical questions over different images merge) or `text+images` (the images' sha256s too).",
+        metavar="text|text+images",
+    )] = "text",
     json_out: JsonOption = False,
     db: DbOption = None,
 ) -> None:
@@ -71,6 +76,9 @@ def ingest(
         max_field_chars=settings.max_field_chars,
         chunk_rows=settings.ingest_chunk_rows,
         workers=settings.ingest_workers,
+        dedup_key=dedup_key,  # type: ignore[arg-type]  # IngestOptions checks it against DEDUP_KEY_MODES
+        max_image_bytes=settings.max_image_bytes,
+        max_image_pixels=settings.max_image_pixels,
     )
     resolve_inputs(paths)  # a bad path fails before the database is even created
     con = open_db(settings.db_path, memory_limit=settings.ingest_memory_limit)

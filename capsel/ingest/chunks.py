@@ -13,12 +13,20 @@ from typing import Iterable, Iterator, NamedTuple
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from capsel.ingest.dedup_key import candidate_id, dedup_key
+from capsel.ingest.dedup_key import candidate_id, dedup_key, with_images
+from capsel.ingest.image_loading import ImageConfig, load_images
+from capsel.ingest.image_refs import place_images
 from capsel.ingest.readers import FORMATS, Batch, RawRow, raw_text
 from capsel.ingest.reasons import Rejection
 from capsel.ingest.records import FieldMap, Fields, extract_fields
 
-STAGED_SCHEMA = pa.schema([
+# One row's stored images in prompt order; the images table's columns.
+STORED_IMAGES = pa.list_(pa.struct([
+    ("sha256", pa.string()), ("format", pa.string()), ("width", pa.int32()), ("height", pa.int32()),
+    ("n_bytes", pa.int64()),
+]))
+
+TEXT_SCHEMA = pa.schema([
     ("source_row", pa.int64()),
     ("domain", pa.string()),
     ("instruction", pa.string()),
@@ -28,6 +36,7 @@ STAGED_SCHEMA = pa.schema([
     ("candidate_id", pa.string()),
     ("is_first_in_chunk", pa.bool_()),
 ])
+STAGED_SCHEMA = TEXT_SCHEMA.append(pa.field("stored_images", STORED_IMAGES))  # null for text-only rows
 QUARANTINE_SCHEMA = pa.schema([
     ("source_row", pa.int64()),
     ("domain", pa.string()),
@@ -39,11 +48,14 @@ QUARANTINE_SCHEMA = pa.schema([
 
 @dataclass(frozen=True)
 class ClassifyConfig:
-    """What decides a row's fate: field names, the --domain override, the field size limit."""
+    """What decides a row's fate: field names, the --domain override, the field size limit, where images are read
+    from and stored (None: rows with images are an error) and whether they are part of the dedup key."""
 
     fields: FieldMap
     domain_option: str | None
     max_field_chars: int
+    images: ImageConfig | None = None
+    dedup_images: bool = False
 
 
 class Chunk(NamedTuple):
@@ -77,6 +89,8 @@ def _classify(rows: Iterable[RawRow], config: ClassifyConfig) -> Chunk:
     staged: list[tuple] = []
     quarantined: list[tuple] = []
     add_staged, add_quarantined = staged.append, quarantined.append
+    # Stored images by position in `staged`: text-only rows (most, or all) pay nothing for the column.
+    stored_at: dict[int, list[dict]] = {}
     # Within-chunk first occurrences are cheap here and spare SQL a window over every chunk.
     seen: set[str] = set()
     fields, domain_option, max_chars = config.fields, config.domain_option, config.max_field_chars
@@ -87,8 +101,17 @@ def _classify(rows: Iterable[RawRow], config: ClassifyConfig) -> Chunk:
         if not isinstance(value, Rejection):
             value = extract_fields(value, fields, domain_option, max_chars)
         if isinstance(value, Fields):
-            domain, instruction, input_text, response = value
-            key = dedup_key(instruction, input_text)
+            domain, instruction, input_text, response, images = value
+            if images is None:
+                key = dedup_key(instruction, input_text)
+            else:
+                placed = _with_images(value, config)
+                if isinstance(placed, Rejection):
+                    add_quarantined((row.row, domain, raw_text(row.raw, row.value), str(placed.reason), placed.detail))
+                    continue
+                instruction, key, stored = placed
+                if stored:
+                    stored_at[len(staged)] = stored
             cid = candidate_id(domain, key)
             add_staged((row.row, domain, instruction, input_text, response, key, cid, cid not in seen))
             seen.add(cid)
@@ -96,7 +119,31 @@ def _classify(rows: Iterable[RawRow], config: ClassifyConfig) -> Chunk:
             add_quarantined((
                 row.row, value.domain or domain_option, raw_text(row.raw, row.value), str(value.reason), value.detail,
             ))
-    return Chunk(_columns(staged, STAGED_SCHEMA), _columns(quarantined, QUARANTINE_SCHEMA), n_rows)
+    staged_table = _columns(staged, TEXT_SCHEMA).append_column(STAGED_SCHEMA.field("stored_images"), (
+        pa.array([stored_at.get(index) for index in range(len(staged))], STORED_IMAGES) if stored_at
+        else pa.nulls(len(staged), STORED_IMAGES)
+    ))
+    return Chunk(staged_table, _columns(quarantined, QUARANTINE_SCHEMA), n_rows)
+
+
+def _with_images(fields: Fields, config: ClassifyConfig) -> tuple[str, str, list[dict] | None] | Rejection:
+    """The row's instruction with its images' placeholders, its dedup key and its stored images (None: the row is
+    text-only after all, its image field an empty list), or why it cannot be a candidate."""
+    images = fields.images or ()
+    instruction = place_images(fields.instruction, fields.input, len(images))
+    if isinstance(instruction, Rejection):
+        return instruction
+    key = dedup_key(instruction, fields.input)
+    if not images:
+        return instruction, key, None
+    if config.images is None:
+        raise RuntimeError("rows with images were classified without an image configuration")
+    stored = load_images(images, config.images)
+    if isinstance(stored, Rejection):
+        return stored
+    if config.dedup_images:
+        key = with_images(key, [image.sha256 for image in stored])
+    return instruction, key, [image.__dict__ for image in stored]
 
 
 def _columns(rows: list[tuple], schema: pa.Schema) -> pa.Table:

@@ -33,3 +33,11 @@ def candidate_id(domain: str, key: str) -> str:
     """Stable 20-hex-digit id of a candidate: blake2b of the stripped domain and its dedup key."""
     return hashlib.blake2b((domain + KEY_SEPARATOR + key).encode(), digest_size=10).hexdigest()
 
+
+
+def with_images(key: str, sha256s: list[str]) -> str:
+    """The key with a row's image hashes in order (`--dedup-key text+images`); text-only keys never change.
+
+    Normalised text holds no U+001F, so what follows the key's second separator can only be the hashes.
+    """
+    return key + KEY_SEPARATOR + " ".join(sha256s)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import BinaryIO, Callable, Iterator, Sequence
+from typing import BinaryIO, Callable, Iterator, Literal, Sequence, get_args
 
 import duckdb
 import orjson
@@ -20,8 +20,10 @@ from capsel.db import one_row, run_sql, sql_text, transaction
 from capsel.db.progress_file import report_progress, report_stage
 from capsel.errors import CapselError, OptionError
 from capsel.faults import fault_point
+from capsel.images.database import database_image_root
 from capsel.ingest.chunks import Chunk, ClassifyConfig, only_rows
 from capsel.ingest.field_hint import field_hints
+from capsel.ingest.image_loading import ImageConfig
 from capsel.ingest.inputs import InputFile, input_size, resolve_inputs
 from capsel.ingest.local_copy import LocalCopy, local_copy
 from capsel.ingest.readers import FORMATS, Batch, bytes_through
@@ -33,6 +35,9 @@ from capsel.runs import recorded_run
 # (file, bytes done, bytes total), called after every chunk is written.
 # (input, step, bytes done, bytes in all): step is 'download' for an object in storage, then 'ingest'
 ProgressFn = Callable[[InputFile, str, int, int], None]
+# What two rows must share to be one candidate: the paper's normalised question, or that and the images too.
+DedupKeyMode = Literal["text", "text+images"]
+DEDUP_KEY_MODES: tuple[str, ...] = get_args(DedupKeyMode)
 
 
 @dataclass(frozen=True)
@@ -54,6 +59,10 @@ class IngestOptions:
     workers: int = 0
     # Below this much input, starting worker processes (about a second) costs more than it saves.
     parallel_min_bytes: int = 32 * 2**20
+    dedup_key: DedupKeyMode = "text"
+    max_image_bytes: int = 20 * 2**20
+    # Pillow's own decompression-bomb threshold (Image.MAX_IMAGE_PIXELS)
+    max_image_pixels: int = 89_478_485
 
     def __post_init__(self) -> None:
         if self.domain is not None:
@@ -66,10 +75,18 @@ class IngestOptions:
             raise OptionError("[[reingest]] retries quarantined rows one by one; it cannot draw a [[sample_size]]")
         if self.chunk_rows < 1 or self.max_field_chars < 1 or self.workers < 0:
             raise OptionError("chunk_rows and max_field_chars must be positive, workers at least 0")
+        if self.dedup_key not in DEDUP_KEY_MODES:
+            raise OptionError(f"[[dedup_key]] must be one of {', '.join(DEDUP_KEY_MODES)}, got {self.dedup_key!r}")
+        if self.max_image_bytes < 1 or self.max_image_pixels < 1:
+            raise OptionError("max_image_bytes and max_image_pixels must be positive")
 
-    def classify_config(self) -> ClassifyConfig:
-        """The part of the options that decides each row's fate."""
-        return ClassifyConfig(self.fields, self.domain, self.max_field_chars)
+    def classify_config(self, image_root: Path | None = None, image_base: str = ".") -> ClassifyConfig:
+        """The part of the options that decides each row's fate, for a file in `image_base` (the folder or URL
+        prefix its relative image paths start from) whose images go to `image_root`."""
+        images = ImageConfig(None if image_root is None else str(image_root), image_base,
+                             self.max_image_bytes, self.max_image_pixels)
+        return ClassifyConfig(self.fields, self.domain, self.max_field_chars, images,
+                              dedup_images=self.dedup_key == "text+images")
 
     def as_config(self, files: Sequence[InputFile]) -> dict:
         """JSON-ready record of this ingest, stored with its run."""
@@ -82,6 +99,9 @@ class IngestOptions:
             "max_field_chars": self.max_field_chars,
             "chunk_rows": self.chunk_rows,
             "reingest": self.reingest,
+            "dedup_key": self.dedup_key,
+            "max_image_bytes": self.max_image_bytes,
+            "max_image_pixels": self.max_image_pixels,
         }
 
 
@@ -122,9 +142,11 @@ def _ingest_unit(
     progress: ProgressFn | None,
 ) -> list[FileOutcome]:
     outcomes: list[FileOutcome] = []
+    image_root = database_image_root(con)
     with transaction(con):
         for path in unit:
-            outcomes.append(_ingest_file(con, path, options, run_id, workers, progress))
+            config = options.classify_config(image_root, _folder_of(path))
+            outcomes.append(_ingest_file(con, path, config, options, run_id, workers, progress))
         if options.sample_size is not None:
             _draw_sample(con, run_id, options)
         recorded = [_record_counts(con, outcome) for outcome in outcomes]
@@ -133,9 +155,15 @@ def _ingest_unit(
     return recorded
 
 
+def _folder_of(path: InputFile) -> str:
+    """The folder (or URL prefix) of an input, where its relative image paths start."""
+    return str(path.parent) if isinstance(path, Path) else path.url.rsplit("/", 1)[0]
+
+
 def _ingest_file(
     con: duckdb.DuckDBPyConnection,
     path: InputFile,
+    config: ClassifyConfig,
     options: IngestOptions,
     run_id: str,
     workers: ParseWorkers | None,
@@ -153,13 +181,14 @@ def _ingest_file(
             progress(path, "download", done, input_size(path))
 
     with local_copy(path, downloaded) as copy:
-        return _ingest_copy(con, path, copy, options, run_id, workers, progress)
+        return _ingest_copy(con, path, copy, config, options, run_id, workers, progress)
 
 
 def _ingest_copy(
     con: duckdb.DuckDBPyConnection,
     path: InputFile,
     copy: LocalCopy,
+    config: ClassifyConfig,
     options: IngestOptions,
     run_id: str,
     workers: ParseWorkers | None,
@@ -201,7 +230,7 @@ def _ingest_copy(
     with open(copy.path, "rb") as handle:
         batches = _noting_ends(FORMATS[suffix].frame(handle, options.chunk_rows), handle, batch_ends)
         max_in_flight = options.workers + 1  # one batch queued while each worker parses one
-        for chunk in classified_chunks(batches, suffix, options.classify_config(), workers, max_in_flight):
+        for chunk in classified_chunks(batches, suffix, config, workers, max_in_flight):
             _write_chunk(con, chunk if retry is None else only_rows(chunk, retry), ids)
             n_rows += chunk.n_rows
             read_up_to(batch_ends.popleft())
@@ -232,6 +261,8 @@ def _write_chunk(con: duckdb.DuckDBPyConnection, chunk: Chunk, ids: dict) -> Non
         _run_over(con, staged, "staged_chunk", "ingest/ingest_chunk_duplicates")
         fault_point("ingest.mid_chunk")
         _run_over(con, staged, "staged_chunk", "ingest/ingest_chunk_candidates")
+        if staged["stored_images"].null_count < staged.num_rows:  # text-only chunks skip the query
+            _run_over(con, staged, "staged_chunk", "ingest/ingest_chunk_images")
     if chunk.quarantined.num_rows:
         _run_over(con, _with_ids(chunk.quarantined, ids), "quarantine_chunk", "ingest/ingest_quarantine_append")
 

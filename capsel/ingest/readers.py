@@ -244,7 +244,14 @@ def raw_text(raw: bytes | list[str] | None, value: object) -> str | None:
         return out.getvalue().encode("utf-8", "surrogateescape").decode("utf-8", "replace")
     if isinstance(value, Rejection):
         return None
-    return orjson.dumps(value, default=str).decode()
+    return orjson.dumps(value, default=_shown_in_json).decode()
+
+
+def _shown_in_json(value: object) -> str:
+    """A Parquet value JSON has no form for: binary (an image, say) as its size, not kilobytes of escapes."""
+    if isinstance(value, bytes):
+        return f"<{len(value):,} bytes>"
+    return str(value)
 
 
 def decode_any(batch: Batch) -> Iterator[RawRow]:

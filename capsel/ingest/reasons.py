@@ -22,6 +22,10 @@ class Reason(StrEnum):
     NON_STRING_FIELD = "non_string_field"
     OVERSIZED_FIELD = "oversized_field"
     NO_DOMAIN = "no_domain"
+    IMAGE_MISSING = "image_missing"
+    IMAGE_UNREADABLE = "image_unreadable"
+    IMAGE_OVERSIZED = "image_oversized"
+    IMAGE_PLACEHOLDER_MISMATCH = "image_placeholder_mismatch"
 
 
 REASON_HELP: dict[Reason, str] = {
@@ -30,7 +34,8 @@ REASON_HELP: dict[Reason, str] = {
     Reason.NOT_AN_OBJECT: "valid JSON, but not an object (e.g. a list, a number or a string)",
     Reason.INVALID_UTF8: "the line or CSV record holds bytes that are not UTF-8",
     Reason.BAD_CSV_ROW: "a CSV record whose field count differs from the header, or that the CSV parser rejects",
-    Reason.INVALID_MESSAGES: "`messages`/`conversations` is not a list of turn objects",
+    Reason.INVALID_MESSAGES: "`messages`/`conversations` is not a list of turn objects, or a turn's content parts "
+    "are not text and image parts",
     Reason.MISSING_INSTRUCTION: "no instruction field (or no user turn in a chat record), or it is null",
     Reason.EMPTY_INSTRUCTION: "the instruction is empty or whitespace only",
     Reason.MISSING_RESPONSE: "no response/output field (or no assistant turn after the first user turn), or it is null",
@@ -38,7 +43,16 @@ REASON_HELP: dict[Reason, str] = {
     Reason.NON_STRING_FIELD: "instruction, input, response or domain is not a string",
     Reason.OVERSIZED_FIELD: "instruction, input or response is longer than CAPSEL_MAX_FIELD_CHARS characters",
     Reason.NO_DOMAIN: "no --domain was given and the row has no non-empty `domain` field",
+    Reason.IMAGE_MISSING: "an image's file or URL does not exist (or the image entry is null or empty)",
+    Reason.IMAGE_UNREADABLE: "an image is not one Pillow can open and verify (or not a path, URL or bytes)",
+    Reason.IMAGE_OVERSIZED: "an image is over CAPSEL_MAX_IMAGE_BYTES bytes or CAPSEL_MAX_IMAGE_PIXELS pixels",
+    Reason.IMAGE_PLACEHOLDER_MISMATCH: "the text holds <image> placeholders, but not one per image",
 }
+
+# Reasons only rows that carry images can get.
+IMAGE_REASONS = frozenset({
+    Reason.IMAGE_MISSING, Reason.IMAGE_UNREADABLE, Reason.IMAGE_OVERSIZED, Reason.IMAGE_PLACEHOLDER_MISMATCH,
+})
 
 
 class Rejection(NamedTuple):

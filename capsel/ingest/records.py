@@ -6,6 +6,7 @@ from dataclasses import dataclass, replace
 from typing import Iterable, NamedTuple
 
 from capsel.errors import OptionError
+from capsel.ingest.image_refs import content_parts, field_images, turn_images
 from capsel.ingest.reasons import Reason, Rejection
 
 USER_ROLES = frozenset({"user", "human"})
@@ -24,6 +25,7 @@ class FieldMap:
     response: tuple[str, ...] = ("response", "output")
     domain: tuple[str, ...] = ("domain",)
     messages: tuple[str, ...] = ("messages", "conversations")
+    images: tuple[str, ...] = ("images", "image")
 
     def as_dict(self) -> dict[str, list[str]]:
         """JSON-ready form, stored with the source row for lineage."""
@@ -50,12 +52,14 @@ def parse_field_map(specs: Iterable[str]) -> FieldMap:
 
 
 class Fields(NamedTuple):
-    """The candidate fields of a valid record, exactly as the source gave them."""
+    """The candidate fields of a valid record, exactly as the source gave them (a chat turn's content parts
+    joined), and its image references: None for a row with no image field and no image parts."""
 
     domain: str
     instruction: str
     input: str
     response: str
+    images: tuple[object, ...] | None = None
 
 
 def _first_present(record: dict, names: tuple[str, ...]) -> object:
@@ -82,8 +86,11 @@ def _check_text(
     return Rejection(Reason.NON_STRING_FIELD, f"{name} is {type(value).__name__}, not a string")
 
 
-def _chat_turns(turns: object) -> tuple[object, object] | Rejection:
-    """First user turn and the first assistant turn after it, from a messages/conversations list."""
+def _chat_turns(
+    turns: object, field: tuple[object, ...] | None
+) -> tuple[object, object, tuple[object, ...] | None] | Rejection:
+    """First user turn, the first assistant turn after it and the row's images, from a messages/conversations list
+    (`field`: the row's image field, which image parts without an image of their own stand for)."""
     if not isinstance(turns, list):
         return Rejection(Reason.INVALID_MESSAGES, f"messages is {type(turns).__name__}, not a list")
     user = None
@@ -95,8 +102,34 @@ def _chat_turns(turns: object) -> tuple[object, object] | Rejection:
         if user is None and role in USER_ROLES:
             user = content
         elif user is not None and role in ASSISTANT_ROLES:
-            return user, content
-    return user, None
+            return _with_parts(user, content, field)
+    return _with_parts(user, None, field)
+
+
+def _with_parts(
+    user: object, assistant: object, field: tuple[object, ...] | None
+) -> tuple[object, object, tuple[object, ...] | None] | Rejection:
+    """The turns' texts with content-part lists joined, and the row's images (the user turn's image parts)."""
+    images = field
+    if isinstance(user, list):
+        parts = content_parts(user, "user")
+        if isinstance(parts, Rejection):
+            return parts
+        user = parts.text
+        if parts.images:
+            found = turn_images(parts.images, field)
+            if isinstance(found, Rejection):
+                return found
+            images = found
+    if isinstance(assistant, list):
+        parts = content_parts(assistant, "assistant")
+        if isinstance(parts, Rejection):
+            return parts
+        if parts.images:
+            return Rejection(Reason.INVALID_MESSAGES, "the assistant turn holds an image; images are read from "
+                                                      "the user turn")
+        assistant = parts.text
+    return user, assistant, images
 
 
 def _domain(record: dict, fields: FieldMap, domain_option: str | None) -> str | Rejection:
@@ -127,13 +160,18 @@ def extract_fields(
     instruction = _first_present(record, fields.instruction)
     input_text = _first_present(record, fields.input)
     response = _first_present(record, fields.response)
+    images = None
+    for name in fields.images:  # inline, not _first_present: every text-only row passes here
+        if (image_field := record.get(name)) is not None:
+            images = field_images(image_field)
+            break
     if instruction is None and response is None:
         turns = _first_present(record, fields.messages)
         if turns is not None:
-            chat = _chat_turns(turns)
+            chat = _chat_turns(turns, images)
             if isinstance(chat, Rejection):
                 return chat._replace(domain=known_domain)
-            instruction, response = chat
+            instruction, response, images = chat
     problem = (
         _check_text("instruction", instruction, Reason.MISSING_INSTRUCTION, Reason.EMPTY_INSTRUCTION, max_chars)
         or _check_text("response", response, Reason.MISSING_RESPONSE, Reason.EMPTY_RESPONSE, max_chars)
@@ -144,4 +182,4 @@ def extract_fields(
     if not isinstance(domain, str):
         return domain
     # _check_text has checked all three are strings
-    return Fields(domain, str(instruction), str(input_text or ""), str(response))
+    return Fields(domain, str(instruction), str(input_text or ""), str(response), images)

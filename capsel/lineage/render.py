@@ -25,6 +25,11 @@ def _candidate_tree(lineage: CandidateLineage) -> Tree:
     for field in ("instruction", "input", "response"):
         if row[field]:
             text.add(f"{field}: {escape(_preview(row[field]))}")
+    if lineage.images:
+        images = tree.add(f"images ({len(lineage.images)}, in <image> order)")
+        for image in lineage.images:
+            images.add(f"{image['position']}. sha256 {image['sha256']}: {image['format']} {image['width']}x"
+                       f"{image['height']}, {image['n_bytes']:,} bytes, {escape(image['path'])}")
     source = tree.add("source")
     source.add(f"file {escape(str(row['source_path']))}, row {row['source_row']}")
     source.add(f"sha256 {row['source_sha256']}")

@@ -10,13 +10,16 @@ import orjson
 
 from capsel.db.records import fetch_records
 from capsel.errors import CapselError
+from capsel.images.database import database_image_root
+from capsel.images.store import ImageStore
 
 Record = dict[str, Any]
 
 
 @dataclass
 class CandidateLineage:
-    """A candidate, where it came from, what scored it (CAP and baselines), and the selections holding it."""
+    """A candidate, its images, where it came from, what scored it (CAP and baselines), and the selections
+    holding it."""
 
     candidate: Record
     duplicates: list[Record]
@@ -24,6 +27,7 @@ class CandidateLineage:
     scores: list[Record]
     selections: list[Record]
     baseline_scores: list[Record] = field(default_factory=list)
+    images: list[Record] = field(default_factory=list)
 
 
 @dataclass
@@ -58,8 +62,18 @@ def trace(con: duckdb.DuckDBPyConnection, identifier: str) -> CandidateLineage |
             scores=fetch_records(con, "lineage/lineage_candidate_scores", params),
             selections=fetch_records(con, "lineage/lineage_candidate_selections", params),
             baseline_scores=fetch_records(con, "lineage/lineage_candidate_baseline_scores", params),
+            images=_with_paths(con, fetch_records(con, "lineage/lineage_candidate_images", params)),
         )
     raise CapselError(
         f"{identifier!r} is neither a candidate id nor a selection id in this database; "
         "ids are listed by `capsel export-scores` and `capsel selections`"
     )
+
+
+def _with_paths(con: duckdb.DuckDBPyConnection, images: list[Record]) -> list[Record]:
+    """Each image record with its file in the store beside the database."""
+    root = database_image_root(con) if images else None
+    if root is None:
+        return images
+    store = ImageStore(root)
+    return [{**image, "path": str(store.path(image["sha256"], image["format"]))} for image in images]

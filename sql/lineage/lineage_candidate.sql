@@ -10,6 +10,7 @@ final as (
         candidate.input,
         candidate.response,
         candidate.dedup_key,
+        candidate.image_sha256,
         candidate.source_row,
         candidate.created_at,
         sources.source_id,

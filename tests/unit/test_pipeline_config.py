@@ -108,3 +108,16 @@ def test_no_source_paths_mean_the_incoming_folder(monkeypatch, tmp_path):
     monkeypatch.setenv("CAPSEL_INCOMING_DIR", str(tmp_path))
     assert SourceParams().resolved_paths(load_settings()) == [str(tmp_path)]
     assert SourceParams(paths=["a.jsonl"]).resolved_paths(load_settings()) == ["a.jsonl"]
+
+
+def test_flow_sources_carry_the_dedup_key_and_image_limits_to_ingest(monkeypatch):
+    from capsel.config import load_settings
+    from capsel.pipeline_config import SourceParams
+
+    monkeypatch.setenv("CAPSEL_MAX_IMAGE_BYTES", "1234")
+    settings = load_settings()
+    assert SourceParams().ingest_options(settings).dedup_key == "text"  # the paper's key by default
+    options = SourceParams(dedup_key="text+images").ingest_options(settings)
+    assert (options.dedup_key, options.max_image_bytes, options.max_image_pixels) == ("text+images", 1234, 89_478_485)
+    with pytest.raises(ValidationError):
+        SourceParams(dedup_key="images")
