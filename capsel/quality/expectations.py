@@ -127,6 +127,17 @@ def domain_expectations(spec: GateSpec) -> list:
     return checks
 
 
+def image_expectations() -> list:
+    """Checks on the image files a selection lists: each one copied into its folder, with the stored size."""
+    import great_expectations.expectations as gxe
+
+    return [
+        gxe.ExpectColumnValuesToBeUnique(column="path"),
+        gxe.ExpectColumnValuesToBeInSet(column="present", value_set=[True]),
+        gxe.ExpectColumnPairValuesToBeEqual(column_A="n_bytes", column_B="n_bytes_on_disk"),
+    ]
+
+
 def domain_table(
     members_domains: Sequence[str], quotas: dict[str, int], domain_stats: Mapping[str, Mapping[str, float | None]]
 ) -> list[dict]:
