@@ -15,9 +15,9 @@ from typing import Sequence
 import duckdb
 import pandas as pd
 
-from capsel.db import one_row, run_sql
-from capsel.errors import CapselError
+from capsel.db import run_sql
 from capsel.images.store import ImageStore, extension, image_store_dir
+from capsel.store.image_files import database_file
 
 IMAGES_DIR = "images"
 # one row per distinct image the members list: what the gate checks (capsel.quality.expectations)
@@ -48,7 +48,7 @@ def copy_member_images(
     listed = run_sql(con, "publish/member_images", {"candidate_ids": list(candidate_ids)}).df()
     if listed.empty:
         return None
-    store = ImageStore(image_store_dir(_db_path(con)))
+    store = ImageStore(image_store_dir(database_file(con)))
     listed["path"] = [
         f"{IMAGES_DIR}/{sha256}.{extension(fmt) if isinstance(fmt, str) else 'missing'}"
         for sha256, fmt in zip(listed["sha256"], listed["format"])
@@ -76,10 +76,3 @@ def _copy_checked(source: Path, target: Path, sha256: str) -> bool:
         return False
     target.write_bytes(data)
     return True
-
-
-def _db_path(con: duckdb.DuckDBPyConnection) -> Path:
-    (path,) = one_row(con, "publish/database_path")
-    if not path:
-        raise CapselError("members have images, but the database is in memory: no image store beside it")
-    return Path(path)
