@@ -20,6 +20,8 @@ from capsel.images.store import ImageStore, extension, image_store_dir
 from capsel.store.image_files import database_file
 
 IMAGES_DIR = "images"
+# LlamaFactory's image placeholder: its multimodal plugins refuse a row whose count of it differs from its images
+IMAGE_PLACEHOLDER = "<image>"
 # one row per distinct image the members list: what the gate checks (capsel.quality.expectations)
 FILE_COLUMNS = ["path", "sha256", "n_bytes", "present", "n_bytes_on_disk"]
 
@@ -34,6 +36,15 @@ class PublishedImages:
     def paths_of(self, candidate_ids: Sequence[str]) -> list[list[str]]:
         """The `images` column of these members: a text-only member gets an empty list."""
         return [self.by_member.get(candidate_id, []) for candidate_id in candidate_ids]
+
+    def placeholder_counts(self, members: pd.DataFrame) -> pd.DataFrame:
+        """Per member: its images and the `<image>` placeholders of its text (the gate wants them equal)."""
+        text = members["instruction"].fillna("") + members["input"].fillna("") + members["response"].fillna("")
+        return pd.DataFrame({
+            "candidate_id": members["candidate_id"].astype(str).astype(object).to_numpy(),
+            "n_images": [len(paths) for paths in self.paths_of(members["candidate_id"].astype(str).tolist())],
+            "n_placeholders": text.str.count(IMAGE_PLACEHOLDER).astype("int64").to_numpy(),
+        })
 
     def summary(self) -> dict:
         """The manifest's `images` entry: how many files, their bytes, and the folder."""

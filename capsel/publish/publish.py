@@ -95,6 +95,7 @@ def publish_selection(
             staging / "gate",
             selection_id,
             images.files if images else None,
+            images.placeholder_counts(selection.members) if images else None,
         )
         if not gate.success:
             raise GateFailedError(gate, _keep_rejected(staging, out_dir, selection_id, gate))

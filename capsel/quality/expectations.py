@@ -138,6 +138,13 @@ def image_expectations() -> list:
     ]
 
 
+def image_row_expectations() -> list:
+    """Checks per member of a selection with images: one `<image>` placeholder in its text per image it lists."""
+    import great_expectations.expectations as gxe
+
+    return [gxe.ExpectColumnPairValuesToBeEqual(column_A="n_images", column_B="n_placeholders")]
+
+
 def domain_table(
     members_domains: Sequence[str], quotas: dict[str, int], domain_stats: Mapping[str, Mapping[str, float | None]]
 ) -> list[dict]:

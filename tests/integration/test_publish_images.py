@@ -71,8 +71,8 @@ def test_members_with_images_publish_in_llamafactory_format(store):
     assert "exactly `instruction`, `input`, `output`, `images`" in card
 
     validation = orjson.loads((root / "gate" / "validation.json").read_bytes())
-    checks = validation["tables"]["images"]["results"]
-    assert len(checks) == 3 and all(check["success"] for check in checks)
+    checks = validation["tables"]["images"]["results"] + validation["tables"]["image_rows"]["results"]
+    assert len(checks) == 3 + 1 and all(check["success"] for check in checks)
     assert manifest["gate"]["n_expectations"] == sum(len(t["results"]) for t in validation["tables"].values())
 
 
@@ -104,3 +104,16 @@ def test_an_image_missing_from_the_store_fails_the_gate(store):
     assert con.table("selections").count("*").fetchall()[0][0] == 0
     text = " ".join(failures)
     assert f"images/{stored[3].sha256}.png" in text and f"images/{stored[1].sha256}.png" in text
+
+
+def test_a_row_whose_placeholders_do_not_match_its_images_fails_the_gate(store):
+    con, _, _, out_dir = store
+    # LlamaFactory refuses such rows when it tokenizes: a text row with a literal placeholder, an image row without
+    con.execute("update candidates set instruction = 'Describe <image> here' where candidate_id = 'code-00002'")
+    con.execute("update candidates set instruction = replace(instruction, '<image>', '') "
+                "where candidate_id = 'math-00004'")
+    with pytest.raises(GateFailedError) as caught:
+        publish_selection(con, select_all(con), out_dir)
+    (failure,) = caught.value.gate.failures
+    assert failure.startswith("image_rows: expect_column_pair_values_to_be_equal(column_A='n_images'")
+    assert "2 unexpected of 16" in failure and "code-00002" in failure and "math-00004" in failure
