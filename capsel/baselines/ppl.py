@@ -63,14 +63,18 @@ class PplScorer(LmScorer):
         return [row["config_hash"] for row in known_configs if self.config.matches_cap(row["config"])]
 
     def reuse(self, row: dict) -> BaselineResult | None:
-        """CAP's PPL, or its short-prompt/short-response exclusion; an empty y-hat leaves PPL to compute."""
+        """CAP's PPL, or its short-prompt/short-response exclusion; an empty y-hat leaves PPL to compute.
+
+        CAP measures an image row conditioned on its images, so its PPL is taken for one too; an image row
+        CAP has not measured is excluded (needs_multimodal_scorer): this scorer's model reads text alone.
+        """
         if not row.get("has_cap"):
-            return None
+            return super().reuse(row)
         if row["cap_ppl"] is not None:
             return BaselineResult(row["candidate_id"], score=float(row["cap_ppl"]))
         if row["cap_excluded_reason"] in (SHORT_PROMPT, SHORT_RESPONSE):
             return BaselineResult(row["candidate_id"], excluded_reason=row["cap_excluded_reason"])
-        return None
+        return super().reuse(row)
 
     def score(self, candidates: Sequence[CandidateText]) -> list[BaselineResult]:
         """PPL per candidate, or the exclusion CAP would give it."""

@@ -20,6 +20,8 @@ from capsel.errors import CapselError
 from capsel.scorers.specs import QuratingSpec
 
 DEFAULT_LABEL = "educational_value"
+# QuRater rates text; an image row's rating would judge a question without its picture (the paper: text-only)
+QURATING_TEXT_ONLY = "qurating_text_only"
 
 
 class QuratingConfig(BaselineConfig):
@@ -50,6 +52,7 @@ class QuratingScorer(BaselineScorer):
     """Batched classifier forwards; the score is the chosen label's logit."""
 
     config: QuratingConfig
+    image_exclusion: ClassVar[str] = QURATING_TEXT_ONLY
 
     def __init__(self, config: QuratingConfig, rater: LocalModel, batch_size: int = 16):
         super().__init__(config, rater.identity, batch_size)

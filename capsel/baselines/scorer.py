@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from abc import abstractmethod
 from dataclasses import dataclass
-from typing import ClassVar, Sequence
+from typing import Any, ClassVar, Sequence
 
 from pydantic import BaseModel
 
@@ -14,6 +14,8 @@ from capsel.versioning import config_hash
 
 # Bump when the meaning of a stored baseline score changes, so old rows get new keys.
 BASELINE_VERSION = 1
+# A pending row with images, for a scorer that reads text alone: scored as text it would be a wrong number.
+NEEDS_MULTIMODAL_SCORER = "needs_multimodal_scorer"
 
 
 @dataclass(frozen=True)
@@ -42,7 +44,15 @@ class BaselineConfig(BaseModel):
 
 
 class BaselineScorer(Scorer):
-    """A baseline's scorer: its typed config keys the rows it writes to `table` (see `capsel.scorers.base`)."""
+    """A baseline's scorer: its typed config keys the rows it writes to `table` (see `capsel.scorers.base`).
+
+    A candidate with images (its pending row's `images`) is excluded with `image_exclusion` before any model
+    runs: these scorers read text alone, and its `<image>` placeholders read as text would give it a score
+    that ignores what the question is about. The exclusion is stored like any other, so `excluded.parquet`
+    and the funnel count it.
+    """
+
+    image_exclusion: ClassVar[str] = NEEDS_MULTIMODAL_SCORER
 
     def __init__(self, config: BaselineConfig, identity: ScorerIdentity, batch_size: int):
         super().__init__(identity, batch_size)
@@ -61,6 +71,12 @@ class BaselineScorer(Scorer):
     def config_rows(self) -> list[ConfigRow]:
         """The method config, recorded once."""
         return [ConfigRow(self.config.hash, self.config.as_dict())]
+
+    def reuse(self, row: dict) -> Any | None:
+        """A row with images: excluded with `image_exclusion`; a text row: left to the model."""
+        if row.get("images"):
+            return BaselineResult(row["candidate_id"], excluded_reason=self.image_exclusion)
+        return None
 
     @abstractmethod
     def score(self, candidates: Sequence[CandidateText]) -> list[BaselineResult]:

@@ -84,9 +84,11 @@ def _matrix_table(title: str, matrix: pd.DataFrame) -> Table:
 
 def _medians_table(medians: pd.DataFrame) -> Table:
     table = Table(title="Per-domain medians of each selection", title_justify="left")
-    for name in ("domain", "method", "members", "response chars", "PPL"):
+    with_images = "n_with_images" in medians  # a pool with image rows
+    for name in ("domain", "method", "members", *(["with images"] if with_images else []), "response chars", "PPL"):
         table.add_column(name, justify="left" if name in ("domain", "method") else "right")
     for row in medians.itertuples(index=False):
-        table.add_row(row.domain, row.method, str(row.n_members), f"{row.response_chars:.0f}",
+        table.add_row(row.domain, row.method, str(row.n_members),
+                      *([str(row.n_with_images)] if with_images else []), f"{row.response_chars:.0f}",
                       "–" if pd.isna(row.ppl) else f"{row.ppl:.4g}")
     return table

@@ -33,12 +33,16 @@ class Contender:
 
 @dataclass
 class Comparison:
-    """Every contender plus what could not be compared, and the PPL each candidate has (if any was measured)."""
+    """Every contender plus what could not be compared, and the PPL each candidate has (if any was measured).
+
+    `image_ids` are the pool's candidates that hold images (none in a text pool).
+    """
 
     contenders: list[Contender]
     ppl: pd.Series | None
     ppl_source: str | None
     notes: list[str] = field(default_factory=list)
+    image_ids: frozenset[str] = frozenset()
 
 
 def scored_keys(con: duckdb.DuckDBPyConnection) -> list[ScoringKey]:
@@ -68,7 +72,11 @@ def gather(con: duckdb.DuckDBPyConnection, budget: Budget, seed: int = 0, ppl_or
     ppl, source = _ppl(con, keys)
     if ppl is None:
         notes.append("no PPL measured (score ppl, or CAP): PPL distributions are left out")
-    return Comparison(contenders, ppl, source, notes)
+    image_ids = frozenset(run_sql(con, "compare/compare_image_candidates").df()["candidate_id"])
+    if image_ids:
+        notes.append(f"{len(image_ids)} candidates hold images: the methods that read text alone excluded them "
+                     "(their selections' excluded rows say why); `with images` counts the members that hold one")
+    return Comparison(contenders, ppl, source, notes, image_ids)
 
 
 def _scores(con: duckdb.DuckDBPyConnection, key: ScoringKey | None) -> pd.DataFrame | None:

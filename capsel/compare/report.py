@@ -17,7 +17,10 @@ from capsel.compare.metrics import ALL_DOMAINS, jaccard_matrix, spearman_matrice
 
 
 def member_distributions(comparison: Comparison) -> pd.DataFrame:
-    """One row per (method, member): domain, response length in characters, and PPL where measured."""
+    """One row per (method, member): domain, response length in characters, and PPL where measured.
+
+    A pool with image rows adds `with_images` (whether the member holds any).
+    """
     frames = []
     for contender in comparison.contenders:
         members = contender.selection.members
@@ -29,6 +32,8 @@ def member_distributions(comparison: Comparison) -> pd.DataFrame:
         })
         ppl = comparison.ppl
         frame["ppl"] = frame["candidate_id"].map(ppl) if ppl is not None else np.nan
+        if comparison.image_ids:
+            frame["with_images"] = frame["candidate_id"].isin(comparison.image_ids)
         frames.append(frame)
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
         columns=["method", "domain", "candidate_id", "response_chars", "ppl"]
@@ -42,6 +47,9 @@ def summaries(comparison: Comparison) -> dict:
     distributions = member_distributions(comparison)
     medians = distributions.groupby(["domain", "method"], sort=True)[["response_chars", "ppl"]].median()
     sizes = distributions.groupby(["domain", "method"], sort=True).size().rename("n_members")
+    if "with_images" in distributions:
+        sizes = pd.concat([sizes, distributions.groupby(["domain", "method"], sort=True)["with_images"].sum()
+                           .rename("n_with_images")], axis=1)
     return {
         "jaccard": overlap,
         "spearman": correlations,

@@ -82,10 +82,7 @@ def _body(manifest: dict) -> list[str]:
         "",
         "## Files",
         "",
-        "- `data.jsonl`: alpaca format, one object per line with exactly `instruction`, `input`, `output`.",
-        "- `data.parquet`: the same rows with lineage (`candidate_id`, `source_id`, `source_row`) and scores "
-        "(`score` of the method, CAP's `d_early`, `d_late`, `cap`, `z`, `rank` within the domain); the `train` "
-        "split.",
+        *_data_file_lines(manifest.get("images")),
         "- `dataset_info.json`: the LlamaFactory entry; point `dataset_dir` at this folder and use "
         f"`dataset: {name}`.",
         "- `excluded.parquet`: every row of the pool that is not a member, with the stage and reason it left.",
@@ -124,6 +121,26 @@ def _body(manifest: dict) -> list[str]:
         f"- created {manifest['created_at']} by capsel {manifest['code_version']}, run `{manifest['run_id']}`",
         f"- members sha256: `{manifest['members_sha256']}`",
         "",
+    ]
+
+
+def _data_file_lines(images: dict | None) -> list[str]:
+    if images is None:
+        return [
+            "- `data.jsonl`: alpaca format, one object per line with exactly `instruction`, `input`, `output`.",
+            "- `data.parquet`: the same rows with lineage (`candidate_id`, `source_id`, `source_row`) and scores "
+            "(`score` of the method, CAP's `d_early`, `d_late`, `cap`, `z`, `rank` within the domain); the `train` "
+            "split.",
+        ]
+    return [
+        "- `data.jsonl`: alpaca format with images, one object per line with exactly `instruction`, `input`, "
+        "`output`, `images` (the row's image files, relative to this folder, in the order of the `<image>` "
+        "placeholders in `instruction`; `[]` for a text-only row).",
+        "- `data.parquet`: the same rows with lineage (`candidate_id`, `source_id`, `source_row`), scores "
+        "(`score` of the method, CAP's `d_early`, `d_late`, `cap`, `z`, `rank` within the domain) and `images`; "
+        "the `train` split.",
+        f"- `{images['folder']}`: the {images['count']} images the rows use ({images['n_bytes']} bytes), each "
+        "once, named by the sha256 of its bytes.",
     ]
 
 

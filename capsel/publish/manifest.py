@@ -22,10 +22,14 @@ def build_manifest(
     gate: GateResult,
     data_files: Sequence[Path],
     funnel: list[dict],
+    images: dict | None = None,
 ) -> dict:
-    """The manifest of a selection about to be published (paths in it are relative to its directory)."""
+    """The manifest of a selection about to be published (paths in it are relative to its directory).
+
+    `images` (count, bytes, folder of the copied image files) is recorded only for a selection that has some.
+    """
     key = selection.key
-    return {
+    manifest = {
         "selection_id": selection_id,
         "created_at": created_at.isoformat(),
         "method": selection.request.method,
@@ -55,6 +59,9 @@ def build_manifest(
         "gate": {"success": gate.success, "n_expectations": gate.n_expectations, "report": "gate/index.html",
                  "validation": "gate/validation.json"},
     }
+    if images is not None:
+        manifest["images"] = images
+    return manifest
 
 
 def domain_entries(selection: Selection) -> list[dict]:

@@ -18,6 +18,7 @@ from capsel.publish.data_files import FileHook, write_data_files
 from capsel.publish.dataset_card import dataset_card
 from capsel.publish.destination import MANIFEST, Destination, build_root
 from capsel.publish.excluded import EXCLUDED_FILE, write_excluded
+from capsel.publish.images import copy_member_images
 from capsel.publish.manifest import build_manifest
 from capsel.publish.record import forget_selection, mark_published, record_selection
 from capsel.publish.report import report_points, write_report
@@ -82,6 +83,9 @@ def publish_selection(
         raise CapselError(f"{final} already exists; run the selection again for a fresh id")
     fault_point("publish.before_staging")
     with claimed_staging(staging_dir(local_root, selection_id)) as staging:
+        # copied before the gate, which checks that every listed image is in the folder
+        member_ids = selection.members["candidate_id"].astype(str).tolist()
+        images = copy_member_images(con, member_ids, staging)
         gate = check_selection(
             con,
             selection.members,
@@ -90,14 +94,18 @@ def publish_selection(
             selection.domain_stats,
             staging / "gate",
             selection_id,
+            images.files if images else None,
+            images.placeholder_counts(selection.members) if images else None,
         )
         if not gate.success:
             raise GateFailedError(gate, _keep_rejected(staging, out_dir, selection_id, gate))
-        data_files = write_data_files(selection.members, staging, selection_id, notify)
+        data_files = write_data_files(selection.members, staging, selection_id, notify,
+                                      images.paths_of(member_ids) if images else None)
         funnel = write_excluded(con, selection, staging / EXCLUDED_FILE)
         notify(staging / EXCLUDED_FILE)
         manifest = build_manifest(selection, selection_id, created_at, digest, run_id, gate,
-                                  [*data_files, staging / EXCLUDED_FILE], funnel)
+                                  [*data_files, staging / EXCLUDED_FILE], funnel,
+                                  images.summary() if images else None)
         _write_report(con, selection, staging / "report", selection_id, manifest, report_max_points, notify)
         _write(staging / "README.md", dataset_card(manifest).encode(), notify)
         _write(staging / "manifest.json", orjson.dumps(manifest, option=orjson.OPT_INDENT_2), notify)

@@ -127,6 +127,24 @@ def domain_expectations(spec: GateSpec) -> list:
     return checks
 
 
+def image_expectations() -> list:
+    """Checks on the image files a selection lists: each one copied into its folder, with the stored size."""
+    import great_expectations.expectations as gxe
+
+    return [
+        gxe.ExpectColumnValuesToBeUnique(column="path"),
+        gxe.ExpectColumnValuesToBeInSet(column="present", value_set=[True]),
+        gxe.ExpectColumnPairValuesToBeEqual(column_A="n_bytes", column_B="n_bytes_on_disk"),
+    ]
+
+
+def image_row_expectations() -> list:
+    """Checks per member of a selection with images: one `<image>` placeholder in its text per image it lists."""
+    import great_expectations.expectations as gxe
+
+    return [gxe.ExpectColumnPairValuesToBeEqual(column_A="n_images", column_B="n_placeholders")]
+
+
 def domain_table(
     members_domains: Sequence[str], quotas: dict[str, int], domain_stats: Mapping[str, Mapping[str, float | None]]
 ) -> list[dict]:

@@ -16,6 +16,8 @@ from capsel.quality.expectations import (
     GateSpec,
     domain_expectations,
     domain_table,
+    image_expectations,
+    image_row_expectations,
     member_expectations,
 )
 from capsel.quality.gate_report import VALIDATION_FILE, expectation_arguments, outcome_detail, write_gate_report
@@ -44,13 +46,17 @@ def check_selection(
     domain_stats: Mapping[str, Mapping[str, float | None]],
     report_dir: Path,
     run_name: str,
+    images: pd.DataFrame | None = None,
+    image_rows: pd.DataFrame | None = None,
 ) -> GateResult:
     """Validate `members` against `spec`; lineage is re-read from the DB, not trusted from the frame.
 
     `domain_stats` maps domain -> its fit's checked values (FIT_COLUMNS: z's mean and sample std over the
     scored pool, alpha, beta, d_early's relative spread, the OLS identity shares). The GX run is named
     `run_name` (the selection id); its report is written to `report_dir` (index.html, validation.json)
-    whatever the outcome.
+    whatever the outcome. `images` (capsel.publish.images.FILE_COLUMNS, one row per image file the members
+    list) adds a table whose checks say each file is in the selection folder, whole; `image_rows` (one row per
+    member: candidate_id, n_images, n_placeholders) one that says each member's text places all its images.
     """
     fresh = member_lineage(con, members["candidate_id"].dropna().astype(str).tolist(), key)[
         ["candidate_id", *LINEAGE_COLUMNS]
@@ -66,13 +72,15 @@ def check_selection(
         domain_table(checked["domain"].tolist(), spec.quotas, domain_stats),
         columns=["domain", "k", "n_members", *FIT_COLUMNS],
     )
-    run_time, results = _validate(
-        {
-            "members": (checked, member_expectations(spec), "candidate_id"),
-            "domains": (domains, domain_expectations(spec), "domain"),
-        },
-        run_name,
-    )
+    tables = {
+        "members": (checked, member_expectations(spec), "candidate_id"),
+        "domains": (domains, domain_expectations(spec), "domain"),
+    }
+    if images is not None:
+        tables["images"] = (images.astype({"path": object}), image_expectations(), "path")
+    if image_rows is not None:
+        tables["image_rows"] = (image_rows, image_row_expectations(), "candidate_id")
+    run_time, results = _validate(tables, run_name)
     failures = [
         _describe(table, outcome.to_json_dict())
         for table, result in results.items()
