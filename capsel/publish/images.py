@@ -16,8 +16,8 @@ import duckdb
 import pandas as pd
 
 from capsel.db import run_sql
-from capsel.images.store import ImageStore, extension, image_store_dir
-from capsel.store.image_files import database_file
+from capsel.images.store import extension
+from capsel.store.image_files import database_image_store
 
 IMAGES_DIR = "images"
 # LlamaFactory's image placeholder: its multimodal plugins refuse a row whose count of it differs from its images
@@ -59,7 +59,7 @@ def copy_member_images(
     listed = run_sql(con, "publish/member_images", {"candidate_ids": list(candidate_ids)}).df()
     if listed.empty:
         return None
-    store = ImageStore(image_store_dir(database_file(con)))
+    store = database_image_store(con)
     listed["path"] = [
         f"{IMAGES_DIR}/{sha256}.{extension(fmt) if isinstance(fmt, str) else 'missing'}"
         for sha256, fmt in zip(listed["sha256"], listed["format"])

@@ -2,18 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import duckdb
 
 from capsel.db.records import fetch_records
 from capsel.db.sqlfiles import one_row
-from capsel.images.store import ImageStore, image_store_dir
-
-
-def database_file(con: duckdb.DuckDBPyConnection) -> Path:
-    """The file of the database a connection works on."""
-    return Path(one_row(con, "db/database_file")[0])
+from capsel.errors import CapselError
+from capsel.images.database import database_image_root
+from capsel.images.store import ImageStore
 
 
 def attach_image_files(con: duckdb.DuckDBPyConnection, rows: list[dict]) -> list[dict]:
@@ -22,7 +17,7 @@ def attach_image_files(con: duckdb.DuckDBPyConnection, rows: list[dict]) -> list
         row["images"] = ()
     if not rows or not one_row(con, "store/images_present")[0]:
         return rows
-    store = ImageStore(image_store_dir(database_file(con)))
+    store = database_image_store(con)
     found = fetch_records(con, "store/candidate_image_files", {"candidate_ids": [row["candidate_id"] for row in rows]})
     files = {
         entry["candidate_id"]: tuple(str(store.path(sha, fmt)) for sha, fmt in zip(entry["sha256s"], entry["formats"]))
@@ -31,3 +26,11 @@ def attach_image_files(con: duckdb.DuckDBPyConnection, rows: list[dict]) -> list
     for row in rows:
         row["images"] = files.get(row["candidate_id"], ())
     return rows
+
+
+def database_image_store(con: duckdb.DuckDBPyConnection) -> ImageStore:
+    """The image store beside the connection's database file (images are never stored for one in memory)."""
+    root = database_image_root(con)
+    if root is None:
+        raise CapselError("this database lives in memory, so it has no image store beside a file")
+    return ImageStore(root)
