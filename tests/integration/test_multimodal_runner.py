@@ -16,10 +16,12 @@ from capsel.db import open_db
 from capsel.images.store import ImageStore, image_store_dir
 from capsel.models.loading import describe_model, load_model
 from capsel.models.tiny_vlm import build_tiny_vlm
+from capsel.runner.generation import run_generation
 from capsel.runner.job import run_scorer
 from capsel.scorers.cap import CapScorer
 from capsel.scoring.config import ScoringConfig
 from capsel.scoring.engine import ScoringEngine
+from capsel.scoring.generation import HFGenerator
 from capsel.scoring.inputs import CandidateText
 from tests.fixtures.pool import append_candidates
 
@@ -96,3 +98,49 @@ def test_runner_scores_image_candidates_as_the_engine_does(pool):
     generators = dict(con.execute("select run_id, count(*) from generations group by run_id").fetchall())
     assert len(generators) == 1
 
+
+
+def test_two_phase_generation_then_scoring_gives_the_fused_results(pool, tmp_path):
+    """`capsel generate` then `capsel score` on a VLM: y-hat decoded with its pictures, scored from storage."""
+    _, texts, info = pool
+    db = tmp_path / "two_phase.duckdb"
+    con = open_db(str(db))
+    source = pool[0]
+    # the same candidates and image store contents, in a second database beside its own store
+    store = ImageStore(image_store_dir(db))
+    for (sha, fmt, width, height, n_bytes) in source.execute("select * from images").fetchall():
+        stored = store.put(ImageStore(image_store_dir(_db_file(source))).path(sha, fmt).read_bytes())
+        assert stored.sha256 == sha
+        con.execute("insert into images values (?, ?, ?, ?, ?)", [sha, fmt, width, height, n_bytes])
+    con.register("source_candidates", source.execute("select * from candidates").df())
+    con.execute("insert into candidates select * from source_candidates")
+    con.unregister("source_candidates")
+
+    loaded = load_model(info)
+    config = CONFIG.resolved(info.tokenizer)
+    generated = run_generation(con, info, HFGenerator(loaded, config.horizon, 4), config)
+    assert generated.n_done == len(texts)
+    run_scorer(con, CapScorer(info, config, 2, loaded))
+
+    assert con.execute("select count(distinct generator) from generations").fetchone()[0] == 1
+    assert con.execute("select generator from generations limit 1").fetchone()[0] == "hf"
+    fused = _stored(source, config)
+    two_phase = _stored(con, config)
+    assert sorted(two_phase) == sorted(fused)
+    for candidate_id, (layers, d_early, d_late, ppl, reason, dropped) in two_phase.items():
+        expected = fused[candidate_id]
+        assert (reason, dropped) == (expected[4], expected[5])
+        if reason is None:
+            assert layers == pytest.approx(expected[0], abs=1e-6) and ppl == pytest.approx(expected[3], rel=1e-6)
+
+
+def _db_file(con) -> str:
+    return con.execute("select path from duckdb_databases() where database_name = current_database()").fetchone()[0]
+
+
+def test_the_vllm_generator_refuses_a_vlm_in_one_line(pool):
+    from capsel.errors import CapselError
+    from capsel.scoring.vllm_generation import VLLMGenerator
+
+    with pytest.raises(CapselError, match=r"vllm does not take images yet.*\[\[generator\]\] hf"):
+        VLLMGenerator(pool[2], CONFIG)
