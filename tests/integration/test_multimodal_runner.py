@@ -142,5 +142,5 @@ def test_the_vllm_generator_refuses_a_vlm_in_one_line(pool):
     from capsel.errors import CapselError
     from capsel.scoring.vllm_generation import VLLMGenerator
 
-    with pytest.raises(CapselError, match=r"vllm does not take images yet.*\[\[generator\]\] hf"):
+    with pytest.raises(CapselError, match="does not take images yet"):
         VLLMGenerator(pool[2], CONFIG)
