@@ -41,8 +41,12 @@ def naive_greedy(model, prompt: list[int], horizon: int, eos_ids: set[int]) -> l
     return generated
 
 
-def naive_block_outputs(model, blocks, ids: list[int]) -> tuple[list[np.ndarray], np.ndarray]:
-    """Every block's output at every position ([T, H] per layer, float64) and the logits [T, V]."""
+def naive_block_outputs(model, blocks, ids: list[int], forward_inputs: dict | None = None
+                        ) -> tuple[list[np.ndarray], np.ndarray]:
+    """Every block's output at every position ([T, H] per layer, float64) and the logits [T, V].
+
+    `forward_inputs` replaces the plain `input_ids` (a VLM's full sequence with its pixel tensors).
+    """
     captured: dict[int, np.ndarray] = {}
 
     def hook(index):
@@ -54,7 +58,8 @@ def naive_block_outputs(model, blocks, ids: list[int]) -> tuple[list[np.ndarray]
     handles = [block.register_forward_hook(hook(i)) for i, block in enumerate(blocks)]
     try:
         with torch.no_grad():
-            logits = model(torch.tensor([ids])).logits[0].double().numpy()
+            inputs = forward_inputs if forward_inputs is not None else {"input_ids": torch.tensor([ids])}
+            logits = model(**inputs).logits[0].double().numpy()
     finally:
         for handle in handles:
             handle.remove()

@@ -13,6 +13,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from tests.reference.naive_cap import naive_block_outputs
+
 
 def naive_prompt(processor, candidate: dict, markers: set[int], prompt_tokens: int):
     """(full prompt length, kept prompt ids, the processor's other tensors, images dropped)."""
@@ -70,26 +72,6 @@ def naive_greedy(model, prompt: list[int], tensors: dict, horizon: int, eos_ids:
     return generated
 
 
-def naive_block_outputs(model, blocks, ids: list[int], tensors: dict):
-    """Every text-decoder block's output at every position (float64) and the logits, one full forward."""
-    captured: dict[int, np.ndarray] = {}
-
-    def hook(index):
-        def keep(_module, _inputs, output):
-            tensor = output if isinstance(output, torch.Tensor) else output[0]
-            captured[index] = tensor[0].detach().double().numpy()
-        return keep
-
-    handles = [block.register_forward_hook(hook(i)) for i, block in enumerate(blocks)]
-    try:
-        with torch.no_grad():
-            logits = model(**_inputs(ids, tensors)).logits[0].double().numpy()
-    finally:
-        for handle in handles:
-            handle.remove()
-    return [captured[i] for i in range(len(blocks))], logits
-
-
 def naive_multimodal_cap(
     model, blocks, processor, candidate: dict, eos_ids: set[int], markers: set[int], prompt_tokens: int = 256,
     horizon: int = 48, early: float = 0.33, late: float = 0.66, min_response: int = 6,
@@ -109,8 +91,8 @@ def naive_multimodal_cap(
     if not y_hat:
         return {**result, "excluded_reason": "empty_generation"}
     n = min(len(y), len(y_hat))
-    real, logits = naive_block_outputs(model, blocks, x + y, tensors)
-    gen, _ = naive_block_outputs(model, blocks, x + y_hat, tensors)
+    real, logits = naive_block_outputs(model, blocks, x + y, _inputs(x + y, tensors))
+    gen, _ = naive_block_outputs(model, blocks, x + y_hat, _inputs(x + y_hat, tensors))
     start = len(x)
     profile = []
     for layer in range(len(blocks)):
