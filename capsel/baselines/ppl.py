@@ -8,7 +8,7 @@ is the very number: it is reused and the model does not run.
 from __future__ import annotations
 
 import math
-from typing import ClassVar, Sequence
+from typing import Any, ClassVar, Mapping, Sequence
 
 import torch
 from pydantic import ConfigDict, Field
@@ -21,7 +21,8 @@ from capsel.scoring.batching import right_padded
 from capsel.scoring.config import ScoringConfig
 from capsel.scoring.divergence import token_nll
 from capsel.scoring.forward import extend, pad_id, prefill
-from capsel.scoring.inputs import SHORT_PROMPT, SHORT_RESPONSE, CandidateText, build_inputs
+from capsel.scoring.inputs import SHORT_PROMPT, SHORT_RESPONSE, CandidateText, ScoringInput, build_inputs
+from capsel.scoring.multimodal_inputs import build_multimodal_inputs
 
 
 class PplConfig(LmConfig):
@@ -65,27 +66,35 @@ class PplScorer(LmScorer):
     def reuse(self, row: dict) -> BaselineResult | None:
         """CAP's PPL, or its short-prompt/short-response exclusion; an empty y-hat leaves PPL to compute.
 
-        CAP measures an image row conditioned on its images, so its PPL is taken for one too; an image row
-        CAP has not measured is excluded (needs_multimodal_scorer): this scorer's model reads text alone.
+        CAP measures an image row conditioned on its images, so its PPL is taken for one too. Otherwise a
+        vision-language model computes it from the pictures and the prompt; a text model cannot, and excludes
+        the row (needs_multimodal_scorer).
         """
-        if not row.get("has_cap"):
-            return super().reuse(row)
-        if row["cap_ppl"] is not None:
-            return BaselineResult(row["candidate_id"], score=float(row["cap_ppl"]))
-        if row["cap_excluded_reason"] in (SHORT_PROMPT, SHORT_RESPONSE):
-            return BaselineResult(row["candidate_id"], excluded_reason=row["cap_excluded_reason"])
-        return super().reuse(row)
+        if row.get("has_cap"):
+            if row["cap_ppl"] is not None:
+                return BaselineResult(row["candidate_id"], score=float(row["cap_ppl"]))
+            if row["cap_excluded_reason"] in (SHORT_PROMPT, SHORT_RESPONSE):
+                return BaselineResult(row["candidate_id"], excluded_reason=row["cap_excluded_reason"])
+        return None if self.info.is_multimodal else super().reuse(row)
 
     def score(self, candidates: Sequence[CandidateText]) -> list[BaselineResult]:
-        """PPL per candidate, or the exclusion CAP would give it."""
-        inputs = build_inputs(candidates, self.info.tokenizer, self.config.token_limits())
+        """PPL per candidate, or the exclusion CAP would give it (a VLM's prompts carry their pictures)."""
+        limits = self.config.token_limits()
+        if self.info.is_multimodal:
+            inputs: list[ScoringInput] = list(build_multimodal_inputs(candidates, self.info.processor, limits))
+        else:
+            inputs = build_inputs(candidates, self.info.tokenizer, limits)
         eligible = [item for item in inputs if not item.excluded_reason]
         values = {}
         if eligible:
             with torch.inference_mode():
-                ppls = response_perplexity(
-                    self.loaded, [item.prompt_ids for item in eligible], [item.response_ids for item in eligible]
-                )
+                if self.info.is_multimodal:
+                    # one prompt at a time: its pixels go with it and the model derives its own positions
+                    ppls = [response_perplexity(self.loaded, [item.prompt_ids], [item.response_ids],
+                                                getattr(item, "vision", None))[0] for item in eligible]
+                else:
+                    ppls = response_perplexity(self.loaded, [item.prompt_ids for item in eligible],
+                                               [item.response_ids for item in eligible])
             values = {item.candidate_id: ppl for item, ppl in zip(eligible, ppls)}
         return [
             BaselineResult(item.candidate_id, excluded_reason=item.excluded_reason)
@@ -95,10 +104,13 @@ class PplScorer(LmScorer):
 
 
 def response_perplexity(
-    loaded: LoadedModel, prompts: Sequence[Sequence[int]], responses: Sequence[Sequence[int]]
+    loaded: LoadedModel, prompts: Sequence[Sequence[int]], responses: Sequence[Sequence[int]],
+    vision: Mapping[str, Any] | None = None,
 ) -> list[float]:
-    """exp(mean -log p(y_t | x, y_<t)) per row: the prompt's last logits predict y_1, y's own logits the rest."""
-    state = prefill(loaded, prompts)
+    """exp(mean -log p(y_t | x, y_<t)) per row: the prompt's last logits predict y_1, y's own logits the rest.
+
+    `vision`: a VLM's processor tensors for its one prompt."""
+    state = prefill(loaded, prompts, vision)
     ids, mask = right_padded(responses, pad_id(loaded), loaded.input_device)
     logits = extend(loaded, state, ids, mask)
     predictors = torch.cat([state.last_logits[:, None], logits[:, :-1]], dim=1)

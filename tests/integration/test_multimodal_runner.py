@@ -12,6 +12,7 @@ import pytest
 import torch
 from PIL import Image
 
+from capsel.baselines.ppl import PplConfig, PplScorer
 from capsel.db import open_db
 from capsel.images.store import ImageStore, image_store_dir
 from capsel.models.loading import describe_model, load_model
@@ -103,18 +104,8 @@ def test_runner_scores_image_candidates_as_the_engine_does(pool):
 def test_two_phase_generation_then_scoring_gives_the_fused_results(pool, tmp_path):
     """`capsel generate` then `capsel score` on a VLM: y-hat decoded with its pictures, scored from storage."""
     _, texts, info = pool
-    db = tmp_path / "two_phase.duckdb"
-    con = open_db(str(db))
     source = pool[0]
-    # the same candidates and image store contents, in a second database beside its own store
-    store = ImageStore(image_store_dir(db))
-    for (sha, fmt, width, height, n_bytes) in source.execute("select * from images").fetchall():
-        stored = store.put(ImageStore(image_store_dir(_db_file(source))).path(sha, fmt).read_bytes())
-        assert stored.sha256 == sha
-        con.execute("insert into images values (?, ?, ?, ?, ?)", [sha, fmt, width, height, n_bytes])
-    con.register("source_candidates", source.execute("select * from candidates").df())
-    con.execute("insert into candidates select * from source_candidates")
-    con.unregister("source_candidates")
+    con = _copy_of(source, tmp_path / "two_phase.duckdb")
 
     loaded = load_model(info)
     config = CONFIG.resolved(info.tokenizer)
@@ -132,6 +123,36 @@ def test_two_phase_generation_then_scoring_gives_the_fused_results(pool, tmp_pat
         assert (reason, dropped) == (expected[4], expected[5])
         if reason is None:
             assert layers == pytest.approx(expected[0], abs=1e-6) and ppl == pytest.approx(expected[3], rel=1e-6)
+
+
+def test_ppl_on_a_vlm_is_conditioned_on_the_pictures(pool, tmp_path):
+    """The PPL baseline with no CAP run to reuse: the VLM computes it from the pictures and the prompt."""
+    con, texts, info = pool
+    fresh = _copy_of(con, tmp_path / "ppl.duckdb")
+    limits = PplConfig(prompt_tokens=CONFIG.prompt_tokens, horizon=CONFIG.horizon, prompt_format="chat")
+    run_scorer(fresh, PplScorer(limits, info, 2))
+
+    found = dict(fresh.execute("select candidate_id, coalesce(cast(score as varchar), excluded_reason) "
+                               "from method_scores where method = 'ppl'").fetchall())
+    engine = ScoringEngine(load_model(info), limits.token_limits(), 1)
+    expected = {s.candidate_id: s.divergence.ppl for s in engine.generate_and_score(engine.prepare(texts))}
+    assert sorted(found) == sorted(expected)
+    for candidate_id, ppl in expected.items():
+        assert float(found[candidate_id]) == pytest.approx(ppl, rel=1e-5), candidate_id
+
+
+def _copy_of(source, db):
+    """A second database with the source's candidates and images (in its own store beside it)."""
+    con = open_db(str(db))
+    store = ImageStore(image_store_dir(db))
+    for (sha, fmt, width, height, n_bytes) in source.execute("select * from images").fetchall():
+        stored = store.put(ImageStore(image_store_dir(_db_file(source))).path(sha, fmt).read_bytes())
+        assert stored.sha256 == sha
+        con.execute("insert into images values (?, ?, ?, ?, ?)", [sha, fmt, width, height, n_bytes])
+    con.register("source_candidates", source.execute("select * from candidates").df())
+    con.execute("insert into candidates select * from source_candidates")
+    con.unregister("source_candidates")
+    return con
 
 
 def _db_file(con) -> str:
