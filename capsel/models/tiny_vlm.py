@@ -8,6 +8,7 @@ chat template that puts images where the user turn's content parts put them.
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
 import torch
@@ -32,6 +33,7 @@ def build_tiny_vlm(folder: str | Path, kind: str = "llava", seed: int = 0) -> Pa
 
     A qwen2_vl folder names Qwen2VLProcessor, which AutoProcessor builds only where torchvision is installed
     (transformers makes Qwen2-VL's video processor with it); `image_only_qwen2_vl_processor` loads it without.
+    Built where torchvision is installed, the folder holds the video processor too.
     """
     if kind not in KINDS:
         raise ValueError(f"unknown tiny VLM kind {kind!r}; use one of {', '.join(KINDS)}")
@@ -127,10 +129,16 @@ def _qwen2_vl(seed: int):
     image_processor = Qwen2VLImageProcessorPil(
         min_pixels=56 * 56, max_pixels=56 * 56, patch_size=14, merge_size=2, temporal_patch_size=2,
     )
-    processor = _image_only_class()(
-        image_processor=image_processor, tokenizer=tokenizer,
-        chat_template=_TEMPLATE.replace("IMAGE_TEXT", "<|vision_start|><|image_pad|><|vision_end|>"),
-    )
+    template = _TEMPLATE.replace("IMAGE_TEXT", "<|vision_start|><|image_pad|><|vision_end|>")
+    if importlib.util.find_spec("torchvision") is None:
+        processor = _image_only_class()(image_processor=image_processor, tokenizer=tokenizer, chat_template=template)
+    else:
+        # with torchvision, AutoProcessor loads Qwen2-VL's video processor too, so the folder must hold one
+        from transformers import Qwen2VLProcessor, Qwen2VLVideoProcessor
+
+        video = Qwen2VLVideoProcessor(patch_size=14, merge_size=2, temporal_patch_size=2)
+        processor = Qwen2VLProcessor(image_processor=image_processor, tokenizer=tokenizer, video_processor=video,
+                                     chat_template=template)
     return _seeded(config, seed, tokenizer, tokens), processor
 
 

@@ -67,18 +67,18 @@ def _candidates(images: list[str]) -> list[dict]:
     ]
 
 
-def _describe(folder, kind: str) -> ModelInfo:
+def _describe(folder, kind: str, device: str = "cpu") -> ModelInfo:
     """describe_model; for Qwen2-VL without torchvision, the same description with its image-only processor.
 
     transformers builds Qwen2-VL's processor only with torchvision (for its video processor), which this
     environment lacks; the stand-in is Qwen2VLProcessor itself with the video part left out.
     """
     if kind != "qwen2_vl" or HAS_TORCHVISION:
-        return describe_model(str(folder), dtype="float32", device="cpu")
+        return describe_model(str(folder), dtype="float32", device=device)
     processor = image_only_qwen2_vl_processor(folder)
     config = AutoConfig.from_pretrained(folder)
     return ModelInfo(
-        source=resolve_model(str(folder), None, False), dtype="float32", device="cpu",
+        source=resolve_model(str(folder), None, False), dtype="float32", device=device,
         tokenizer=processor.tokenizer, eos_token_ids=eos_token_ids(processor.tokenizer, GenerationConfig.from_pretrained(folder).eos_token_id),
         architecture=config.architectures[0], n_layers=config.text_config.num_hidden_layers, processor=processor,
     )
@@ -150,6 +150,29 @@ def test_multimodal_engine_matches_naive_reference(kind, tmp_path):
         assert both.generation.images_dropped == expected["images_dropped"]
         for result in (both.divergence, divergence, again):
             _assert_matches(result, expected)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("kind", KINDS)
+def test_multimodal_engine_on_cuda_matches_cpu(kind, tmp_path):
+    """The VLM path on a GPU (pixels, cache and hooks on the device) gives the CPU's y-hat and divergences."""
+    folder = build_tiny_vlm(tmp_path / kind, kind, seed=SEEDS.get(kind, 0))
+    candidates = [CandidateText(**candidate) for candidate in _candidates(_images(tmp_path))]
+    config = ScoringConfig(horizon=HORIZON, prompt_tokens=PROMPT_TOKENS)
+    # cuDNN may run the patch-embedding convolution in TF32 otherwise, which is not a float32 comparison
+    torch.backends.cudnn.allow_tf32 = False
+    results = {}
+    for device in ("cpu", "cuda"):
+        engine = ScoringEngine(load_model(_describe(folder, kind, device)), config, batch_size=4)
+        results[device] = engine.generate_and_score(engine.prepare(candidates))
+    for cpu, cuda in zip(results["cpu"], results["cuda"]):
+        assert cuda.generation.generated_ids == cpu.generation.generated_ids, cpu.candidate_id
+        assert cuda.divergence.excluded_reason == cpu.divergence.excluded_reason
+        assert cuda.divergence.images_dropped == cpu.divergence.images_dropped
+        if cpu.divergence.layer_divergence is not None:
+            assert cuda.divergence.layer_divergence == pytest.approx(cpu.divergence.layer_divergence, abs=TOLERANCE)
+            assert cuda.divergence.ppl == pytest.approx(cpu.divergence.ppl, rel=TOLERANCE)
 
 
 def _declare_eos(loaded, config: ScoringConfig, candidates: list[dict]) -> None:
