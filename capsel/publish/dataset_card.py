@@ -26,7 +26,8 @@ def dataset_card(manifest: dict) -> str:
         license=manifest["license"],
         language=["en"],
         size_categories=[size_category(manifest["n_members"])],
-        task_categories=["text-generation"],
+        # a selection with pictures trains a model that reads them: the Hub's task for that
+        task_categories=["text-generation", *(["image-text-to-text"] if manifest.get("images") else [])],
         tags=["capsel", "sft", "data-selection", manifest["method"]],
         source_datasets=[source_label(source) for source in manifest["sources"]],
         configs=CONFIGS,

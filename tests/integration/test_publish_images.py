@@ -69,6 +69,7 @@ def test_members_with_images_publish_in_llamafactory_format(store):
     card = (root / "README.md").read_text()
     assert f"- `images/`: the 4 images the rows use ({total} bytes)" in card
     assert "exactly `instruction`, `input`, `output`, `images`" in card
+    assert "- image-text-to-text" in card.split("---")[1], "the Hub task of a selection with pictures"
 
     validation = orjson.loads((root / "gate" / "validation.json").read_bytes())
     checks = validation["tables"]["images"]["results"] + validation["tables"]["image_rows"]["results"]
@@ -88,6 +89,7 @@ def test_text_only_selection_has_no_images_anywhere(tmp_path):
     assert "images" not in manifest and "images" not in orjson.loads((root / "gate" / "validation.json").read_bytes())[
         "tables"]
     assert "images" not in (root / "dataset_info.json").read_text()
+    assert "image-text-to-text" not in (root / "README.md").read_text()
     con.close()
 
 
