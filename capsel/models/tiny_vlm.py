@@ -15,7 +15,10 @@ import torch
 
 DEMO_TOKENIZER = Path(__file__).parent / "demo" / "tokenizer.json"
 BOS, EOS, PAD = "<s>", "</s>", "<pad>"
-KINDS = ("llava", "qwen2_vl", "gemma3")
+KINDS = ("llava", "qwen2_vl", "gemma3", "molmo2")
+# Molmo2's image span: the patch, column, start and end markers its processor writes for each crop
+MOLMO2_IMAGE_TOKENS = ["<im_patch>", "<im_col>", "<im_start>", "<low_res_im_start>", "<frame_start>", "<im_end>",
+                       "<frame_end>", "<im_low>"]
 
 # One user turn of content parts and an assistant opener; `image_text` is what an image part renders to.
 _TEMPLATE = (
@@ -39,7 +42,7 @@ def build_tiny_vlm(folder: str | Path, kind: str = "llava", seed: int = 0) -> Pa
         raise ValueError(f"unknown tiny VLM kind {kind!r}; use one of {', '.join(KINDS)}")
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    builder = {"llava": _llava, "qwen2_vl": _qwen2_vl, "gemma3": _gemma3}[kind]
+    builder = {"llava": _llava, "qwen2_vl": _qwen2_vl, "gemma3": _gemma3, "molmo2": _molmo2}[kind]
     model, processor = builder(seed)
     model.save_pretrained(folder)
     processor.save_pretrained(folder)
@@ -184,5 +187,40 @@ def _gemma3(seed: int):
     processor = Gemma3Processor(
         image_processor=image_processor, tokenizer=tokenizer, image_seq_length=4,
         chat_template=_TEMPLATE.replace("IMAGE_TEXT", "<start_of_image>"),
+    )
+    return _seeded(config, seed, tokenizer, tokens), processor
+
+
+def _molmo2(seed: int):
+    """Molmo2 (the paper's VLM): a 28 px crop of 2 x 2 patches pooled 2 x 2, a low-resolution view and one crop.
+
+    transformers builds Molmo2's image and video processors only with torchvision.
+    """
+    if importlib.util.find_spec("torchvision") is None:
+        raise RuntimeError("a tiny Molmo2 needs torchvision: transformers builds Molmo2's processors with it")
+    from transformers import Molmo2Config, Molmo2ImageProcessor, Molmo2Processor, Molmo2VideoProcessor
+
+    named = {"image_token": "<|image|>", "video_token": "<|video|>"}
+    tokens = [*named.values(), *MOLMO2_IMAGE_TOKENS]
+    tokenizer = _tokenizer(tokens, named)
+    ids = dict(zip(tokens, tokenizer.convert_tokens_to_ids(tokens)))
+    text = _text_config(tokenizer)
+    text.update(head_dim=8, additional_vocab_size=0, rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
+    config = Molmo2Config(
+        text_config=text,
+        vision_config=dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+                           num_key_value_heads=4, head_dim=8, image_size=[28, 28], patch_size=14,
+                           num_position_embeddings=4),
+        adapter_config=dict(vision_feature_layer=[-1], hidden_size=32, num_attention_heads=4, num_key_value_heads=4,
+                            head_dim=8, intermediate_size=64, text_hidden_size=text["hidden_size"]),
+        image_start_token_id=ids["<im_start>"], low_res_image_start_token_id=ids["<low_res_im_start>"],
+        image_end_token_id=ids["<im_end>"], image_patch_id=ids["<im_patch>"], frame_start_token_id=ids["<frame_start>"],
+        frame_end_token_id=ids["<frame_end>"],
+    )
+    image_processor = Molmo2ImageProcessor(size={"height": 28, "width": 28}, max_crops=1, overlap_margins=[0, 0],
+                                           patch_size=14, pooling_size=[2, 2])
+    processor = Molmo2Processor(
+        image_processor=image_processor, video_processor=Molmo2VideoProcessor(), tokenizer=tokenizer,
+        chat_template=_TEMPLATE.replace("IMAGE_TEXT", "<|image|>"),
     )
     return _seeded(config, seed, tokenizer, tokens), processor

@@ -77,6 +77,8 @@ def image_marker_ids(processor) -> frozenset[int]:
     tokens = [getattr(owner, name, None) for owner in (processor, tokenizer) for name in _MARKER_ATTRIBUTES]
     tokens += [token for token in _MARKER_TOKENS if token in tokenizer.get_vocab()]
     ids = {tokenizer.convert_tokens_to_ids(token) for token in tokens if isinstance(token, str)}
+    # Molmo2's processor lists its span's ids (patches, columns, crop starts and ends) itself
+    ids.update(getattr(processor, "image_token_ids", None) or [])
     return frozenset(i for i in ids if i is not None and i != tokenizer.unk_token_id)
 
 
