@@ -21,7 +21,7 @@ MOLMO2_IMAGE_TOKENS = ["<im_patch>", "<im_col>", "<im_start>", "<low_res_im_star
                        "<frame_end>", "<im_low>"]
 
 # One user turn of content parts and an assistant opener; `image_text` is what an image part renders to.
-_TEMPLATE = (
+CHAT_TEMPLATE = (
     "{{ bos_token }}{% for message in messages %}<|{{ message['role'] }}|>"
     "{% if message['content'] is string %}{{ message['content'] }}"
     "{% else %}{% for part in message['content'] %}"
@@ -50,7 +50,7 @@ def build_tiny_vlm(folder: str | Path, kind: str = "llava", seed: int = 0) -> Pa
     return folder
 
 
-def _tokenizer(image_tokens: list[str], named: dict[str, str] | None = None):
+def vlm_tokenizer(image_tokens: list[str], named: dict[str, str] | None = None):
     """The demo model's tokenizer with the turn markers and the family's image tokens as special tokens."""
     from transformers import PreTrainedTokenizerFast
 
@@ -93,7 +93,7 @@ def _llava(seed: int):
     from transformers import CLIPVisionConfig, LlamaConfig, LlavaConfig, LlavaProcessor
     from transformers.models.llava.image_processing_pil_llava import LlavaImageProcessorPil
 
-    tokenizer = _tokenizer(["<image>"])
+    tokenizer = vlm_tokenizer(["<image>"])
     vision = CLIPVisionConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
                               image_size=28, patch_size=14, projection_dim=32)
     config = LlavaConfig(
@@ -106,7 +106,7 @@ def _llava(seed: int):
     )
     processor = LlavaProcessor(
         image_processor=image_processor, tokenizer=tokenizer, patch_size=14, vision_feature_select_strategy="default",
-        num_additional_image_tokens=1, chat_template=_TEMPLATE.replace("IMAGE_TEXT", "<image>"),
+        num_additional_image_tokens=1, chat_template=CHAT_TEMPLATE.replace("IMAGE_TEXT", "<image>"),
     )
     return _seeded(config, seed, tokenizer, ["<image>"]), processor
 
@@ -117,7 +117,7 @@ def _qwen2_vl(seed: int):
     from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
 
     tokens = ["<|vision_start|>", "<|vision_end|>", "<|image_pad|>", "<|video_pad|>"]
-    tokenizer = _tokenizer(tokens)
+    tokenizer = vlm_tokenizer(tokens)
     ids = dict(zip(tokens, tokenizer.convert_tokens_to_ids(tokens)))
     text = _text_config(tokenizer)
     # head_dim 8 split as 2 + 1 + 1 rotary frequencies over (time, height, width)
@@ -132,7 +132,7 @@ def _qwen2_vl(seed: int):
     image_processor = Qwen2VLImageProcessorPil(
         min_pixels=56 * 56, max_pixels=56 * 56, patch_size=14, merge_size=2, temporal_patch_size=2,
     )
-    template = _TEMPLATE.replace("IMAGE_TEXT", "<|vision_start|><|image_pad|><|vision_end|>")
+    template = CHAT_TEMPLATE.replace("IMAGE_TEXT", "<|vision_start|><|image_pad|><|vision_end|>")
     if importlib.util.find_spec("torchvision") is None:
         processor = _image_only_class()(image_processor=image_processor, tokenizer=tokenizer, chat_template=template)
     else:
@@ -172,7 +172,7 @@ def _gemma3(seed: int):
 
     named = {"boi_token": "<start_of_image>", "eoi_token": "<end_of_image>", "image_token": "<image_soft_token>"}
     tokens = list(named.values())
-    tokenizer = _tokenizer(tokens, named)
+    tokenizer = vlm_tokenizer(tokens, named)
     ids = dict(zip(tokens, tokenizer.convert_tokens_to_ids(tokens)))
     text = _text_config(tokenizer)
     text.update(head_dim=8, sliding_window=16, query_pre_attn_scalar=8, initializer_range=0.3)
@@ -186,7 +186,7 @@ def _gemma3(seed: int):
     image_processor = Gemma3ImageProcessorPil(size={"height": 56, "width": 56}, do_pan_and_scan=False)
     processor = Gemma3Processor(
         image_processor=image_processor, tokenizer=tokenizer, image_seq_length=4,
-        chat_template=_TEMPLATE.replace("IMAGE_TEXT", "<start_of_image>"),
+        chat_template=CHAT_TEMPLATE.replace("IMAGE_TEXT", "<start_of_image>"),
     )
     return _seeded(config, seed, tokenizer, tokens), processor
 
@@ -202,7 +202,7 @@ def _molmo2(seed: int):
 
     named = {"image_token": "<|image|>", "video_token": "<|video|>"}
     tokens = [*named.values(), *MOLMO2_IMAGE_TOKENS]
-    tokenizer = _tokenizer(tokens, named)
+    tokenizer = vlm_tokenizer(tokens, named)
     ids = dict(zip(tokens, tokenizer.convert_tokens_to_ids(tokens)))
     text = _text_config(tokenizer)
     text.update(head_dim=8, additional_vocab_size=0, rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
@@ -221,6 +221,6 @@ def _molmo2(seed: int):
                                            patch_size=14, pooling_size=[2, 2])
     processor = Molmo2Processor(
         image_processor=image_processor, video_processor=Molmo2VideoProcessor(), tokenizer=tokenizer,
-        chat_template=_TEMPLATE.replace("IMAGE_TEXT", "<|image|>"),
+        chat_template=CHAT_TEMPLATE.replace("IMAGE_TEXT", "<|image|>"),
     )
     return _seeded(config, seed, tokenizer, tokens), processor

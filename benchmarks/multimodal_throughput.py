@@ -1,0 +1,152 @@
+"""CAP throughput on a vision-language model: one picture per candidate, generate + score, on one device.
+
+On a GPU: a Llava-1.5-7B-shaped VLM with random weights (CLIP ViT-L/14 at 336 px, 576 image tokens per picture,
+a Llama-2-7B text decoder), initialised directly on the device, nothing downloaded:
+
+    python benchmarks/multimodal_throughput.py --n-candidates 64
+
+On CPU, in seconds (the tiny Llava of capsel.models.tiny_vlm):
+
+    python benchmarks/multimodal_throughput.py --tiny --n-candidates 16
+
+The engine runs a VLM one candidate per batch (unpadded rows: the model derives its own positions), so the
+figure to watch is how much of the device that leaves idle. Prints one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import orjson
+import torch
+from PIL import Image
+
+sys.path.append(str(Path(__file__).resolve().parents[1]))
+
+from capsel.models.loading import ModelInfo, describe_model, load_model, wrap_model  # noqa: E402
+from capsel.models.source import ModelSource  # noqa: E402
+from capsel.models.tiny_vlm import CHAT_TEMPLATE, build_tiny_vlm, vlm_tokenizer  # noqa: E402
+from capsel.scoring.config import ScoringConfig  # noqa: E402
+from capsel.scoring.engine import ScoringEngine  # noqa: E402
+from capsel.scoring.inputs import CandidateText  # noqa: E402
+
+WORDS = "the of and to in is was for on that with as by at from this be are an it or which their".split()
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tiny", action="store_true", help="the tiny random Llava on CPU (seconds)")
+    parser.add_argument("--n-candidates", type=int, default=32)
+    parser.add_argument("--device", default=None, help="default: cuda, or cpu with --tiny")
+    parser.add_argument("--dtype", default=None, help="default: bfloat16 on cuda, float32 on cpu")
+    return parser.parse_args()
+
+
+def llava_7b_info(folder: Path, dtype: str, device: str) -> ModelInfo:
+    """Config and processor of a Llava-1.5-7B-shaped VLM in `folder`, described as describe_model would."""
+    from transformers import CLIPVisionConfig, LlamaConfig, LlavaConfig, LlavaProcessor
+    from transformers.models.llava.image_processing_pil_llava import LlavaImageProcessorPil
+
+    tokenizer = vlm_tokenizer(["<image>"])
+    config = LlavaConfig(
+        vision_config=CLIPVisionConfig(hidden_size=1024, intermediate_size=4096, num_hidden_layers=24,
+                                       num_attention_heads=16, image_size=336, patch_size=14, projection_dim=768),
+        text_config=LlamaConfig(vocab_size=len(tokenizer), hidden_size=4096, intermediate_size=11008,
+                                num_hidden_layers=32, num_attention_heads=32, num_key_value_heads=32,
+                                max_position_embeddings=4096, bos_token_id=tokenizer.bos_token_id,
+                                eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id),
+        image_token_index=tokenizer.convert_tokens_to_ids("<image>"), vision_feature_layer=-2,
+        vision_feature_select_strategy="default",
+    )
+    config.architectures = ["LlavaForConditionalGeneration"]
+    processor = LlavaProcessor(
+        image_processor=LlavaImageProcessorPil(size={"shortest_edge": 336}, crop_size={"height": 336, "width": 336}),
+        tokenizer=tokenizer, patch_size=14, vision_feature_select_strategy="default", num_additional_image_tokens=1,
+        chat_template=CHAT_TEMPLATE.replace("IMAGE_TEXT", "<image>"),
+    )
+    config.save_pretrained(folder)
+    return ModelInfo(
+        source=ModelSource("random-llava-1.5-7b", folder, None, {}, uses_safetensors=True), dtype=dtype,
+        device=device, tokenizer=tokenizer, eos_token_ids=frozenset({tokenizer.eos_token_id}),
+        architecture="LlavaForConditionalGeneration", n_layers=32, processor=processor,
+    )
+
+
+def candidates(folder: Path, n: int, size: int) -> list[CandidateText]:
+    """n candidates, each a noise picture, a question of 40-120 words and a reference of 30-60 words."""
+    rng, noise = random.Random(0), np.random.default_rng(0)
+    rows = []
+    for index in range(n):
+        path = folder / f"picture-{index}.png"
+        Image.fromarray(noise.integers(0, 256, (size, size, 3), dtype=np.uint8)).save(path)
+        question = " ".join(rng.choice(WORDS) for _ in range(rng.randint(40, 120)))
+        answer = " ".join(rng.choice(WORDS) for _ in range(rng.randint(30, 60)))
+        rows.append(CandidateText(f"c{index:05d}", f"<image>\n{question}?", "", answer, (str(path),)))
+    return rows
+
+
+def main() -> None:
+    args = parse_args()
+    device = args.device or ("cpu" if args.tiny else "cuda")
+    dtype = args.dtype or ("float32" if device == "cpu" else "bfloat16")
+    with tempfile.TemporaryDirectory() as root:
+        folder = Path(root)
+        started = time.perf_counter()
+        if args.tiny:
+            info = describe_model(str(build_tiny_vlm(folder / "vlm", "llava")), dtype=dtype, device=device)
+            loaded, picture = load_model(info), 28
+        else:
+            info = llava_7b_info(folder, dtype, device)
+            from transformers import AutoModelForImageTextToText
+
+            torch.manual_seed(0)
+            with torch.device(device):
+                model = AutoModelForImageTextToText.from_config(_config(folder),
+                                                                dtype=getattr(torch, dtype))
+            loaded, picture = wrap_model(info, model), 336
+        startup = time.perf_counter() - started
+        engine = ScoringEngine(loaded, ScoringConfig(prompt_tokens=256, horizon=48, prompt_format="chat"), 1)
+        texts = candidates(folder, args.n_candidates, picture)
+        started = time.perf_counter()
+        inputs = engine.prepare(texts)
+        prepare_s = time.perf_counter() - started
+        if device == "cuda":
+            torch.cuda.reset_peak_memory_stats()
+        started = time.perf_counter()
+        scored = engine.generate_and_score(inputs)
+        if device == "cuda":
+            torch.cuda.synchronize()
+        model_s = time.perf_counter() - started
+    done = [s for s in scored if s.excluded_reason is None]
+    report = {
+        "model": "tiny llava" if args.tiny else "random Llava-1.5-7B shape", "device": _device_name(device),
+        "dtype": dtype, "n_candidates": len(texts), "n_scored": len(done),
+        "excluded": sorted({s.excluded_reason for s in scored if s.excluded_reason}),
+        "prompt_ids_mean": round(sum(len(i.prompt_ids) for i in inputs) / len(inputs), 1),
+        "generated_ids_mean": round(sum(len(s.generation.generated_ids or []) for s in scored) / len(scored), 1),
+        "startup_s": round(startup, 2), "prepare_s": round(prepare_s, 2), "model_s": round(model_s, 2),
+        "candidates_per_s": round(len(texts) / (prepare_s + model_s), 3),
+        "peak_gpu_memory_bytes": torch.cuda.max_memory_allocated() if device == "cuda" else None,
+        "command": "python " + " ".join(sys.argv),
+    }
+    print(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode())
+
+
+def _config(folder: Path):
+    from transformers import AutoConfig
+
+    return AutoConfig.from_pretrained(folder)
+
+
+def _device_name(device: str) -> str:
+    return torch.cuda.get_device_name(0) if device == "cuda" else "cpu"
+
+
+if __name__ == "__main__":
+    main()
