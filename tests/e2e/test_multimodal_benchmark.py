@@ -1,0 +1,28 @@
+"""benchmarks/multimodal_throughput.py --tiny runs end to end on CPU, so the GPU script cannot rot."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+
+pytestmark = pytest.mark.e2e
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_tiny_run_scores_every_candidate_and_reports(tmp_path):
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "multimodal_throughput.py"), "--tiny", "--n-candidates", "3"],
+        cwd=tmp_path, env={**os.environ, "OMP_NUM_THREADS": "1"}, capture_output=True, text=True, timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = orjson.loads(done.stdout)
+    assert report["n_candidates"] == report["n_scored"] == 3 and report["excluded"] == []
+    # one 28 px picture is 4 image tokens in the tiny Llava, on top of the question's text ids
+    assert report["prompt_ids_mean"] > 40 and 0 < report["generated_ids_mean"] <= 48
+    assert report["candidates_per_s"] == pytest.approx(3 / (report["prepare_s"] + report["model_s"]), rel=0.05)
