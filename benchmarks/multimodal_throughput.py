@@ -48,8 +48,8 @@ def parse_args() -> argparse.Namespace:
     return parser.parse_args()
 
 
-def llava_7b_info(folder: Path, dtype: str, device: str) -> ModelInfo:
-    """Config and processor of a Llava-1.5-7B-shaped VLM in `folder`, described as describe_model would."""
+def llava_7b_info(folder: Path, dtype: str, device: str):
+    """Config of a Llava-1.5-7B-shaped VLM (saved in `folder`) and its description, as describe_model gives it."""
     from transformers import CLIPVisionConfig, LlamaConfig, LlavaConfig, LlavaProcessor
     from transformers.models.llava.image_processing_pil_llava import LlavaImageProcessorPil
 
@@ -71,7 +71,7 @@ def llava_7b_info(folder: Path, dtype: str, device: str) -> ModelInfo:
         chat_template=CHAT_TEMPLATE.replace("IMAGE_TEXT", "<image>"),
     )
     config.save_pretrained(folder)
-    return ModelInfo(
+    return config, ModelInfo(
         source=ModelSource("random-llava-1.5-7b", folder, None, {}, uses_safetensors=True), dtype=dtype,
         device=device, tokenizer=tokenizer, eos_token_ids=frozenset({tokenizer.eos_token_id}),
         architecture="LlavaForConditionalGeneration", n_layers=32, processor=processor,
@@ -102,13 +102,12 @@ def main() -> None:
             info = describe_model(str(build_tiny_vlm(folder / "vlm", "llava")), dtype=dtype, device=device)
             loaded, picture = load_model(info), 28
         else:
-            info = llava_7b_info(folder, dtype, device)
+            config, info = llava_7b_info(folder, dtype, device)
             from transformers import AutoModelForImageTextToText
 
             torch.manual_seed(0)
             with torch.device(device):
-                model = AutoModelForImageTextToText.from_config(_config(folder),
-                                                                dtype=getattr(torch, dtype))
+                model = AutoModelForImageTextToText.from_config(config, dtype=getattr(torch, dtype))
             loaded, picture = wrap_model(info, model), 336
         startup = time.perf_counter() - started
         engine = ScoringEngine(loaded, ScoringConfig(prompt_tokens=256, horizon=48, prompt_format="chat"), 1)
@@ -136,12 +135,6 @@ def main() -> None:
         "command": "python " + " ".join(sys.argv),
     }
     print(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode())
-
-
-def _config(folder: Path):
-    from transformers import AutoConfig
-
-    return AutoConfig.from_pretrained(folder)
 
 
 def _device_name(device: str) -> str:

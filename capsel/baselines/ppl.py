@@ -21,8 +21,8 @@ from capsel.scoring.batching import right_padded
 from capsel.scoring.config import ScoringConfig
 from capsel.scoring.divergence import token_nll
 from capsel.scoring.forward import extend, pad_id, prefill
-from capsel.scoring.inputs import SHORT_PROMPT, SHORT_RESPONSE, CandidateText, ScoringInput, build_inputs
-from capsel.scoring.multimodal_inputs import build_multimodal_inputs
+from capsel.scoring.inputs import SHORT_PROMPT, SHORT_RESPONSE, CandidateText
+from capsel.scoring.multimodal_inputs import model_inputs
 
 
 class PplConfig(LmConfig):
@@ -80,10 +80,7 @@ class PplScorer(LmScorer):
     def score(self, candidates: Sequence[CandidateText]) -> list[BaselineResult]:
         """PPL per candidate, or the exclusion CAP would give it (a VLM's prompts carry their pictures)."""
         limits = self.config.token_limits()
-        if self.info.is_multimodal:
-            inputs: list[ScoringInput] = list(build_multimodal_inputs(candidates, self.info.processor, limits))
-        else:
-            inputs = build_inputs(candidates, self.info.tokenizer, limits)
+        inputs = model_inputs(candidates, self.info, limits)
         eligible = [item for item in inputs if not item.excluded_reason]
         values = {}
         if eligible:

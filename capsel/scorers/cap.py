@@ -16,8 +16,8 @@ from capsel.scoring.batch_memory import resolve_batch_size
 from capsel.scoring.batching import length_sorted_batches
 from capsel.scoring.config import ScoringConfig
 from capsel.scoring.engine import ScoringEngine
-from capsel.scoring.inputs import CandidateText, ScoringInput, build_inputs, candidate_text
-from capsel.scoring.multimodal_inputs import build_multimodal_inputs, with_vision
+from capsel.scoring.inputs import CandidateText, ScoringInput, candidate_text
+from capsel.scoring.multimodal_inputs import build_multimodal_inputs, model_inputs, with_vision
 from capsel.scoring.results import GenerationResult, ScoredCandidate
 
 
@@ -109,9 +109,7 @@ class CapScorer(Scorer):
 
     def prepare(self, texts: Sequence[CandidateText]) -> list[ScoringInput]:
         """Tokenise and truncate candidates (no weights needed); short ones carry their exclusion."""
-        if self.info.is_multimodal:
-            return list(build_multimodal_inputs(texts, self.info.processor, self.config))
-        return build_inputs(texts, self.info.tokenizer, self.config)
+        return model_inputs(texts, self.info, self.config)
 
     def batches(self, items: Sequence[Any]) -> list[list[Any]]:
         """Stored y-hat first, then fresh candidates tokenised; exclusions together, the rest length-sorted."""

@@ -14,8 +14,8 @@ from capsel.scoring.branches import compare_stored, generate_and_compare
 from capsel.scoring.config import ScoringConfig, layer_split
 from capsel.scoring.divergence import PairMeasure, summarize
 from capsel.scoring.generation import HFGenerator, generation_results
-from capsel.scoring.inputs import EMPTY_GENERATION, CandidateText, ScoringInput, build_inputs
-from capsel.scoring.multimodal_inputs import build_multimodal_inputs, with_vision
+from capsel.scoring.inputs import EMPTY_GENERATION, CandidateText, ScoringInput
+from capsel.scoring.multimodal_inputs import model_inputs, with_vision
 from capsel.scoring.results import DivergenceResult, GenerationResult, ScoredCandidate
 
 Item = TypeVar("Item", GenerationResult, ScoringInput)
@@ -41,11 +41,7 @@ class ScoringEngine:
 
         On a VLM every candidate (with images or none) goes through the processor (MultimodalInput).
         """
-        if self.multimodal:
-            return list(build_multimodal_inputs(candidates, self.loaded.processor, self.config))
-        if any(candidate.images for candidate in candidates):
-            raise CapselError("candidates with images need a vision-language model; this one is text-only")
-        return build_inputs(candidates, self.loaded.info.tokenizer, self.config)
+        return model_inputs(candidates, self.loaded.info, self.config)
 
     def generate(self, inputs: Sequence[ScoringInput]) -> list[GenerationResult]:
         """y-hat for every eligible input with the HF backend, in input order (a VLM's carry their tensors)."""

@@ -16,12 +16,14 @@ from typing import Any, Mapping, Sequence
 from PIL import Image
 
 from capsel.errors import CapselError
+from capsel.models.loading import ModelInfo
 from capsel.scoring.config import ScoringConfig
 from capsel.scoring.inputs import (
     SHORT_PROMPT,
     SHORT_RESPONSE,
     CandidateText,
     ScoringInput,
+    build_inputs,
     prompt_text,
     response_token_ids,
 )
@@ -68,6 +70,16 @@ def build_multimodal_inputs(
                           "the images; raw prompts are not supported for it")
     responses = response_token_ids(processor.tokenizer, [c.response for c in candidates])
     return [_one(candidate, response, processor, config) for candidate, response in zip(candidates, responses)]
+
+
+def model_inputs(candidates: Sequence[CandidateText], info: ModelInfo, config: ScoringConfig) -> list[ScoringInput]:
+    """Candidates tokenised and truncated for the model `info` describes: a VLM's through its processor (with or
+    without images), a text model's through its tokenizer (which refuses candidates with images)."""
+    if info.is_multimodal:
+        return list(build_multimodal_inputs(candidates, info.processor, config))
+    if any(candidate.images for candidate in candidates):
+        raise CapselError("candidates with images need a vision-language model; this one is text-only")
+    return build_inputs(candidates, info.tokenizer, config)
 
 
 def image_marker_ids(processor) -> frozenset[int]:

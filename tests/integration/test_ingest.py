@@ -15,6 +15,7 @@ from capsel.ingest.pipeline import IngestOptions, ingest
 from capsel.ingest.reasons import IMAGE_REASONS, Reason
 from capsel.ingest.records import parse_field_map
 from tests.integration.pool_files import table, write_jsonl
+from tests.support.interrupts import interrupt_after_first_chunk
 
 MATH = IngestOptions(domain="math")
 
@@ -162,13 +163,9 @@ def test_interrupted_file_leaves_nothing_and_reruns_cleanly(db, tmp_path):
     path = write_jsonl(tmp_path / "pool.jsonl", rows)
     done = write_jsonl(tmp_path / "done.jsonl", [{"instruction": "kept", "output": "a"}])
 
-    def interrupt_after_first_chunk(file, step, done_bytes, total):
-        if file == path and done_bytes < total:
-            raise KeyboardInterrupt
-
     options = IngestOptions(domain="math", chunk_rows=10)
     with pytest.raises(KeyboardInterrupt):
-        ingest(db, [done, path], options, progress=interrupt_after_first_chunk)
+        ingest(db, [done, path], options, progress=interrupt_after_first_chunk(path))
     assert table(db, "sources")["path"].tolist() == [str(done)]  # the finished file is committed
     assert len(table(db, "candidates")) == 1
     assert table(db, "runs")["status"].tolist() == ["interrupted"]

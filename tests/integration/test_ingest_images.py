@@ -23,6 +23,7 @@ from capsel.ingest.reasons import IMAGE_REASONS, Reason
 from capsel.lineage import trace
 from capsel.store.image_files import attach_image_files
 from tests.integration.pool_files import table, write_jsonl
+from tests.support.interrupts import interrupt_after_first_chunk
 
 D = IngestOptions(domain="vqa")
 
@@ -293,13 +294,9 @@ def test_interrupted_ingest_reruns_without_duplicating_images(db, tmp_path, pict
     path = write_jsonl(pictures / "pool" / "pool.jsonl", rows)
     first = write_jsonl(pictures / "pool" / "first.jsonl", [{"image": "img/red.png", "instruction": "x", "output": "a"}])
 
-    def interrupt_after_first_chunk(file, step, done_bytes, total):
-        if file == path and done_bytes < total:
-            raise KeyboardInterrupt
-
     options = IngestOptions(domain="vqa", chunk_rows=7)
     with pytest.raises(KeyboardInterrupt):
-        ingest(db, [first, path], options, progress=interrupt_after_first_chunk)
+        ingest(db, [first, path], options, progress=interrupt_after_first_chunk(path))
     assert_stored(db, tmp_path / "capsel.duckdb", RED)  # the committed file's image; the rest rolled back
     report = ingest(db, [first, path], options)
     assert_stored(db, tmp_path / "capsel.duckdb", RED, GREEN)

@@ -24,6 +24,7 @@ from capsel.scoring.config import ScoringConfig
 from capsel.scoring.engine import ScoringEngine
 from capsel.scoring.generation import HFGenerator
 from capsel.scoring.inputs import CandidateText
+from capsel.store.image_files import database_image_store
 from tests.fixtures.pool import append_candidates
 
 torch.set_num_threads(1)
@@ -146,7 +147,7 @@ def _copy_of(source, db):
     con = open_db(str(db))
     store = ImageStore(image_store_dir(db))
     for (sha, fmt, width, height, n_bytes) in source.execute("select * from images").fetchall():
-        stored = store.put(ImageStore(image_store_dir(_db_file(source))).path(sha, fmt).read_bytes())
+        stored = store.put(database_image_store(source).path(sha, fmt).read_bytes())
         assert stored.sha256 == sha
         con.execute("insert into images values (?, ?, ?, ?, ?)", [sha, fmt, width, height, n_bytes])
     con.register("source_candidates", source.execute("select * from candidates").df())
@@ -154,14 +155,3 @@ def _copy_of(source, db):
     con.unregister("source_candidates")
     return con
 
-
-def _db_file(con) -> str:
-    return con.execute("select path from duckdb_databases() where database_name = current_database()").fetchone()[0]
-
-
-def test_the_vllm_generator_refuses_a_vlm_in_one_line(pool):
-    from capsel.errors import CapselError
-    from capsel.scoring.vllm_generation import VLLMGenerator
-
-    with pytest.raises(CapselError, match="does not take images yet"):
-        VLLMGenerator(pool[2], CONFIG)
