@@ -155,3 +155,11 @@ def _copy_of(source, db):
     con.unregister("source_candidates")
     return con
 
+
+
+def test_the_vllm_generator_refuses_a_vlm_in_one_line(pool):
+    from capsel.errors import CapselError
+    from capsel.scoring.vllm_generation import VLLMGenerator
+
+    with pytest.raises(CapselError, match="does not take images yet"):
+        VLLMGenerator(pool[2], CONFIG)
