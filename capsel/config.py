@@ -82,6 +82,14 @@ class Settings(BaseSettings):
     vllm_worker_process: bool = Field(
         True, description="run vLLM in a spawned process, so its exit frees all its GPU memory before HF scoring"
     )
+    trainer_python: Path | None = Field(
+        None, description="Python of LlamaFactory's own environment, which `capsel finetune` trains with (unset: "
+        ".venv-lf/bin/python in the working folder or the capsel checkout, as `make setup-llamafactory` builds it)"
+    )
+    harness_python: Path | None = Field(
+        None, description="Python of lm-evaluation-harness's own environment, which `capsel evaluate` runs for "
+        "gsm8k and humaneval (unset: .venv-lmeval/bin/python in the working folder or the checkout, `make setup-lmeval`)"
+    )
     openlineage_transport: Literal["file", "http", "console", "none"] = Field(
         "file", description="where flow runs send OpenLineage events"
     )
