@@ -88,7 +88,8 @@ class Settings(BaseSettings):
     )
     harness_python: Path | None = Field(
         None, description="Python of lm-evaluation-harness's own environment, which `capsel evaluate` runs for "
-        "gsm8k and humaneval (unset: .venv-lmeval/bin/python in the working folder or the checkout, `make setup-lmeval`)"
+        "gsm8k and humaneval (unset: .venv-lmeval/bin/python in the working folder or the checkout, "
+        "`make setup-lmeval`)"
     )
     openlineage_transport: Literal["file", "http", "console", "none"] = Field(
         "file", description="where flow runs send OpenLineage events"

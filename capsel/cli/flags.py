@@ -13,7 +13,7 @@ FLAGS = {
     "num_gpus": "--num-gpus", "paths": "--input", "field_map": "--map", "domain": "--domain",
     "domains": "--domain", "sample_size": "--sample", "generator": "--generator", "db_path": "--db",
     "config_hash": "--config-hash", "out": "--out", "n_clean": "--n-clean", "junk_share": "--junk-share",
-    "verify": "--no-verify",
+    "verify": "--no-verify", "eval": "--eval", "profile": "--profile",
 }
 
 

@@ -31,6 +31,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "export-scores": ("export_scores", "export_scores"),
     "select": ("select", "select"),
     "selections": ("selections", "selections"),
+    "finetune": ("finetune", "finetune"),
+    "evaluate": ("evaluate", "evaluate"),
+    "evaluations": ("evaluations", "evaluations"),
     "compare": ("compare", "compare"),
     "lineage": ("lineage", "lineage"),
     "migrate": ("migrate", "migrate"),
@@ -93,6 +96,11 @@ SUMMARIES: dict[str, str] = {
     "export-scores": "Export candidate, exclusion, n_aligned, D_early, D_late, the D_l profile, PPL, CAP and z.",
     "select": "Select a subset under a budget, check it with the data-quality gate and publish it.",
     "selections": "List published selections, newest first (a path marked missing was moved or deleted).",
+    "finetune": "Fine-tune a base model on a published selection with LlamaFactory; an identical finished run is "
+                "reused.",
+    "evaluate": "Evaluate fine-tuned or base models; every metric is stored (`capsel evaluations`) and reused when "
+                "asked again.",
+    "evaluations": "List stored evaluations (held-out loss per domain, harness metrics), newest first.",
     "compare": "Jaccard overlap of selections, Spearman correlation of scores, per-domain length and PPL of each "
                "selection.",
     "lineage": "Where a candidate came from (source, row, runs, model, config, scores, selections), or a "

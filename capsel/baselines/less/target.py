@@ -15,9 +15,7 @@ import pandas as pd
 from capsel.db import run_sql
 from capsel.db.records import fetch_records
 from capsel.errors import CapselError, OptionError
-from capsel.ingest.readers import format_for, read_rows
-from capsel.ingest.reasons import Rejection
-from capsel.ingest.records import FieldMap, extract_fields
+from capsel.ingest.example_file import read_examples
 from capsel.scoring.inputs import CandidateText
 from capsel.versioning import config_hash, file_sha256
 
@@ -26,7 +24,6 @@ if TYPE_CHECKING:
     from capsel.baselines.less.scorer import LessFeatureScorer
 
 TARGET_MAX = 2000
-MAX_FIELD_CHARS = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -59,27 +56,9 @@ class TargetFile:
 
 
 def read_target(target: TargetFile) -> list[CandidateText]:
-    """The first `target_max` examples of the file, with ingest's readers and field names.
-
-    Any unreadable or incomplete row among them is an error naming the row: a target set is small
-    and chosen by hand, so it is fixed rather than quarantined.
-    """
-    examples = []
-    with open(target.path, "rb") as handle:
-        for raw in read_rows(handle, format_for(target.path)):
-            fields = raw.value if isinstance(raw.value, Rejection) else extract_fields(
-                raw.value, FieldMap(), "target", MAX_FIELD_CHARS)
-            if isinstance(fields, Rejection):
-                raise CapselError(
-                    f"[[target]] {target.path} row {raw.row}: {fields.reason.value} ({fields.detail}); "
-                    "each row needs an instruction and a response (or messages)"
-                )
-            examples.append(CandidateText(f"target:{raw.row}", fields.instruction, fields.input, fields.response))
-            if len(examples) == target.target_max:
-                break
-    if not examples:
-        raise CapselError(f"[[target]] {target.path} holds no examples")
-    return examples
+    """The first `target_max` examples of the file, with ingest's readers and field names (a bad row is an error)."""
+    return [example.text for example in read_examples(target.path, "target", domain="target",
+                                                      limit=target.target_max)]
 
 
 def aggregate(features: np.ndarray) -> np.ndarray:

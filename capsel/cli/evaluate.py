@@ -1,0 +1,153 @@
+"""`capsel evaluate`: held-out loss and lm-evaluation-harness benchmarks of fine-tuned and base models."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.progress import TaskID
+from rich.table import Table
+from rich.text import Text
+
+from capsel.cli.common import DbOption, JsonOption, console, json_output
+from capsel.cli.finetune_options import (
+    ConfigFileOption,
+    FinetuneModelOption,
+    OutOption,
+    ProfileOption,
+    SeedOption,
+    TrainingBar,
+)
+from capsel.cli.progress import progress_bar
+from capsel.cli.scoring_options import (
+    DeviceOption,
+    DtypeOption,
+    PromptFormatOption,
+    PromptTokensOption,
+    scoring_settings,
+)
+from capsel.cli.tables import print_table
+from capsel.db import open_db
+from capsel.errors import OptionError
+from capsel.evaluation.eval_spec import parse_eval_spec
+from capsel.evaluation.targets import BASE_PREFIX
+from capsel.ingest.records import parse_field_map
+from capsel.scoring.config import ScoringConfig
+from capsel.stages.context import RunContext
+from capsel.stages.evaluate import EvalOptions, EvaluateRequest
+from capsel.stages.evaluate import evaluate as evaluate_stage
+from capsel.stages.finetune import FinetuneStageRequest, finetune_selection
+
+
+def evaluate(
+    targets: Annotated[list[str], typer.Argument(
+        help="What to evaluate: a fine-tune id (`capsel finetune`), a selection id (fine-tuned first with "
+        "--model, --profile, --config and --seed) or base:MODEL (the model before SFT).", show_default=False)],
+    evals: Annotated[list[str], typer.Option(
+        "--eval", help="loss:FILE (held-out loss on instruction/response rows, any file ingest reads), "
+        "gsm8k:FILE (lm-evaluation-harness, 5 demonstrations from --fewshot, strict match after ####) or "
+        "humaneval:FILE (pass@1 by execution: needs --allow-code-execution). Repeatable.", show_default=False)],
+    field_map: Annotated[Optional[list[str]], typer.Option(
+        "--map", help="loss files: source field names, e.g. instruction=question,response=answer (as ingest).",
+        show_default=False)] = None,
+    domain: Annotated[Optional[str], typer.Option(
+        "--domain", help="loss files: every row's domain (default: each row's domain field, else 'all').",
+        show_default=False)] = None,
+    prompt_format: PromptFormatOption = "auto",
+    prompt_tokens: PromptTokensOption = 256,
+    fewshot: Annotated[Optional[Path], typer.Option(
+        "--fewshot", help="gsm8k: the file whose first 5 rows are the demonstrations.", show_default=False,
+        exists=True, dir_okay=False)] = None,
+    limit: Annotated[Optional[int], typer.Option(
+        "--limit", min=1, help="gsm8k and humaneval: evaluate at most this many rows (for a CPU).",
+        show_default=False)] = None,
+    max_new_tokens: Annotated[int, typer.Option(
+        "--max-new-tokens", min=1, help="gsm8k and humaneval: most tokens generated per answer.")] = 256,
+    allow_code_execution: Annotated[bool, typer.Option(
+        "--allow-code-execution", help="humaneval: run the model's code against the tests, in a subprocess "
+        "with a timeout in a temporary folder (untrusted code: only where that is acceptable).")] = False,
+    batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Rows per model batch.")] = 8,
+    model: FinetuneModelOption = None,
+    profile: ProfileOption = "cpu-small",
+    config: ConfigFileOption = None,
+    seed: SeedOption = 0,
+    out: OutOption = None,
+    dtype: DtypeOption = None,
+    device: DeviceOption = None,
+    json_out: JsonOption = False,
+    db: DbOption = None,
+) -> None:
+    """Evaluate fine-tuned or base models; every metric is stored (`capsel evaluations`) and reused when asked again."""
+    settings = scoring_settings(db, dtype, device, None)
+    specs = tuple(parse_eval_spec(text) for text in evals)
+    options = EvalOptions(
+        fields=parse_field_map(field_map or []), domain=domain,
+        scoring=ScoringConfig(prompt_tokens=prompt_tokens, prompt_format=prompt_format),
+        batch_size=batch_size, fewshot_file=fewshot, limit=limit, max_new_tokens=max_new_tokens,
+        allow_code_execution=allow_code_execution, dtype=settings.dtype, device=settings.device,
+    )
+    out_root = out or settings.output_root
+    # a base model can be evaluated before any pool exists, so the database may be new
+    con = open_db(settings.db_path)
+    with json_output(json_out) as output:
+        try:
+            ctx = RunContext(con, settings)
+            resolved = [_finetuned_if_selection(ctx, target, model or settings.model, profile, config, seed,
+                                                prompt_format, out_root) for target in targets]
+            with _EvalBars() as bars:
+                summary = evaluate_stage(EvaluateRequest(tuple(resolved), specs, out_root, options), ctx,
+                                         on_progress=bars.update, on_notice=bars.notice)
+        finally:
+            con.close()
+        output.emit({"results": [result.as_dict() for result in summary.results], "run_id": summary.run_id})
+        print_table(console, _table(summary.results))
+
+
+def _finetuned_if_selection(ctx: RunContext, target: str, model: str | None, profile: str, config: Path | None,
+                            seed: int, prompt_format: str, out_root: Path) -> str:
+    """A selection id becomes the id of the model fine-tuned on it; other targets stay as given."""
+    if target.startswith(BASE_PREFIX) or not target.startswith("sel-"):
+        return target
+    if not model:
+        raise OptionError(f"{target} is a selection: name the base model to fine-tune with [[model]]")
+    with TrainingBar(f"fine-tuning on {target}") as bar:
+        summary = finetune_selection(FinetuneStageRequest(target, model, out_root, profile, config, seed,
+                                                          prompt_format), ctx, on_progress=bar.callback)
+    console.print(f"{target}: {'reused' if summary.reused else 'trained'} {summary.finetune_id}")
+    return summary.finetune_id
+
+
+class _EvalBars:
+    """One bar per evaluation under way (rows for loss, samples for the harness)."""
+
+    def __init__(self) -> None:
+        self.progress = progress_bar(console, "row")
+        self.tasks: dict[str, TaskID] = {}
+
+    def __enter__(self) -> "_EvalBars":
+        self.progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.progress.stop()
+
+    def update(self, what: str, done: int, total: int | None) -> None:
+        if what not in self.tasks:
+            self.tasks[what] = self.progress.add_task(what, total=total)
+        self.progress.update(self.tasks[what], completed=done, total=total)
+
+    def notice(self, line: str) -> None:
+        self.progress.console.print(line, markup=False, highlight=False)
+
+
+def _table(results: list) -> Table:
+    table = Table(title="evaluations")
+    for name in ("target", "eval", "domain", "metric", "value", "n", "tokens", "stderr", ""):
+        table.add_column(name, justify="left" if name in ("target", "eval", "domain", "metric") else "right")
+    for result in results:
+        # ids, file names and domains come from the user's data: shown as text, never read as markup
+        table.add_row(Text(result.target), Text(result.eval), Text(result.domain), result.metric, f"{result.value:.4f}",
+                      str(result.n), "" if result.tokens is None else str(result.tokens),
+                      "" if result.stderr is None else f"{result.stderr:.4f}", "stored" if result.reused else "")
+    return table

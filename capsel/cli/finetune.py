@@ -1,0 +1,61 @@
+"""`capsel finetune`: fine-tune a base model on a published selection with LlamaFactory."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from capsel.cli.common import DbOption, JsonOption, console, json_output, settings_for
+from capsel.cli.finetune_options import (
+    ConfigFileOption,
+    FinetuneModelOption,
+    OutOption,
+    ProfileOption,
+    SeedOption,
+    TrainingBar,
+)
+from capsel.cli.scoring_options import PromptFormatOption
+from capsel.cli.wrapping import print_unbroken
+from capsel.db import open_db
+from capsel.errors import OptionError
+from capsel.stages.context import RunContext
+from capsel.stages.finetune import FinetuneStageRequest, finetune_selection
+
+
+def finetune(
+    selection_id: Annotated[str, typer.Argument(help="A published selection's id (`capsel selections`).")],
+    model: FinetuneModelOption = None,
+    profile: ProfileOption = "cpu-small",
+    config: ConfigFileOption = None,
+    seed: SeedOption = 0,
+    prompt_format: PromptFormatOption = "auto",
+    out: OutOption = None,
+    json_out: JsonOption = False,
+    db: DbOption = None,
+) -> None:
+    """Fine-tune a base model on a published selection with LlamaFactory; an identical finished run is reused.
+
+    The last line printed is the model folder (with --json: one object with finetune_id and model_dir).
+    """
+    settings = settings_for(db)
+    base = model or settings.model
+    if not base:
+        raise OptionError("name the base model to fine-tune with [[model]] (or set CAPSEL_MODEL)")
+    request = FinetuneStageRequest(selection_id, base, out or settings.output_root, profile, config, seed,
+                                   prompt_format)
+    con = open_db(settings.db_path, must_exist=True)
+    with json_output(json_out) as output:
+        try:
+            with TrainingBar(f"fine-tuning on {selection_id}") as bar:
+                summary = finetune_selection(request, RunContext(con, settings), on_progress=bar.callback)
+        finally:
+            con.close()
+        output.emit(summary.as_dict())
+        manifest = summary.manifest
+        what = "reused the finished" if summary.reused else "trained"
+        console.print(f"{what} [bold]{summary.finetune_id}[/]: {manifest['profile']} profile, "
+                      f"{'LoRA adapter' if manifest['adapter'] else 'full weights'}, seed {manifest['seed']}, "
+                      f"config {manifest['config_hash']}")
+        if not json_out:
+            print_unbroken(console, str(summary.model_dir))

@@ -1,0 +1,222 @@
+"""Stage: evaluate fine-tuned or base models on held-out loss and the harness's benchmarks; store every metric."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import orjson
+
+from capsel.db import run_sql
+from capsel.db.progress_file import report_progress, report_stage
+from capsel.db.records import fetch_records
+from capsel.evaluation.eval_spec import EvalSpec
+from capsel.evaluation.targets import BASE_PREFIX, EvalTarget, base_target, finetune_target
+from capsel.ingest.records import FieldMap
+from capsel.models.loading import LoadedModel
+from capsel.runs import recorded_run
+from capsel.scoring.config import ScoringConfig
+from capsel.stages.context import RunContext
+from capsel.versioning import code_version, config_hash, file_sha256
+
+# on_progress(what, done, total): the step under way and its count (total None while unknown)
+Progress = Callable[[str, int, "int | None"], None]
+
+
+def _quiet(what: str, done: int, total: int | None) -> None:
+    """No progress display."""
+
+
+@dataclass(frozen=True)
+class EvalOptions:
+    """How every evaluation of a request runs: loss files' fields and prompt, the harness's limits."""
+
+    fields: FieldMap = FieldMap()
+    domain: str | None = None
+    scoring: ScoringConfig = ScoringConfig()
+    batch_size: int = 8
+    fewshot_file: Path | None = None
+    limit: int | None = None
+    max_new_tokens: int = 256
+    allow_code_execution: bool = False
+    dtype: str = "auto"
+    device: str = "auto"
+
+    def config(self, spec: EvalSpec, prompt_format: str | None) -> dict:
+        """What a stored result of `spec` depends on besides the weights and the file (loss: the resolved format)."""
+        if spec.kind == "loss":
+            return {"kind": "loss", "fields": self.fields.as_dict(), "domain": self.domain,
+                    "prompt_format": prompt_format, "prompt_tokens": self.scoring.prompt_tokens}
+        fewshot = file_sha256(self.fewshot_file) if self.fewshot_file and spec.kind == "gsm8k" else None
+        return {"kind": spec.kind, "limit": self.limit, "max_new_tokens": self.max_new_tokens,
+                "fewshot_sha256": fewshot}
+
+
+@dataclass(frozen=True)
+class EvaluateRequest:
+    """Targets (fine-tune ids, or base:MODEL) and evaluations; harness work goes under `work_root`."""
+
+    targets: tuple[str, ...]
+    evals: tuple[EvalSpec, ...]
+    work_root: Path
+    options: EvalOptions = EvalOptions()
+
+
+@dataclass(frozen=True)
+class EvalResult:
+    """One stored metric of one evaluation of one target; `reused` when an earlier identical run answered it."""
+
+    target: str
+    eval: str
+    domain: str
+    metric: str
+    value: float
+    n: int
+    tokens: int | None = None
+    stderr: float | None = None
+    harness_version: str | None = None
+    reused: bool = False
+
+    def as_dict(self) -> dict:
+        """JSON-ready: the fields the interface promises (target, eval, metric, value, n, tokens) and the rest."""
+        return {"target": self.target, "eval": self.eval, "domain": self.domain, "metric": self.metric,
+                "value": self.value, "n": self.n, "tokens": self.tokens, "stderr": self.stderr,
+                "harness_version": self.harness_version, "reused": self.reused}
+
+
+@dataclass
+class EvaluateSummary:
+    """Every metric of the request, in target then evaluation order, and the run that stored the new ones."""
+
+    results: list[EvalResult] = field(default_factory=list)
+    run_id: str | None = None
+
+
+def resolve_target(ctx: RunContext, text: str, options: EvalOptions) -> EvalTarget:
+    """`base:MODEL` or a recorded fine-tune id (a selection id is fine-tuned first, by the caller)."""
+    if text.startswith(BASE_PREFIX):
+        return base_target(text, text[len(BASE_PREFIX):], options.dtype, options.device)
+    return finetune_target(ctx.con, text, options.dtype, options.device)
+
+
+def evaluate(request: EvaluateRequest, ctx: RunContext, on_progress: Progress = _quiet,
+             on_notice: Callable[[str], None] = lambda line: None) -> EvaluateSummary:
+    """Evaluate each target on each evaluation; results already stored for the same weights, file and config are
+    reused, the rest computed and stored in one 'evaluate' run."""
+    targets = [resolve_target(ctx, text, request.options) for text in request.targets]
+    summary = EvaluateSummary()
+    counters: dict = {"computed": 0, "reused": 0}
+    run_config = {"targets": list(request.targets), "evals": [spec.text for spec in request.evals],
+                  "options": _options_record(request.options)}
+    with recorded_run(ctx.con, "evaluate", counters, config=run_config, parent_run_id=ctx.parent_run_id,
+                      prefect_flow_run_id=ctx.prefect_flow_run_id) as run_id:
+        summary.run_id = run_id
+        for target in targets:
+            runner = _TargetRunner(target, request, ctx, run_id, on_progress, on_notice)
+            for spec in request.evals:
+                results = runner.results(spec)
+                counters["reused" if results and results[0].reused else "computed"] += 1
+                summary.results.extend(results)
+            runner.close()
+    return summary
+
+
+def _options_record(options: EvalOptions) -> dict:
+    return {"fields": options.fields.as_dict(), "domain": options.domain, "scoring": options.scoring.model_dump(),
+            "fewshot_file": str(options.fewshot_file) if options.fewshot_file else None, "limit": options.limit,
+            "max_new_tokens": options.max_new_tokens, "batch_size": options.batch_size}
+
+
+class _TargetRunner:
+    """The evaluations of one target: loads its weights once, for the loss evaluations that need them."""
+
+    def __init__(self, target: EvalTarget, request: EvaluateRequest, ctx: RunContext, run_id: str,
+                 on_progress: Progress, on_notice: Callable[[str], None]) -> None:
+        self.target, self.request, self.ctx, self.run_id = target, request, ctx, run_id
+        self.on_progress, self.on_notice = on_progress, on_notice
+        self.loaded: LoadedModel | None = None
+
+    def results(self, spec: EvalSpec) -> list[EvalResult]:
+        options = self.request.options
+        prompt_format = self._prompt_format() if spec.kind == "loss" else None
+        eval_config = options.config(spec, prompt_format)
+        key = {"model_fingerprint": self.target.model_fingerprint, "eval_kind": spec.kind,
+               "eval_file_sha256": spec.sha256, "eval_config_hash": config_hash(eval_config)}
+        stored = fetch_records(self.ctx.con, "evaluation/evaluations_of_weights", key)
+        if stored:
+            return [self._result(spec, row, reused=True) for row in stored]
+        rows = self._loss_rows(spec) if spec.kind == "loss" else self._harness_rows(spec)
+        for row in rows:
+            run_sql(self.ctx.con, "evaluation/evaluation_insert", {
+                **key, **row, "target": self.target.label, "finetune_id": self.target.finetune_id,
+                "base_fingerprint": self.target.base_fingerprint, "eval_spec": spec.text,
+                "eval_config": orjson.dumps(eval_config).decode(), "run_id": self.run_id,
+            })
+        return [self._result(spec, row, reused=False) for row in rows]
+
+    def _result(self, spec: EvalSpec, row: dict, reused: bool) -> EvalResult:
+        return EvalResult(self.target.label, spec.text, row["domain"], row["metric"], row["value"], row["n"],
+                          row.get("tokens"), row.get("stderr"), row.get("harness_version"), reused)
+
+    def _prompt_format(self) -> str:
+        from capsel.models.loading import describe_model
+        from capsel.scoring.prompt_format import resolve_prompt_format
+
+        tokenizer = describe_model(str(self.target.model_dir)).tokenizer
+        return resolve_prompt_format(self.request.options.scoring.prompt_format, tokenizer)
+
+    def _loss_rows(self, spec: EvalSpec) -> list[dict]:
+        from capsel.evaluation.heldout_loss import context_length, heldout_loss, loss_rows
+        from capsel.evaluation.targets import load_target
+        from capsel.ingest.example_file import read_examples
+
+        options = self.request.options
+        examples = read_examples(spec.path, "eval", fields=options.fields, domain=options.domain)
+        if self.loaded is None:
+            self.loaded = load_target(self.target, options.dtype, options.device)
+        loaded = self.loaded
+        config = options.scoring.resolved(loaded.info.tokenizer)
+        rows = loss_rows(examples, loaded.info.tokenizer, config, context_length(loaded))
+        what = f"{self.target.label}: {spec.text}"
+        report_stage(f"evaluate {what}", self.run_id, unit="rows")
+        report_progress(0, len(rows))
+        done = 0
+
+        def advance(n: int) -> None:
+            nonlocal done
+            done += n
+            report_progress(done)
+            self.on_progress(what, done, len(rows))
+
+        self.on_progress(what, 0, len(rows))
+        results = heldout_loss(loaded, rows, options.batch_size, advance)
+        version = f"capsel {code_version()}"
+        return [{"domain": result.domain, "metric": "loss", "value": result.loss, "n": result.n,
+                 "tokens": result.tokens, "stderr": None, "harness_version": version} for result in results]
+
+    def _harness_rows(self, spec: EvalSpec) -> list[dict]:
+        from capsel.evaluation.harness import HarnessTask, run_harness
+        from capsel.models.devices import resolve_device
+        from capsel.side_environments import HARNESS
+
+        options = self.request.options
+        task = HarnessTask(spec.kind, spec.path, options.fewshot_file, options.limit,
+                           options.max_new_tokens, options.allow_code_execution)
+        python = HARNESS.python(self.ctx.settings.harness_python)
+        work_dir = self.request.work_root / "evaluations" / self.target.model_fingerprint / f"{spec.kind}-{self.run_id}"
+        what = f"{self.target.label}: {spec.text}"
+        report_stage(f"evaluate {what}", self.run_id, unit="samples")
+
+        def progress(done: int, total: int | None) -> None:
+            report_progress(done, total)
+            self.on_progress(what, done, total)
+
+        result = run_harness(self.target.model_dir, task, work_dir, python, adapter_dir=self.target.adapter_dir,
+                             device=resolve_device(options.device), batch_size=options.batch_size,
+                             on_progress=progress, on_notice=self.on_notice)
+        return [{"domain": "*", "metric": metric.metric, "value": metric.value, "n": metric.n, "tokens": None,
+                 "stderr": metric.stderr, "harness_version": result.harness_version} for metric in result.metrics]
+
+    def close(self) -> None:
+        self.loaded = None
