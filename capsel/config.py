@@ -91,6 +91,10 @@ class Settings(BaseSettings):
         "gsm8k and humaneval (unset: .venv-lmeval/bin/python in the working folder or the checkout, "
         "`make setup-lmeval`)"
     )
+    allow_code_execution: bool = Field(
+        False, description="let evaluation flows run humaneval, which executes model-written code (the operator's "
+        "choice: a flow run's parameters cannot turn it on; the CLI asks for --allow-code-execution)"
+    )
     openlineage_transport: Literal["file", "http", "console", "none"] = Field(
         "file", description="where flow runs send OpenLineage events"
     )

@@ -17,11 +17,14 @@ from prefect.logging import get_run_logger
 from prefect.runtime import deployment
 
 from capsel.config import Settings
+from capsel.evaluation.comparison import by_method, comparison_figure, metric_rows
 from capsel.orchestration.artifact_keys import ArtifactKeys
 from capsel.orchestration.links import browser_link
 from capsel.orchestration.run_report import FlowReport, gate_failure_markdown, ingest_rows, summary_markdown
+from capsel.orchestration.summary_plots import png_markdown
 from capsel.publish.destination import Destination
 from capsel.publish.publish import GateFailedError
+from capsel.publish.report import png_bytes
 from capsel.runner.progress import BatchReport
 
 
@@ -105,6 +108,24 @@ def publish_gate_failure(run_id: str, error: GateFailedError, keys: ArtifactKeys
         _link(error.kept_at, "gate/index.html", settings),
         link_text="rejected selection: gate report", key=keys.key("gate-report"),
     )
+
+
+def publish_evaluation_artifacts(con, targets: list[str], keys: ArtifactKeys) -> None:
+    """Each metric by method (mean ± std over seeds, the base model and full pool as reference rows), as a table,
+    and as a plot in a markdown artifact."""
+    rows = metric_rows(con, targets)
+    table = by_method(rows)
+    create_table_artifact(table.to_dict(orient="records"), key=keys.key("evaluation"),
+                          description="evaluation metrics by method (mean and std over seeds)")
+    create_table_artifact(rows.drop(columns=["label"]).to_dict(orient="records"), key=keys.key("evaluation-runs"),
+                          description="every fine-tuned model's metrics")
+    lines = ["# Does the selection train a better model?", "",
+             "Each bar is one method's selection fine-tuned (mean ± std over seeds); the dashed line is the base "
+             "model before SFT.", ""]
+    if not table.empty:
+        lines.append(png_markdown(png_bytes(comparison_figure(table), 80), "evaluation metrics by method"))
+    create_markdown_artifact("\n".join(lines), key=keys.key("evaluation-summary"),
+                             description="evaluation metrics by method, plotted")
 
 
 def _link(folder: Destination, relative: str, settings: Settings) -> str:

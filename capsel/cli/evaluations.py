@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import duckdb
 from rich.table import Table
 from rich.text import Text
 
@@ -18,8 +17,6 @@ def evaluations(json_out: JsonOption = False, db: DbOption = None) -> None:
     con = open_db(settings.db_path, read_only=True, must_exist=True)
     try:
         rows = fetch_records(con, "evaluation/evaluations_list")
-    except duckdb.CatalogException:  # a database from before evaluations existed, opened read-only
-        rows = []
     finally:
         con.close()
     with json_output(json_out) as output:

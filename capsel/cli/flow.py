@@ -15,6 +15,7 @@ import typer
 from pydantic import BaseModel, ValidationError
 
 from capsel.cli.common import DbOption, LicenseOption, console
+from capsel.cli.flow_evaluate import evaluate
 from capsel.cli.flow_state import flow_failure
 from capsel.cli.metavars import ReadableTyper
 from capsel.cli.prefect_server import run_long_lived_server, use_temporary_server
@@ -144,6 +145,7 @@ app.command("select")(select)
 app.command("rescore")(rescore)
 app.command("score")(score)
 app.command("server")(server)
+app.command("evaluate")(evaluate)
 
 
 def _scoring(method, model, encoder, rater, target, target_max, max_length, batch_size, device, prompt_format,

@@ -119,11 +119,31 @@ def _selection_tree(lineage: SelectionLineage) -> Tree:
             f"{run['kind']} {run['run_id']} ({run['status']}, code {run['code_version']}, "
             f"prefect flow run {run['prefect_flow_run_id'] or '-'}){members}"
         )
+    if lineage.finetunes:
+        _finetune_branch(tree, lineage.finetunes)
     if lineage.funnel:
         funnel = tree.add("funnel: rows read down to members (the dropped rows: excluded.parquet beside it)")
         for line in funnel_lines(lineage.funnel):
             funnel.add(escape(line))
     return tree
+
+
+def _finetune_branch(tree: Tree, records: list[Record]) -> None:
+    """One branch per model fine-tuned on the selection, with its evaluations' overall metrics under it."""
+    by_id: dict[str, list[Record]] = {}
+    for record in records:
+        by_id.setdefault(record["finetune_id"], []).append(record)
+    branch = tree.add(f"fine-tuned models ({len(by_id)})")
+    for finetune_id, rows in by_id.items():
+        first = rows[0]
+        model = branch.add(
+            f"{finetune_id}: {escape(str(first['base_model']))} ({first['base_fingerprint']}), {first['profile']} "
+            f"profile, config {first['config_hash']}, seed {first['seed']}, {escape(str(first['trainer']))}, run "
+            f"{first['run_id']}, at {escape(str(first['model_dir']))}"
+        )
+        for row in rows:
+            if row["metric"] is not None:
+                model.add(f"{escape(str(row['eval_spec']))}: {row['metric']} {_num(row['value'])} (n {row['n']})")
 
 
 def _preview(text: str) -> str:

@@ -32,12 +32,14 @@ class CandidateLineage:
 
 @dataclass
 class SelectionLineage:
-    """A selection, the sources of its members, the runs that produced them, and its funnel."""
+    """A selection, the sources of its members, the runs that produced them, its funnel, and the models fine-tuned
+    on it with what each scored (one record per fine-tune and overall metric)."""
 
     selection: Record
     sources: list[Record]
     runs: list[Record]
     funnel: list[Record] = field(default_factory=list)
+    finetunes: list[Record] = field(default_factory=list)
 
 
 def trace(con: duckdb.DuckDBPyConnection, identifier: str) -> CandidateLineage | SelectionLineage:
@@ -51,6 +53,7 @@ def trace(con: duckdb.DuckDBPyConnection, identifier: str) -> CandidateLineage |
             funnel=orjson.loads(funnel) if funnel else [],
             sources=fetch_records(con, "lineage/lineage_selection_sources", params),
             runs=fetch_records(con, "lineage/lineage_selection_runs", params),
+            finetunes=fetch_records(con, "lineage/lineage_selection_finetunes", params),
         )
     candidate = fetch_records(con, "lineage/lineage_candidate", {"candidate_id": identifier})
     if candidate:
