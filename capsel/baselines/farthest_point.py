@@ -54,9 +54,11 @@ def greedy_k_center(points: np.ndarray, k: int, start: int | None = None) -> Cen
         order[step] = current
         picked_at[step] = nearest[current]
         np.minimum(nearest, _squared_distances(points, norms, points[current]), out=nearest)
-        nearest[current] = 0.0
+        # below every real distance, so a picked point is never picked again, even when duplicates leave every
+        # other point at distance 0 (the naive reference in tests/reference does the same)
+        nearest[current] = -1.0
         current = int(np.argmax(nearest))
-        covering[step] = nearest[current]
+        covering[step] = max(nearest[current], 0.0)
     return Centers(order, _sqrt(picked_at), _sqrt(covering))
 
 

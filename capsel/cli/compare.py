@@ -9,6 +9,7 @@ from typing import Annotated, Optional
 import pandas as pd
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from capsel.cli.common import DbOption, JsonOption, console, json_output, settings_for
 from capsel.cli.select import DirectionChoice
@@ -68,6 +69,8 @@ def _print_tables(numbers: dict, notes: list[str]) -> None:
         print_table(console, _matrix_table("Spearman rho of scores (mean over domains)",
                                            numbers["spearman"][ALL_DOMAINS]))
     print_table(console, _medians_table(numbers["medians"]))
+    if not numbers["evaluations"].empty:
+        print_table(console, _evaluations_table(numbers["evaluations"]))
     for note in notes:
         console.print(f"[yellow]note:[/] {note}")
 
@@ -79,6 +82,18 @@ def _matrix_table(title: str, matrix: pd.DataFrame) -> Table:
         table.add_column(str(column), justify="right")
     for label, row in matrix.iterrows():
         table.add_row(str(label), *("–" if pd.isna(value) else f"{value:.3f}" for value in row))
+    return table
+
+
+def _evaluations_table(evaluations: pd.DataFrame) -> Table:
+    table = Table(title="What the published selections of this budget trained (mean ± std over seeds)",
+                  title_justify="left")
+    for name in ("eval", "metric", "method", "mean", "std", "seeds"):
+        table.add_column(name, justify="left" if name in ("eval", "metric", "method") else "right")
+    for row in evaluations.itertuples(index=False):
+        # the eval file's name and the labels come from the user: text, never markup
+        table.add_row(Text(row.eval_spec), row.metric, Text(row.label), f"{row.mean:.4f}", f"{row.std:.4f}",
+                      str(row.n_seeds))
     return table
 
 

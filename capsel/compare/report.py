@@ -64,6 +64,7 @@ def report_payload(comparison: Comparison, numbers: dict, title: str) -> dict:
         "title": title,
         "methods": [c.label for c in comparison.contenders],
         "jaccard": _matrix_json(numbers["jaccard"]),
+        "evaluations": numbers["evaluations"].to_dict(orient="records") if "evaluations" in numbers else [],
         "spearman": {name: _matrix_json(frame) for name, frame in numbers["spearman"].items()},
         "medians": numbers["medians"].replace({np.nan: None}).to_dict("records"),
         "ppl_source": comparison.ppl_source,
@@ -147,6 +148,13 @@ def _matrix_json(matrix: pd.DataFrame) -> dict:
             for row in matrix.index}
 
 
+def _evaluations_html(evaluations: pd.DataFrame | None) -> str:
+    if evaluations is None or evaluations.empty:
+        return ""
+    return ("<h2>What the published selections of this budget trained (capsel evaluate)</h2>"
+            f"{evaluations.to_html(index=False, float_format='%.4f', na_rep='–')}")
+
+
 def _page(title: str, comparison: Comparison, numbers: dict, images: Sequence[tuple[str, str]]) -> str:
     counts = "".join(
         f"<tr><td>{html.escape(c.label)}</td><td>{len(c.selection.members)}</td>"
@@ -175,5 +183,6 @@ def _page(title: str, comparison: Comparison, numbers: dict, images: Sequence[tu
         f"<h2>Per-domain medians of the selections</h2>"
         f"{numbers['medians'].to_html(index=False, float_format='%.4g', na_rep='–')}"
         f"<p>PPL: {html.escape(comparison.ppl_source or 'not measured')}</p>"
+        f"{_evaluations_html(numbers.get('evaluations'))}"
         f"{pictures}<h2>Notes</h2><ul>{notes or '<li>none</li>'}</ul></body></html>"
     )

@@ -8,6 +8,8 @@ from pathlib import Path
 from capsel.baselines.registry import Order
 from capsel.compare.contenders import Comparison, gather
 from capsel.compare.report import summaries, write_report
+from capsel.db.records import fetch_records
+from capsel.evaluation.comparison import by_method, metric_rows
 from capsel.selection.budget import Budget
 from capsel.stages.context import RunContext
 
@@ -32,9 +34,18 @@ class CompareSummary:
     title: str
 
 
+def evaluations_of_budget(ctx: RunContext, budget: Budget):
+    """Metrics of the models fine-tuned on published selections under this budget (the full pool and the base
+    models too), by method: what each selection trained, beside how much the selections overlap."""
+    targets = [row["target"] for row in fetch_records(ctx.con, "evaluation/evaluation_targets_of_budget",
+                                                       {"budget": budget.text})]
+    return by_method(metric_rows(ctx.con, targets))
+
+
 def compare(request: CompareRequest, ctx: RunContext) -> CompareSummary:
     """Nothing is published: the report (PNGs, compare.json, index.html) goes to `out_dir`."""
     comparison = gather(ctx.con, request.budget, request.seed, request.ppl_order)
     numbers = summaries(comparison)
+    numbers["evaluations"] = evaluations_of_budget(ctx, request.budget)
     title = f"capsel compare, budget {request.budget.text} per domain"
     return CompareSummary(comparison, numbers, write_report(request.out_dir, comparison, numbers, title), title)

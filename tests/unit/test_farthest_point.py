@@ -61,3 +61,12 @@ def test_blocked_distance_updates_give_the_same_centers(monkeypatch):
     blocked = greedy_k_center(points, 30)
     assert whole.order.tolist() == blocked.order.tolist()
     np.testing.assert_allclose(whole.distances[1:], blocked.distances[1:], rtol=1e-6)
+
+
+def test_duplicate_points_are_picked_once_each_when_everything_is_covered():
+    # three distinct points, each twice: after three picks every point is at distance 0 from a center
+    points = np.array([[0.0, 0.0], [0.0, 0.0], [3.0, 0.0], [3.0, 0.0], [0.0, 4.0], [0.0, 4.0]], dtype=np.float32)
+    centers = greedy_k_center(points, 6, start=0)
+    assert sorted(centers.order.tolist()) == list(range(6))
+    assert centers.order.tolist() == naive_greedy(points, 6, 0)
+    assert centers.covering[-1] == 0.0 and centers.distances[3:].tolist() == [0.0, 0.0, 0.0]
