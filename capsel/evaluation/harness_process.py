@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import IO, Callable
 
 # The bar lm-eval's hf model draws while it generates: "Running generate_until requests:  40%|...| 2/5 [...]".
-PROGRESS = re.compile(rb"Running generate_until requests:.*?(\d+)/(\d+)")
-# tqdm redraws its bar with carriage returns: split on them too, so every redraw is read as it comes.
+PROGRESS = re.compile(rb"Running generate_until requests:.*?(\d+)/(\d+)\s")  # the space: never a number cut short
+# tqdm starts each redraw with a carriage return and ends none: split on it, and read the unfinished tail too, or
+# the newest bar would wait for the next one (up to a sample's generation time).
 SEGMENT_END = re.compile(rb"[\r\n]")
 POLL_S = 0.2
 
@@ -38,6 +39,7 @@ class _Reader(threading.Thread):
         self.stream, self.log, self.lock, self.progress = stream, log, lock, progress
         self.collected = bytearray()
         self.last_line = b""
+        self.reported: tuple[int, int] | None = None
 
     def run(self) -> None:
         pending = b""
@@ -47,15 +49,18 @@ class _Reader(threading.Thread):
                 self.log.flush()
             self.collected += chunk
             *segments, pending = SEGMENT_END.split(pending + chunk)
-            self._read(segments)
-        self._read([pending])
+            self._read(segments + [pending], finished=False)
+        self._read([pending], finished=True)
 
-    def _read(self, segments: list[bytes]) -> None:
-        for segment in segments:
+    def _read(self, segments: list[bytes], finished: bool) -> None:
+        for index, segment in enumerate(segments):
             match = PROGRESS.search(segment)
             if match and self.progress is not None:
-                self.progress.put((int(match.group(1)), int(match.group(2))))
-            elif segment.strip():
+                done = (int(match.group(1)), int(match.group(2)))
+                if done != self.reported:  # the tail is read again once it is complete
+                    self.reported = done
+                    self.progress.put(done)
+            elif segment.strip() and (finished or index < len(segments) - 1):
                 self.last_line = segment.strip()
 
 
