@@ -98,7 +98,7 @@ def test_a_file_without_answers_is_refused_before_anything_runs(tmp_path):
     del rows[1]["answer"]
     write_jsonl(data, rows)
     with pytest.raises(CapselError, match=r"eval.jsonl:2: gsm8k rows need question, answer; this one lacks answer"):
-        run_harness(tmp_path, HarnessTask("gsm8k", data, demos), tmp_path / "work", LMEVAL_PYTHON)
+        run_harness(tmp_path, HarnessTask("gsm8k", data, demos), tmp_path / "work", Path(sys.executable))
     assert not (tmp_path / "work" / "lm-eval.log").exists()
 
 

@@ -6,18 +6,28 @@ The rows are real: GSM8K train and HumanEval as capsel bundles them in capsel/da
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
 
+from capsel.config import load_settings
+from capsel.errors import CapselError
+from capsel.side_environments import HARNESS
+
 REPO = Path(__file__).resolve().parents[2]
 REAL = REPO / "capsel" / "data" / "real"
-LMEVAL_PYTHON = Path(os.environ.get("CAPSEL_HARNESS_PYTHON", REPO / ".venv-lmeval" / "bin" / "python"))
 
-needs_lmeval = pytest.mark.skipif(
-    not LMEVAL_PYTHON.is_file(), reason=f"lm-eval's environment is missing ({LMEVAL_PYTHON}): run `make setup-lmeval`"
-)
+
+def _lmeval_python() -> tuple[Path, str]:
+    # found as capsel finds it: CAPSEL_HARNESS_PYTHON, else .venv-lmeval here or in the checkout
+    try:
+        return HARNESS.python(load_settings().harness_python), ""
+    except CapselError as missing:
+        return REPO / ".venv-lmeval" / "bin" / "python", str(missing)
+
+
+LMEVAL_PYTHON, _MISSING = _lmeval_python()
+needs_lmeval = pytest.mark.skipif(bool(_MISSING), reason=_MISSING)
 
 
 def read_jsonl(path: Path) -> list[dict]:
