@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Callable, Literal
 
 from capsel.errors import CapselError
-from capsel.evaluation.harness_configs import read_rows, write_task_folder
+from capsel.evaluation.harness_configs import TASK_NAMES, read_rows, write_task_folder
 from capsel.evaluation.harness_execution import TIMEOUT_S
 from capsel.evaluation.harness_output import HarnessMetric, printed_table, read_results
 from capsel.evaluation.harness_process import ProgressCallback, run_logged
@@ -75,6 +75,8 @@ def harness_command(python: Path, model_dir: Path, task_name: str, task_dir: Pat
 
 
 def _check_inputs(model_dir: Path, task: HarnessTask, python: Path, adapter_dir: Path | None) -> None:
+    if task.name not in TASK_NAMES:
+        raise CapselError(f"the harness runs {' and '.join(TASK_NAMES)}, not {task.name!r}")
     if task.name == "humaneval" and not task.allow_code_execution:
         raise CapselError("humaneval runs the code the model writes: refused unless code execution is allowed "
                           "(allow_code_execution=True); nothing was run")
