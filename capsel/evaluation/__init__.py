@@ -1,1 +1,1 @@
-"""Does a selection train a better model: fine-tuned models' held-out loss and the evaluation harness."""
+"""Does a selection train a better model: held-out loss of fine-tuned models, and lm-evaluation-harness runs."""

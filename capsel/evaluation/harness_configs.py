@@ -1,0 +1,81 @@
+"""The task folder capsel hands lm-eval: its GSM8K or HumanEval config over the caller's local files, checked first."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+from capsel.errors import CapselError
+
+TEMPLATES = Path(__file__).with_name("harness_templates")
+EXECUTOR = Path(__file__).with_name("harness_execution.py")
+# The name lm-eval imports the executor by, from the task folder (the yaml's `!function` names it).
+EXECUTOR_MODULE = "capsel_code_execution"
+# Named apart from lm-eval's stock gsm8k and humaneval, which load from the hub.
+TASK_NAMES = {"gsm8k": "capsel_gsm8k", "humaneval": "capsel_humaneval"}
+N_DEMONSTRATIONS = 5
+MARKER = re.compile(r"@[A-Z]+@")
+REQUIRED_FIELDS = {
+    "gsm8k": ("question", "answer"),
+    "humaneval": ("task_id", "prompt", "test", "entry_point"),
+}
+
+
+def read_rows(path: Path, name: str) -> list[dict]:
+    """The JSONL file's rows, each checked to hold the task's fields as non-empty strings (one error line if not)."""
+    if not path.is_file():
+        raise CapselError(f"{name} data file {path} does not exist")
+    rows = []
+    with path.open(encoding="utf-8") as lines:
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as error:
+                raise CapselError(f"{path}:{number}: not a JSON line ({error.msg})") from error
+            missing = [field for field in REQUIRED_FIELDS[name]
+                       if not isinstance(row, dict) or not isinstance(row.get(field), str) or not row[field].strip()]
+            if missing:
+                raise CapselError(f"{path}:{number}: {name} rows need {', '.join(REQUIRED_FIELDS[name])}; "
+                                  f"this one lacks {', '.join(missing)}")
+            # The strict metric compares the number after `####`: an answer without one could never be matched.
+            if name == "gsm8k" and "#### " not in row["answer"]:
+                raise CapselError(f"{path}:{number}: a GSM8K answer must end with `#### <number>`; this one has none")
+            rows.append(row)
+    if not rows:
+        raise CapselError(f"{name} data file {path} holds no rows")
+    return rows
+
+
+def write_task_folder(name: str, data_file: Path, folder: Path, *, fewshot_file: Path | None = None,
+                      execution_folder: Path | None = None, timeout_s: float = 10.0) -> str:
+    """Write the task's yaml (and, for HumanEval, its executor) into `folder`; return the task name lm-eval runs."""
+    read_rows(data_file, name)
+    values: dict[str, object] = {"TASK": TASK_NAMES[name], "DATA": str(data_file.resolve())}
+    if name == "gsm8k":
+        if fewshot_file is None:
+            raise CapselError("gsm8k needs a demonstrations file (fewshot_file): its first 5 rows are the 5 shots")
+        if len(read_rows(fewshot_file, name)) < N_DEMONSTRATIONS:
+            raise CapselError(f"gsm8k demonstrations file {fewshot_file} holds fewer than {N_DEMONSTRATIONS} rows")
+        values["DEMOS"] = str(fewshot_file.resolve())
+    else:
+        if execution_folder is None:
+            raise CapselError("humaneval needs a folder to execute the model's programs in")
+        values.update(FOLDER=str(execution_folder.resolve()), TIMEOUT=timeout_s)
+    text = (TEMPLATES / f"{name}.yaml").read_text()
+    for marker, value in values.items():
+        # JSON strings are valid YAML scalars, so a path with quotes, colons or spaces stays one value.
+        text = text.replace(f"@{marker}@", json.dumps(value))
+    unfilled = MARKER.search(text)
+    if unfilled:
+        raise AssertionError(f"the {name} template's marker {unfilled.group()} was left unfilled")
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    (folder / f"{TASK_NAMES[name]}.yaml").write_text(text)
+    if name == "humaneval":
+        shutil.copyfile(EXECUTOR, folder / f"{EXECUTOR_MODULE}.py")
+    return TASK_NAMES[name]

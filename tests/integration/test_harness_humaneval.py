@@ -1,0 +1,81 @@
+"""capsel's HumanEval task in lm-eval 0.4.13: refused without leave to execute code, pass@1 by execution with it.
+
+The chain model (tests/support/chain_model.py) completes every prompt with `return sorted(set(l))`, which solves
+HumanEval/34 (`unique(l)`) alone; the other two problems fail (their functions take no `l`).
+"""
+
+import subprocess
+import sys
+
+import pytest
+
+from capsel.errors import CapselError
+from capsel.evaluation.harness import HarnessTask, run_harness
+from capsel.evaluation.harness_execution import build_program, run_program
+from tests.support.chain_model import SOLUTION, save_chain_model
+from tests.support.harness_files import LMEVAL_PYTHON, humaneval_file, needs_lmeval, read_jsonl
+
+TASK_IDS = ["HumanEval/0", "HumanEval/34", "HumanEval/2"]
+
+
+def executes(program: str, folder) -> bool:
+    """The test's own execution of a program: plain `python`, exit status 0 within 10 s."""
+    path = folder / "program.py"
+    path.write_text(program)
+    try:
+        return subprocess.run([sys.executable, str(path)], cwd=folder, capture_output=True, timeout=10).returncode == 0
+    except subprocess.TimeoutExpired:
+        return False
+
+
+def test_humaneval_is_refused_without_leave_to_execute_code(tmp_path):
+    data = humaneval_file(tmp_path, TASK_IDS)
+    notices = []
+    with pytest.raises(CapselError, match=r"^humaneval runs the code the model writes: refused") as raised:
+        run_harness(tmp_path, HarnessTask("humaneval", data), tmp_path / "work", LMEVAL_PYTHON,
+                    on_notice=notices.append)
+    assert "\n" not in str(raised.value)
+    assert not (tmp_path / "work").exists() and notices == []  # nothing written, nothing run
+
+
+@needs_lmeval
+def test_pass_at_1_equals_an_independent_execution_of_the_logged_completions(tmp_path):
+    data = humaneval_file(tmp_path, TASK_IDS)
+    notices = []
+    result = run_harness(
+        save_chain_model(tmp_path / "model"), HarnessTask("humaneval", data, max_new_tokens=8,
+                                                          allow_code_execution=True),
+        tmp_path / "work", LMEVAL_PYTHON, on_notice=notices.append,
+    )
+    [notice] = notices
+    assert "humaneval executes model-written code" in notice and str(tmp_path / "work" / "code-execution") in notice
+    [metric] = result.metrics
+    assert (metric.metric, metric.n) == ("pass@1", 3)
+    assert f"|pass_at_1|↑  |{metric.value:.4f}|" in result.printed
+
+    samples = sorted(read_jsonl(result.samples_path), key=lambda sample: sample["doc_id"])
+    passed = []
+    for sample in samples:
+        doc, completion = sample["doc"], sample["resps"][0][0]
+        assert completion == SOLUTION  # the greedy completion, cut at the stop sequences
+        scratch = tmp_path / f"check-{sample['doc_id']}"
+        scratch.mkdir()
+        passed.append(executes(build_program(doc["prompt"], completion, doc["test"], doc["entry_point"]), scratch))
+        assert sample["pass_at_1"] == float(passed[-1])
+    assert passed == [False, True, False]
+    assert metric.value == pytest.approx(sum(passed) / len(passed))
+    # each program ran in a temporary folder of its own, removed afterwards
+    assert list((tmp_path / "work" / "code-execution").iterdir()) == []
+
+
+@pytest.mark.parametrize("task_id", TASK_IDS)
+def test_the_canonical_solution_passes_and_a_wrong_one_fails(tmp_path, task_id):
+    [row] = read_jsonl(humaneval_file(tmp_path, [task_id]))
+    program = build_program(row["prompt"], row["canonical_solution"], row["test"], row["entry_point"])
+    assert run_program(program, tmp_path / "runs")
+    assert not run_program(build_program(row["prompt"], "    return None\n", row["test"], row["entry_point"]),
+                           tmp_path / "runs")
+
+
+def test_a_program_that_never_ends_fails_at_its_timeout(tmp_path):
+    assert not run_program("while True:\n    pass\n", tmp_path, timeout_s=1.0)
