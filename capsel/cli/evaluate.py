@@ -79,18 +79,18 @@ def evaluate(
     db: DbOption = None,
 ) -> None:
     """Evaluate fine-tuned or base models; every metric is stored (`capsel evaluations`) and reused when asked again."""
-    settings = scoring_settings(db, dtype, device, None)
     specs = tuple(parse_eval_spec(text) for text in evals)
-    options = EvalOptions(
-        fields=parse_field_map(field_map or []), domain=domain,
-        scoring=ScoringConfig(prompt_tokens=prompt_tokens, prompt_format=prompt_format),
-        batch_size=batch_size, fewshot_file=fewshot, limit=limit, max_new_tokens=max_new_tokens,
-        allow_code_execution=allow_code_execution, dtype=settings.dtype, device=settings.device,
-    )
-    out_root = out or settings.output_root
-    # a base model can be evaluated before any pool exists, so the database may be new
-    con = open_db(settings.db_path)
     with json_output(json_out) as output:
+        settings = scoring_settings(db, dtype, device, None)
+        options = EvalOptions(
+            fields=parse_field_map(field_map or []), domain=domain,
+            scoring=ScoringConfig(prompt_tokens=prompt_tokens, prompt_format=prompt_format),
+            batch_size=batch_size, fewshot_file=fewshot, limit=limit, max_new_tokens=max_new_tokens,
+            allow_code_execution=allow_code_execution, dtype=settings.dtype, device=settings.device,
+        )
+        out_root = out or settings.output_root
+        # a base model can be evaluated before any pool exists, so the database may be new
+        con = open_db(settings.db_path)
         try:
             ctx = RunContext(con, settings)
             resolved = [_finetuned_if_selection(ctx, target, model or settings.model, profile, config, seed,

@@ -74,12 +74,17 @@ def harness_command(python: Path, model_dir: Path, task_name: str, task_dir: Pat
     return command
 
 
+def refusal() -> str:
+    """Why humaneval did not run: it executes the code the model writes, which the caller must allow."""
+    return ("humaneval runs the code the model writes: refused unless code execution is allowed "
+            "([[allow_code_execution]]); nothing was run")
+
+
 def _check_inputs(model_dir: Path, task: HarnessTask, python: Path, adapter_dir: Path | None) -> None:
     if task.name not in TASK_NAMES:
         raise CapselError(f"the harness runs {' and '.join(TASK_NAMES)}, not {task.name!r}")
     if task.name == "humaneval" and not task.allow_code_execution:
-        raise CapselError("humaneval runs the code the model writes: refused unless code execution is allowed "
-                          "(allow_code_execution=True); nothing was run")
+        raise CapselError(refusal())
     if not python.is_file():
         raise CapselError(f"lm-eval's environment is missing ({python}): run `make setup-lmeval`")
     for what, path in (("model", model_dir), ("adapter", adapter_dir)):

@@ -11,6 +11,7 @@ import orjson
 from capsel.db import run_sql
 from capsel.db.progress_file import report_progress, report_stage
 from capsel.db.records import fetch_records
+from capsel.errors import OptionError
 from capsel.evaluation.eval_spec import EvalSpec
 from capsel.evaluation.targets import BASE_PREFIX, EvalTarget, base_target, finetune_target
 from capsel.ingest.records import FieldMap
@@ -100,10 +101,19 @@ def resolve_target(ctx: RunContext, text: str, options: EvalOptions) -> EvalTarg
     return finetune_target(ctx.con, text, options.dtype, options.device)
 
 
+def refuse_code_execution(request: EvaluateRequest) -> None:
+    """humaneval runs the model's code: without the caller's permission nothing of the request starts."""
+    if any(spec.kind == "humaneval" for spec in request.evals) and not request.options.allow_code_execution:
+        from capsel.evaluation.harness import refusal
+
+        raise OptionError(refusal())
+
+
 def evaluate(request: EvaluateRequest, ctx: RunContext, on_progress: Progress = _quiet,
              on_notice: Callable[[str], None] = lambda line: None) -> EvaluateSummary:
     """Evaluate each target on each evaluation; results already stored for the same weights, file and config are
     reused, the rest computed and stored in one 'evaluate' run."""
+    refuse_code_execution(request)
     targets = [resolve_target(ctx, text, request.options) for text in request.targets]
     summary = EvaluateSummary()
     counters: dict = {"computed": 0, "reused": 0}
