@@ -211,8 +211,8 @@ class _TargetRunner:
         from capsel.side_environments import HARNESS
 
         options = self.request.options
-        task = HarnessTask(spec.kind, spec.path, options.fewshot_file, options.limit,
-                           options.max_new_tokens, options.allow_code_execution)
+        task = HarnessTask("humaneval" if spec.kind == "humaneval" else "gsm8k", spec.path, options.fewshot_file,
+                           options.limit, options.max_new_tokens, options.allow_code_execution)
         python = HARNESS.python(self.ctx.settings.harness_python)
         work_dir = self.request.work_root / "evaluations" / self.target.model_fingerprint / f"{spec.kind}-{self.run_id}"
         what = f"{self.target.label}: {spec.text}"
