@@ -10,8 +10,9 @@ guarded as (
 ),
 scored as (
     select candidate_id, domain, d_early, d_late, cap, z
-    from cap_scores
-    where $use_scores and model_fingerprint = $model_fingerprint and config_hash = $config_hash
+    from cap_scores_at($model_fingerprint, $config_hash, $early_first::bigint, $early_last::bigint,
+                       $late_first::bigint, $late_last::bigint)
+    where $use_scores
         and candidate_id not in (select candidate_id from guarded)
 ),
 unscored as (
