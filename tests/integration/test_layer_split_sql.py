@@ -5,12 +5,17 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from capsel.config import load_settings
 from capsel.db import open_db, run_sql
 from capsel.errors import CapselError, OptionError
+from capsel.pipeline_config import SelectionParams
 from capsel.selection.budget import parse_budget
 from capsel.selection.plan import SelectionRequest, build_selection
 from capsel.selection.residualize import fit_domains
 from capsel.selection.scoring_key import ScoringKey, resolve_scoring_key, with_layer_split
+from capsel.stages.context import RunContext
+from capsel.stages.residualize import residualize
+from capsel.stages.select import SelectRequest, select_and_publish, selection_key
 from tests.support.scored_pool import MODEL, make_pool
 
 SIZES = {"code": 40, "math": 60}
@@ -127,3 +132,18 @@ def test_the_split_is_checked_against_the_stored_depth(store):
         select(con, late="last:20")
     with pytest.raises(OptionError, match="overlaps"):
         select(con, early="first:9", late="last:4")
+
+
+def test_the_flows_selection_parameters_fit_and_select_the_split(store, tmp_path):
+    con, tables = store
+    params = SelectionParams(budget="4", late="last:3")
+    request = SelectRequest(params.request(MODEL), tmp_path / "out")
+    ctx = RunContext(con, load_settings(db_path=tmp_path / "capsel.duckdb", output_root=tmp_path))
+    key = selection_key(ctx, request)  # what the flow's residualize step and its select step both get
+    expected = numpy_cap(tables, (1, 3), (10, 12))
+    fits = {fit.domain: fit for fit in residualize(ctx, key).fits}
+    for domain, group in expected.groupby("domain"):
+        assert fits[domain].beta == pytest.approx(group["beta"].iloc[0], rel=1e-9)
+    summary = select_and_publish(request, ctx, key)
+    assert summary.published.manifest["layer_split"]["late_layers"] == [10, 12]
+    assert summary.published.manifest["request"]["late"] == "last:3"
