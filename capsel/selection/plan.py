@@ -113,7 +113,8 @@ def build_selection(
 ) -> Selection:
     """Fit every domain of `key`'s scores, size the quotas and pick the members.
 
-    `key` comes from `resolve_scoring_key`; None selects (randomly) from all candidates.
+    `key` comes from `resolve_scoring_key`; None selects (randomly) from all candidates. A request naming
+    `early`/`late` reads CAP's D_early/D_late over those blocks of the stored profile (`with_layer_split`).
     """
     if request.method not in METHODS:
         raise OptionError(f"unknown selection method {request.method!r}; choose one of {', '.join(METHODS)}")

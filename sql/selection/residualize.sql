@@ -1,4 +1,5 @@
--- Per-domain OLS of d_late on d_early for one (model, config), with the spread of the CAP and z it yields.
+-- Per-domain OLS of d_late on d_early for one (model, config), with the spread of the CAP and z it yields;
+-- d_early and d_late over the blocks $early_first..$early_last, $late_first..$late_last (null: as stored).
 with fits as (
     select *
     from cap_domain_fits($model_fingerprint, $config_hash, $early_first::bigint, $early_last::bigint,

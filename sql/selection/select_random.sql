@@ -1,6 +1,7 @@
 -- Seeded random control: k per domain in md5(seed:candidate_id) order, the same on every machine.
 -- With $use_scores it draws from the scored eligible pool of (model, config), less what the PPL guard
--- holds back ($ppl_guard, null: nothing), else from all candidates.
+-- holds back ($ppl_guard, null: nothing), else from all candidates. Its cap and z read the blocks
+-- $early_first..$early_last, $late_first..$late_last of the stored profile (null: as stored).
 with quotas as (
     select unnest($quotas::struct(domain varchar, k bigint)[], recursive := true)
 ),

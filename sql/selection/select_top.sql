@@ -1,5 +1,6 @@
 -- Top-k candidates per domain by z (highest first), ties broken by candidate_id; k comes per domain.
--- Candidates the PPL guard holds back ($ppl_guard, null: none) are not taken.
+-- Candidates the PPL guard holds back ($ppl_guard, null: none) are not taken. D_early and D_late average the
+-- stored profile's blocks $early_first..$early_last and $late_first..$late_last (null: as scoring stored them).
 with quotas as (
     select unnest($quotas::struct(domain varchar, k bigint)[], recursive := true)
 ),
