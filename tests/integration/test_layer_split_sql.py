@@ -66,7 +66,11 @@ def test_a_new_split_equals_numpy_on_the_stored_profile(store, early, late, earl
     assert (key.layers.early, key.layers.late) == (early_blocks, late_blocks)
 
     got = run_sql(con, "scoring/cap_scores", {"model_fingerprint": MODEL, "config_hash": key.config_hash,
-                                              "domains": None}).df().set_index("candidate_id").sort_index()
+                                              "domains": None, **resolve_scoring_key(con, model=MODEL).layer_params()})
+    got = got.df().set_index("candidate_id").sort_index()
+    exported = run_sql(con, "scoring/cap_scores", {"model_fingerprint": MODEL, "config_hash": key.config_hash,
+                                                   "domains": None, **key.layer_params()}).df()
+    np.testing.assert_allclose(exported.set_index("candidate_id").sort_index()["z"], expected["z"], rtol=1e-9)
     split = run_sql(con, "selection/select_top", {
         "quotas": [{"domain": domain, "k": 10_000} for domain in SIZES], "model_fingerprint": MODEL,
         "config_hash": key.config_hash, "ppl_guard": None, **key.layer_params(),
