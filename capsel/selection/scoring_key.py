@@ -91,7 +91,8 @@ def with_layer_split(
     if profiles["n_without_profile"]:
         raise CapselError(
             f"{profiles['n_without_profile']} of {profiles['n_eligible']} eligible rows of {where} store no per-layer "
-            "profile, so D_early and D_late cannot be re-averaged: rescore them or leave out [[early]] and [[late]]"
+            "profile to re-average D_early and D_late over: score with the split wanted "
+            "(`capsel score --early/--late`, a new config) or leave out [[early]] and [[late]]"
         )
     if not profiles["n_eligible"]:
         raise CapselError(f"{where} has no eligible scored row whose profile [[early]] and [[late]] could re-average")
