@@ -5,15 +5,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from capsel.config import Settings, load_settings
 from capsel.dataset_license import DEFAULT_LICENSE, LICENSE_HELP, LICENSE_PATTERN
-from capsel.errors import CapselError
+from capsel.errors import CapselError, OptionError
 from capsel.ingest.pipeline import DedupKeyMode, IngestOptions
 from capsel.ingest.records import parse_field_map
 from capsel.scorers.specs import LessSpec, ScorerSpec
 from capsel.selection.budget import parse_budget
+from capsel.selection.layer_split import parse_blocks
 from capsel.selection.plan import SelectionRequest
 from capsel.selection.select import METHODS
 from capsel.storage.remote_folder import RemoteFolder
@@ -75,6 +76,14 @@ class SelectionParams(BaseModel):
         None, gt=0, lt=100, description="cap and random: per domain, candidates above this percentile of reference "
         "PPL are not eligible (off: the paper's method)",
     )
+    early: str | None = Field(
+        None, description="cap and random: the blocks D_early averages, re-averaged from the stored per-layer "
+        "profile: a fraction like 0.33, first:K or a range like 1-8 (default: as scored)",
+    )
+    late: str | None = Field(
+        None, description="cap and random: the blocks D_late averages, re-averaged from the stored per-layer "
+        "profile: a fraction like 0.66, last:K or a range like 12-18 (default: as scored)",
+    )
     domains: list[str] | None = Field(None, description="only these domains (default: every domain)")
     out: str = Field("selections", description="folder inside the output root that receives <selection_id>/")
     license: str = Field(DEFAULT_LICENSE, pattern=LICENSE_PATTERN, description=LICENSE_HELP)
@@ -91,7 +100,19 @@ class SelectionParams(BaseModel):
             order=self.order,
             ppl_guard=self.ppl_guard,
             license=self.license,
+            early=self.early,
+            late=self.late,
         )
+
+    @field_validator("early", "late")
+    @classmethod
+    def _blocks(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is not None:
+            try:
+                parse_blocks(value, "early" if info.field_name == "early" else "late")
+            except OptionError as error:
+                raise ValueError(error.render(lambda field: field)) from None
+        return value
 
 
 class RunnerParams(BaseModel):

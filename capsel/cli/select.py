@@ -72,6 +72,17 @@ def select(
         "lies above this percentile are not eligible, e.g. 95. Off by default, which is the paper's method; on "
         "small models CAP can rank high-perplexity junk near the top (capsel_lab/README.md).",
     )] = None,
+    early: Annotated[Optional[str], typer.Option(
+        "--early", show_default=False,
+        help="cap and random only: the blocks D_early averages, re-averaged in SQL from the per-layer profile "
+        "`capsel score` stored (no rescore): a fraction like 0.33 (blocks 1..floor(0.33*L)), first:K, or a "
+        "range like 1-8 (1-indexed, inclusive). Default: as scored.",
+    )] = None,
+    late: Annotated[Optional[str], typer.Option(
+        "--late", show_default=False,
+        help="cap and random only: the blocks D_late averages, like --early: a fraction like 0.66 (blocks "
+        "ceil(0.66*L)..L), last:K (the last K blocks) or a range like 12-18. Default: as scored.",
+    )] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the random control.")] = 0,
     license_id: LicenseOption = None,
     model: Annotated[Optional[str], typer.Option(
@@ -96,6 +107,8 @@ def select(
         order=ppl_direction.value if method == MethodChoice.ppl else None,
         ppl_guard=ppl_guard,
         license=DEFAULT_LICENSE if license_id is None else license_id,
+        early=early,
+        late=late,
     )
     con = open_db(settings.db_path, must_exist=True)
     with json_output(json_out) as output:

@@ -12,6 +12,7 @@ from capsel.db.records import fetch_records
 from capsel.db.sqlfiles import sql_relation
 from capsel.publish.funnel import funnel
 from capsel.selection.plan import Selection
+from capsel.selection.scoring_key import layer_params
 
 EXCLUDED_FILE = "excluded.parquet"
 
@@ -44,4 +45,5 @@ def _params(selection: Selection) -> dict:
         "model_fingerprint": key.model_fingerprint if key else None,
         "config_hash": key.config_hash if key else None,
         "ppl_guard": request.ppl_guard,
+        **layer_params(key),
     }

@@ -29,6 +29,7 @@ def build_manifest(
     `images` (count, bytes, folder of the copied image files) is recorded only for a selection that has some.
     """
     key = selection.key
+    split = key.split_read() if key else None
     manifest = {
         "selection_id": selection_id,
         "created_at": created_at.isoformat(),
@@ -48,6 +49,8 @@ def build_manifest(
             "config_hash": key.config_hash if key else None,
             "config": key.scoring_config if key else None,
         },
+        # CAP: the blocks D_early and D_late averaged (`select --early/--late`, else the split scoring stored)
+        "layer_split": split.as_dict() if split else None,
         "n_members": int(len(selection.members)),
         "members_sha256": members_sha256,
         "domains": domain_entries(selection),

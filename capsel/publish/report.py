@@ -29,6 +29,7 @@ def report_points(
         "config_hash": key.config_hash,
         "domains": list(domains),
         "max_points": int(max_points),
+        **key.layer_params(),
     }).df()
 
 

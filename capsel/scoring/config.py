@@ -83,13 +83,21 @@ def layer_split(n_layers: int, early: float, late: float) -> tuple[list[int], li
     The fractions are read as the decimals the user wrote (0.66 is 66/100, not the
     nearest binary float), so L=50 puts layer 33 in the late group exactly as on paper.
     """
-    early_bound = Fraction(repr(early)) * n_layers
-    late_bound = Fraction(repr(late)) * n_layers
-    early_layers = list(range(1, math.floor(early_bound) + 1))
-    late_layers = list(range(max(1, math.ceil(late_bound)), n_layers + 1))
+    early_layers = list(range(1, last_early_layer(n_layers, early) + 1))
+    late_layers = list(range(first_late_layer(n_layers, late), n_layers + 1))
     if not early_layers or not late_layers:
         raise CapselError(
             f"a model with {n_layers} layers has no layer l <= {early}*L or none l >= {late}*L; "
             "use a deeper model or change [[early]]/[[late]]"
         )
     return early_layers, late_layers
+
+
+def last_early_layer(n_layers: int, early: float) -> int:
+    """floor(early * L): the last 1-indexed layer of D_early (0 when none), the fraction read as written."""
+    return math.floor(Fraction(repr(early)) * n_layers)
+
+
+def first_late_layer(n_layers: int, late: float) -> int:
+    """ceil(late * L), at least 1: the first 1-indexed layer of D_late, the fraction read as written."""
+    return max(1, math.ceil(Fraction(repr(late)) * n_layers))

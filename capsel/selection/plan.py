@@ -11,9 +11,10 @@ from capsel.baselines.registry import BASELINES, Order
 from capsel.dataset_license import DEFAULT_LICENSE, check_license
 from capsel.errors import CapselError, OptionError
 from capsel.selection.budget import Budget, Quota, domain_quotas
+from capsel.selection.layer_split import parse_blocks
 from capsel.selection.pool import DomainPool, domain_pools
 from capsel.selection.residualize import DomainFit, fit_domains, fit_stats
-from capsel.selection.scoring_key import ScoringKey
+from capsel.selection.scoring_key import ScoringKey, with_layer_split
 from capsel.selection.select import METHODS, Method, select_members, selection_rule
 
 
@@ -32,10 +33,17 @@ class SelectionRequest:
     ppl_guard: float | None = None
     # the licence the published dataset card declares (a Hugging Face licence id)
     license: str = DEFAULT_LICENSE
+    # the blocks CAP's D_early / D_late average, re-averaged from the stored profile (None: as scoring stored it)
+    early: str | None = None
+    late: str | None = None
 
     def __post_init__(self) -> None:
         # refused where the request is made, before a run is recorded or anything scored
         check_license(self.license)
+        if self.early is not None:
+            parse_blocks(self.early, "early")
+        if self.late is not None:
+            parse_blocks(self.late, "late")
 
     def as_dict(self) -> dict:
         """Plain dict for the run record and the manifest."""
@@ -50,6 +58,8 @@ class SelectionRequest:
             "config_hash": self.config_hash,
             "ppl_guard": self.ppl_guard,
             "license": self.license,
+            "early": self.early,
+            "late": self.late,
         }
 
 
@@ -90,6 +100,8 @@ class Selection:
     def rule(self) -> str:
         """How the members were picked, in words."""
         rule = selection_rule(self.request.method, self.request.order)
+        if self.key is not None and self.key.layers is not None and self.key.layers.recomputed:
+            rule += f"; {self.key.layers.describe()}, re-averaged from the stored per-layer profile"
         if self.request.ppl_guard is None:
             return rule
         return (f"{rule}; candidates whose reference PPL lies above their domain's "
@@ -101,7 +113,8 @@ def build_selection(
 ) -> Selection:
     """Fit every domain of `key`'s scores, size the quotas and pick the members.
 
-    `key` comes from `resolve_scoring_key`; None selects (randomly) from all candidates.
+    `key` comes from `resolve_scoring_key`; None selects (randomly) from all candidates. A request naming
+    `early`/`late` reads CAP's D_early/D_late over those blocks of the stored profile (`with_layer_split`).
     """
     if request.method not in METHODS:
         raise OptionError(f"unknown selection method {request.method!r}; choose one of {', '.join(METHODS)}")
@@ -109,6 +122,11 @@ def build_selection(
                                       != "score"):
         raise OptionError(f"an order (high/low/middle) applies to score baselines, not to {request.method}")
     _check_guard(request, key)
+    if request.early is not None or request.late is not None:
+        if key is None:
+            raise OptionError("[[early]] and [[late]] re-average CAP's stored layer profile: score the pool with "
+                              "`capsel score` first")
+        key = with_layer_split(con, key, request.early, request.late)
     pools = domain_pools(con, key, request.domains, request.ppl_guard)
     notes = _guard_notes(request, pools)
     empty = [pool for pool in pools if pool.size == 0]

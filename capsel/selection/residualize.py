@@ -92,6 +92,7 @@ def fit_domains(
         "model_fingerprint": key.model_fingerprint,
         "config_hash": key.config_hash,
         "domains": list(domains) if domains else None,
+        **key.layer_params(),
     })
     fits = [DomainFit(**row) for row in rows]
     for fit in fits:

@@ -14,7 +14,7 @@ from capsel.selection.budget import Quota
 from capsel.selection.coverage import RULE as COVERAGE_RULE
 from capsel.selection.coverage import select_coverage
 from capsel.selection.lineage import member_lineage
-from capsel.selection.scoring_key import ScoringKey
+from capsel.selection.scoring_key import ScoringKey, layer_params
 
 Method = str
 METHODS: tuple[str, ...] = ("cap", "random", *BASELINES)
@@ -67,6 +67,7 @@ def select_members(
             "config_hash": key.config_hash if key else None,
             "seed": int(seed),
             "ppl_guard": ppl_guard,
+            **layer_params(key),
         }).df()
         ranked["score"] = ranked["cap"]
         return _with_lineage(con, ranked, key)
@@ -77,6 +78,7 @@ def select_members(
             "model_fingerprint": key.model_fingerprint,
             "config_hash": key.config_hash,
             "ppl_guard": ppl_guard,
+            **key.layer_params(),
         }).df()
         ranked["score"] = ranked["cap"]
     elif BASELINES[method].selects_by == "coverage":

@@ -26,5 +26,6 @@ def residualize(
     fits = fit_domains(ctx.con, key, domains)
     examples = fetch_records(ctx.con, "selection/extreme_examples", {
         "model_fingerprint": key.model_fingerprint, "config_hash": key.config_hash, "n_examples": n_examples,
+        **key.layer_params(),
     })
     return ResidualizeSummary(fits, examples)

@@ -14,7 +14,7 @@ from capsel.publish.publish import PublishedSelection, publish_selection
 from capsel.publish.reconcile import Reconciled, reconcile_selections
 from capsel.runs import recorded_run
 from capsel.selection.plan import Selection, SelectionRequest, build_selection
-from capsel.selection.scoring_key import ScoringKey, resolve_scoring_key
+from capsel.selection.scoring_key import ScoringKey, resolve_scoring_key, with_layer_split
 from capsel.stages.context import RunContext
 
 
@@ -40,7 +40,7 @@ class SelectSummary:
 
 def selection_key(ctx: RunContext, request: SelectRequest) -> ScoringKey | None:
     """The scores a selection reads: the method's own, CAP's for the random control (all candidates when nothing
-    is scored), and for LESS the scores against the named target."""
+    is scored), and for LESS the scores against the named target; CAP's over the request's blocks (--early/--late)."""
     wanted = request.selection
     if request.target is not None or request.target_max is not None:
         if wanted.method != "less" or request.target is None:
@@ -49,8 +49,10 @@ def selection_key(ctx: RunContext, request: SelectRequest) -> ScoringKey | None:
                          or target_scores_hash(ctx.con, request.target, request.target_max))
     # random draws from CAP's eligible pool when there is one; every other method needs its own scores
     scores_of = "cap" if wanted.method == "random" else wanted.method
-    return resolve_scoring_key(ctx.con, wanted.model, wanted.config_hash, required=wanted.method != "random",
-                               method=scores_of)
+    key = resolve_scoring_key(ctx.con, wanted.model, wanted.config_hash, required=wanted.method != "random",
+                              method=scores_of)
+    # resolved here, so the flow's residualize step fits the blocks the selection reads
+    return with_layer_split(ctx.con, key, wanted.early, wanted.late) if key is not None else None
 
 
 def select_and_publish(

@@ -17,7 +17,7 @@ from capsel.errors import CapselError
 from capsel.models import demo_model_path
 from capsel.models.loading import load_causal_lm
 from capsel.paths import typed_path
-from capsel_lab.cli import noise, real_pool, sft
+from capsel_lab.cli import noise, real_pool, sft, split_sweep
 from capsel_lab.demo_pool import write_demo_pool
 from capsel_lab.evaluate import recall_report
 from capsel_lab.model_card import write_model_card
@@ -32,6 +32,7 @@ app = ReadableTyper(help="The validation lab: synthetic world, demo model pretra
 app.command("noise")(noise.noise)
 app.command("sft")(sft.sft)
 app.command("real-pool")(real_pool.real_pool)
+app.command("split-sweep")(split_sweep.split_sweep)
 
 _DEFAULT = PretrainConfig()
 

@@ -24,8 +24,10 @@ guarded as (
 ),
 cap as (
     select candidate_id, cap, z
-    from cap_scores
-    where model_fingerprint = $model_fingerprint and config_hash = $config_hash
+    from cap_scores_at($model_fingerprint, $config_hash, $early_first::bigint, $early_last::bigint,
+                       $late_first::bigint, $late_last::bigint)
+    -- a null model is "every model" to the macro; here it means nothing was scored
+    where $model_fingerprint::varchar is not null
 ),
 classified as (
     select

@@ -1,10 +1,10 @@
--- Scored pool points for the report plots: at most $max_points per domain, a stable md5 sample.
+-- Scored pool points for the report plots: at most $max_points per domain, a stable md5 sample; D_early and
+-- D_late over the selection's blocks ($early_first.., null: as stored).
 with scored as (
     select candidate_id, domain, d_early, d_late, cap, z
-    from cap_scores
-    where model_fingerprint = $model_fingerprint
-        and config_hash = $config_hash
-        and list_contains($domains::varchar[], domain)
+    from cap_scores_at($model_fingerprint, $config_hash, $early_first::bigint, $early_last::bigint,
+                       $late_first::bigint, $late_last::bigint)
+    where list_contains($domains::varchar[], domain)
 ),
 numbered as (
     select

@@ -1,10 +1,10 @@
--- CAP and z per scored candidate (the cap_scores view); null filters mean "all", for the score export.
+-- CAP and z per scored candidate; null filters mean "all", for the score export. D_early and D_late average
+-- the stored profile's blocks $early_first..$early_last, $late_first..$late_last (null: as scoring stored them).
 with final as (
     select *
-    from cap_scores
-    where ($model_fingerprint::varchar is null or model_fingerprint = $model_fingerprint)
-        and ($config_hash::varchar is null or config_hash = $config_hash)
-        and ($domains::varchar[] is null or list_contains($domains::varchar[], domain))
+    from cap_scores_at($model_fingerprint::varchar, $config_hash::varchar, $early_first::bigint, $early_last::bigint,
+                       $late_first::bigint, $late_last::bigint)
+    where ($domains::varchar[] is null or list_contains($domains::varchar[], domain))
 )
 select * from final
 order by model_fingerprint, config_hash, domain, candidate_id;

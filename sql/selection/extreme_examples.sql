@@ -6,10 +6,9 @@ with scored as (
         z,
         row_number() over (partition by domain order by z desc, candidate_id asc) as top_rank,
         row_number() over (partition by domain order by z asc, candidate_id asc) as bottom_rank
-    from cap_scores
-    where model_fingerprint = $model_fingerprint
-        and config_hash = $config_hash
-        and z is not null
+    from cap_scores_at($model_fingerprint, $config_hash, $early_first::bigint, $early_last::bigint,
+                       $late_first::bigint, $late_last::bigint)
+    where z is not null
 ),
 picked as (
     select

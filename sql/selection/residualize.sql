@@ -1,10 +1,10 @@
--- Per-domain OLS of d_late on d_early for one (model, config), with the spread of the CAP and z it yields.
+-- Per-domain OLS of d_late on d_early for one (model, config), with the spread of the CAP and z it yields;
+-- d_early and d_late over the blocks $early_first..$early_last, $late_first..$late_last (null: as stored).
 with fits as (
     select *
-    from domain_fits
-    where model_fingerprint = $model_fingerprint
-        and config_hash = $config_hash
-        and ($domains::varchar[] is null or list_contains($domains::varchar[], domain))
+    from cap_domain_fits($model_fingerprint, $config_hash, $early_first::bigint, $early_last::bigint,
+                         $late_first::bigint, $late_last::bigint)
+    where ($domains::varchar[] is null or list_contains($domains::varchar[], domain))
 ),
 spread as (
     select
@@ -15,10 +15,9 @@ spread as (
         stddev_samp(d_late) as late_std,
         avg(z) as z_mean,
         stddev_samp(z) as z_std
-    from cap_scores
-    where model_fingerprint = $model_fingerprint
-        and config_hash = $config_hash
-        and ($domains::varchar[] is null or list_contains($domains::varchar[], domain))
+    from cap_scores_at($model_fingerprint, $config_hash, $early_first::bigint, $early_last::bigint,
+                       $late_first::bigint, $late_last::bigint)
+    where ($domains::varchar[] is null or list_contains($domains::varchar[], domain))
     group by domain
 ),
 final as (

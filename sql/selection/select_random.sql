@@ -1,6 +1,7 @@
 -- Seeded random control: k per domain in md5(seed:candidate_id) order, the same on every machine.
 -- With $use_scores it draws from the scored eligible pool of (model, config), less what the PPL guard
--- holds back ($ppl_guard, null: nothing), else from all candidates.
+-- holds back ($ppl_guard, null: nothing), else from all candidates. Its cap and z read the blocks
+-- $early_first..$early_last, $late_first..$late_last of the stored profile (null: as stored).
 with quotas as (
     select unnest($quotas::struct(domain varchar, k bigint)[], recursive := true)
 ),
@@ -10,8 +11,9 @@ guarded as (
 ),
 scored as (
     select candidate_id, domain, d_early, d_late, cap, z
-    from cap_scores
-    where $use_scores and model_fingerprint = $model_fingerprint and config_hash = $config_hash
+    from cap_scores_at($model_fingerprint, $config_hash, $early_first::bigint, $early_last::bigint,
+                       $late_first::bigint, $late_last::bigint)
+    where $use_scores
         and candidate_id not in (select candidate_id from guarded)
 ),
 unscored as (

@@ -1,5 +1,6 @@
 -- Top-k candidates per domain by z (highest first), ties broken by candidate_id; k comes per domain.
--- Candidates the PPL guard holds back ($ppl_guard, null: none) are not taken.
+-- Candidates the PPL guard holds back ($ppl_guard, null: none) are not taken. D_early and D_late average the
+-- stored profile's blocks $early_first..$early_last and $late_first..$late_last (null: as scoring stored them).
 with quotas as (
     select unnest($quotas::struct(domain varchar, k bigint)[], recursive := true)
 ),
@@ -9,9 +10,9 @@ guarded as (
 ),
 scored as (
     select candidate_id, domain, d_early, d_late, cap, z
-    from cap_scores
-    where model_fingerprint = $model_fingerprint and config_hash = $config_hash
-        and candidate_id not in (select candidate_id from guarded)
+    from cap_scores_at($model_fingerprint, $config_hash, $early_first::bigint, $early_last::bigint,
+                       $late_first::bigint, $late_last::bigint)
+    where candidate_id not in (select candidate_id from guarded)
 ),
 final as (
     select

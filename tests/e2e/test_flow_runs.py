@@ -62,8 +62,11 @@ def incremental(tmp_path_factory, prefect_server):
         v3 = rescore_flow(**flow_config(root / "live", model, [str(incoming)]).parameters())
         scratch = select_flow(**flow_config(root / "scratch", model, [str(first), str(second)],
                                             selection={"license": "cc-by-4.0"}).parameters())
+        # the same scored pool, D_late read over the last block only: no rescore, a selection of its own
+        split = select_flow(**flow_config(root / "scratch", model, [str(first), str(second)],
+                                          selection={"late": "last:1", "out": "split"}).parameters())
     return {"root": root, "model": model, "files": (first, second), "v1": v1, "v2": v2, "v3": v3,
-            "scratch": scratch}
+            "scratch": scratch, "split": split}
 
 
 def test_the_flow_warns_exactly_when_the_model_lacks_the_u_shape(incremental):
@@ -161,6 +164,17 @@ def test_the_selection_parameters_licence_reaches_the_manifest_and_the_card(incr
     manifests = [orjson.loads((path / "manifest.json").read_bytes()) for path in (scratch, v1)]
     assert [manifest["license"] for manifest in manifests] == ["cc-by-4.0", "other"]
     assert "\nlicense: cc-by-4.0\n" in (scratch / "README.md").read_text()
+
+
+def test_the_selection_parameters_split_reads_the_stored_profile(incremental):
+    split, scratch = incremental["split"], incremental["scratch"]
+    assert split["score"]["n_processed"] == 0  # nothing rescored
+    manifest = orjson.loads((Path(split["selection"]["path"]) / "manifest.json").read_bytes())
+    # the 4-block model scored D_late over blocks 3-4 (0.66); the flow read block 4 alone
+    assert manifest["layer_split"]["late_layers"] == [4, 4] and manifest["layer_split"]["recomputed"] == ["late"]
+    assert manifest["request"]["late"] == "last:1"
+    fresh = orjson.loads((Path(scratch["selection"]["path"]) / "manifest.json").read_bytes())
+    assert fresh["layer_split"]["late_layers"] == [3, 4] and fresh["layer_split"]["recomputed"] == []
 
 
 def test_rescore_with_nothing_new_publishes_nothing(incremental):

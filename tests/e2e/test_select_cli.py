@@ -99,3 +99,41 @@ def test_a_domain_with_a_near_constant_d_early_is_refused_and_the_others_still_s
     manifest = orjson.loads((Path(orjson.loads(alone.stdout)["path"]) / "manifest.json").read_bytes())
     [math] = manifest["domains"]
     assert math["domain"] == "math" and abs(math["alpha"]) < 10 and abs(math["beta"]) < 10
+
+
+def test_late_last_k_reads_the_stored_profile_and_lands_in_the_manifest(tmp_path):
+    con = open_db(tmp_path / "capsel.duckdb")
+    make_pool(con, {"code": 30, "math": 50}, n_excluded=1, n_layers=12)
+    con.close()
+
+    split = capsel(tmp_path, "select", "--budget", "5", "--late", "last:3", "--out", "split")
+    assert split.returncode == 0, split.stderr
+    [published] = (tmp_path / "split").glob("sel-*")
+    manifest = orjson.loads((published / "manifest.json").read_bytes())
+    assert manifest["request"]["late"] == "last:3" and manifest["request"]["early"] is None
+    assert manifest["layer_split"] == {
+        "n_layers": 12, "early": "0.33", "late": "last:3", "early_layers": [1, 3], "late_layers": [10, 12],
+        "stored_early_layers": [1, 3], "stored_late_layers": [8, 12], "recomputed": ["late"],
+    }
+    assert "D_late = blocks 10-12 (last:3) of 12" in manifest["selection_rule"]
+    # the run record keeps the options too
+    con = open_db(tmp_path / "capsel.duckdb", read_only=True)
+    [config] = con.execute("select config from runs where kind = 'select'").fetchone()
+    con.close()
+    assert orjson.loads(config)["late"] == "last:3"
+    members = pd.read_parquet(published / "data.parquet")
+    assert len(members) == 10
+
+    default = capsel(tmp_path, "select", "--budget", "5", "--out", "default")
+    same = capsel(tmp_path, "select", "--budget", "5", "--late", "0.66", "--early", "first:3", "--out", "same")
+    assert default.returncode == same.returncode == 0, default.stderr + same.stderr
+    manifests = [orjson.loads(next((tmp_path / name).glob("sel-*/manifest.json")).read_bytes())
+                 for name in ("default", "same")]
+    # the stored split, however it is named, selects exactly what the default does
+    assert manifests[0]["members_sha256"] == manifests[1]["members_sha256"] != manifest["members_sha256"]
+    assert manifests[0]["layer_split"]["recomputed"] == manifests[1]["layer_split"]["recomputed"] == []
+    assert manifests[0]["layer_split"]["late_layers"] == [8, 12] and manifests[0]["request"]["late"] is None
+
+    wrong = capsel(tmp_path, "select", "--budget", "5", "--late", "last:13", "--out", "wrong")
+    assert wrong.returncode == 2 and "Traceback" not in wrong.stderr
+    assert "--late last:13 gives blocks 0 to 12, outside the stored profile's 1-12" in wrong.stderr

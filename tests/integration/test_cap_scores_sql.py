@@ -8,7 +8,7 @@ from capsel.db import open_db, run_sql
 from capsel.errors import CapselError
 from capsel.selection.pool import domain_pools
 from capsel.selection.residualize import fit_domains
-from capsel.selection.scoring_key import resolve_scoring_key
+from capsel.selection.scoring_key import STORED_SPLIT, resolve_scoring_key
 from tests.support.scored_pool import CONFIG, MODEL, make_pool
 
 SIZES = {"code": 40, "math": 60, "science": 25}
@@ -64,7 +64,8 @@ def test_domain_fits_equal_numpy_ols(store):
 def test_cap_and_z_per_candidate_equal_numpy(store):
     con, tables, _ = store
     _, expected = numpy_reference(tables)
-    got = run_sql(con, "scoring/cap_scores", {"model_fingerprint": MODEL, "config_hash": CONFIG, "domains": None}).df()
+    got = run_sql(con, "scoring/cap_scores", {"model_fingerprint": MODEL, "config_hash": CONFIG, "domains": None,
+                                              **STORED_SPLIT}).df()
     got = got.set_index("candidate_id").sort_index()
     # excluded candidates are not scored at all
     assert list(got.index) == list(expected.index)
@@ -74,7 +75,8 @@ def test_cap_and_z_per_candidate_equal_numpy(store):
 
 def test_cap_scores_export_covers_every_pair(store):
     con, _, other = store
-    every = run_sql(con, "scoring/cap_scores", {"model_fingerprint": None, "config_hash": None, "domains": None}).df()
+    every = run_sql(con, "scoring/cap_scores", {"model_fingerprint": None, "config_hash": None, "domains": None,
+                                                **STORED_SPLIT}).df()
     assert set(every["model_fingerprint"]) == {MODEL, "fp-model-b"}
     _, expected_b = numpy_reference(other, model="fp-model-b")
     only_b = every[every["model_fingerprint"] == "fp-model-b"].set_index("candidate_id").sort_index()

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from capsel.db import open_db
+from capsel.scoring.config import layer_split
 
 MODEL = "fp-model-a"
 CONFIG = "cfg-aaaa"
@@ -35,11 +36,14 @@ def make_pool(
     n_excluded: int = 0,
     with_candidates: bool = True,
     fixed: dict[str, tuple[list[float], list[float]]] | None = None,
+    n_layers: int | None = None,
 ) -> PoolTables:
     """Candidates in `sizes` domains, each scored by (model, config) with d_late ≈ a + b·d_early + noise.
 
     The first `n_excluded` candidates of every domain get an exclusion reason (and no divergences).
     `fixed` gives (d_early, d_late) for a domain instead (its size is then their length).
+    `n_layers` stores a per-layer profile D_1..D_L too, with d_early and d_late its means over the default
+    split's blocks, as scoring computes them (else no profile is stored).
     """
     fixed = fixed or {}
     sizes = {**sizes, **{domain: len(values[0]) for domain, values in fixed.items()}}
@@ -63,6 +67,9 @@ def make_pool(
         if domain in fixed:
             d_early, d_late = (np.asarray(values, dtype=float) for values in fixed[domain])
         excluded = np.arange(size) < n_excluded
+        profiles = None
+        if n_layers is not None:
+            profiles, d_early, d_late = _profiles(rng, d_early, d_late, n_layers)
         scores.append(pd.DataFrame({
             "candidate_id": ids,
             "model_fingerprint": model,
@@ -73,6 +80,9 @@ def make_pool(
             "ppl": rng.uniform(1.0, 20.0, size),
             "excluded_reason": np.where(excluded, "short_response", None),
             "run_id": SCORE_RUN,
+            **({} if profiles is None else {"layer_divergence": [
+                None if out else profile.tolist() for out, profile in zip(excluded, profiles)
+            ]}),
         }))
     candidates = pd.concat(frames, ignore_index=True)  # also returned when not written, for references
     divergences = pd.concat(scores, ignore_index=True)
@@ -93,13 +103,24 @@ def make_pool(
         _append_if_absent(con, "sources", sources, "source_id")
         con.append("candidates", candidates, by_name=True)
     _append_if_absent(con, "models", pd.DataFrame([{
-        "model_fingerprint": model, "name_or_path": f"/models/{model}", "dtype": "float32", "n_layers": 12,
+        "model_fingerprint": model, "name_or_path": f"/models/{model}", "dtype": "float32", "n_layers": n_layers or 12,
     }]), "model_fingerprint")
     _append_if_absent(con, "scoring_configs", pd.DataFrame([{
         "config_hash": config, "config": '{"prompt_tokens": 256, "horizon": 48}',
     }]), "config_hash")
     con.append("divergences", divergences, by_name=True)
     return PoolTables(candidates=candidates, divergences=divergences, sources=sources)
+
+
+def _profiles(
+    rng: np.random.Generator, early: np.ndarray, late: np.ndarray, n_layers: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Profiles rising from about `early` to about `late` with per-layer noise, and their default-split means."""
+    depth = np.linspace(0.0, 1.0, n_layers)
+    profiles = early[:, None] + (late - early)[:, None] * depth[None, :] + rng.normal(0.0, 0.03, (len(early), n_layers))
+    early_layers, late_layers = layer_split(n_layers, 0.33, 0.66)
+    means = [profiles[:, [layer - 1 for layer in layers]].mean(axis=1) for layers in (early_layers, late_layers)]
+    return profiles, means[0], means[1]
 
 
 def _append_if_absent(con: duckdb.DuckDBPyConnection, table: str, frame: pd.DataFrame, key: str) -> None:
