@@ -118,8 +118,12 @@ class IfdScorer(LmScorer):
                 conditional = response_token_nll(self.loaded, [item.prompt_ids for item in eligible], responses)
                 unconditional = response_token_nll(self.loaded, [self.empty_prefix] * len(eligible), responses)
             for item, cond, uncond in zip(eligible, conditional, unconditional):
+                # a prompt that is the empty text's ids conditions on nothing: IFD is 1 by definition, not
+                # whatever rounding two differently padded forwards leave on either side of it
+                same_context = item.prompt_ids == self.empty_prefix
                 # the conditional row scores every kept id; compare the ids both rows score
-                ratios[item.candidate_id] = ifd_ratio(cond[-item.n_scored:], uncond[-item.n_scored:])
+                ratios[item.candidate_id] = 1.0 if same_context else ifd_ratio(cond[-item.n_scored:],
+                                                                                uncond[-item.n_scored:])
         return [_result(item, ratios.get(item.candidate_id)) for item in inputs]
 
 

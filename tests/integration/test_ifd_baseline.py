@@ -36,6 +36,8 @@ def reference_ifd(model, tokenizer, candidate: dict, max_length: int, prompt_for
     whole = (prompt + response)[:max_length]  # Li et al. keep the first max_length ids
     kept = whole[len(prompt):]
     bos = tokenizer("").input_ids
+    if prompt == bos:  # both contexts are the same ids: the ratio is 1 exactly
+        return 1.0
     conditional = hf_loss(model, whole, len(prompt))
     unconditional = hf_loss(model, bos + kept, len(bos))
     return math.exp(conditional) / math.exp(unconditional)
