@@ -76,6 +76,10 @@ class SelectionParams(BaseModel):
         None, gt=0, lt=100, description="cap and random: per domain, candidates above this percentile of reference "
         "PPL are not eligible (off: the paper's method)",
     )
+    ppl_guard_z: float | None = Field(
+        None, gt=0, description="cap and random: per domain, candidates whose log reference PPL lies above this "
+        "robust z (median and scaled MAD of the domain) are not eligible; needs no junk share, e.g. 3.5 (off)",
+    )
     early: str | None = Field(
         None, description="cap and random: the blocks D_early averages, re-averaged from the stored per-layer "
         "profile: a fraction like 0.33, first:K or a range like 1-8 (default: as scored)",
@@ -99,6 +103,7 @@ class SelectionParams(BaseModel):
             config_hash=config_hash,
             order=self.order,
             ppl_guard=self.ppl_guard,
+            ppl_guard_z=self.ppl_guard_z,
             license=self.license,
             early=self.early,
             late=self.late,

@@ -83,6 +83,12 @@ def select(
         help="cap and random only: the blocks D_late averages, like --early: a fraction like 0.66 (blocks "
         "ceil(0.66*L)..L), last:K (the last K blocks) or a range like 12-18. Default: as scored.",
     )] = None,
+    ppl_guard_z: Annotated[Optional[float], typer.Option(
+        "--ppl-guard-z", min=0.0, show_default=False,
+        help="cap and random only: within each domain, candidates whose log reference PPL lies more than this many "
+        "robust standard deviations (1.4826 x MAD) above the domain's median are not eligible, e.g. 3.5. Unlike "
+        "--ppl-guard it needs no guess of the junk share; off by default.",
+    )] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the random control.")] = 0,
     license_id: LicenseOption = None,
     model: Annotated[Optional[str], typer.Option(
@@ -106,6 +112,7 @@ def select(
         config_hash=config_hash,
         order=ppl_direction.value if method == MethodChoice.ppl else None,
         ppl_guard=ppl_guard,
+        ppl_guard_z=ppl_guard_z,
         license=DEFAULT_LICENSE if license_id is None else license_id,
         early=early,
         late=late,

@@ -45,5 +45,6 @@ def _params(selection: Selection) -> dict:
         "model_fingerprint": key.model_fingerprint if key else None,
         "config_hash": key.config_hash if key else None,
         "ppl_guard": request.ppl_guard,
+        "ppl_guard_z": request.ppl_guard_z,
         **layer_params(key),
     }

@@ -31,6 +31,8 @@ class SelectionRequest:
     order: Order | None = None
     # percentile of PPL per domain above which CAP's candidates are not eligible (None: the paper's method)
     ppl_guard: float | None = None
+    # robust z of log PPL per domain above which CAP's candidates are not eligible: a guard that needs no junk share
+    ppl_guard_z: float | None = None
     # the licence the published dataset card declares (a Hugging Face licence id)
     license: str = DEFAULT_LICENSE
     # the blocks CAP's D_early / D_late average, re-averaged from the stored profile (None: as scoring stored it)
@@ -57,6 +59,7 @@ class SelectionRequest:
             "model": self.model,
             "config_hash": self.config_hash,
             "ppl_guard": self.ppl_guard,
+            "ppl_guard_z": self.ppl_guard_z,
             "license": self.license,
             "early": self.early,
             "late": self.late,
@@ -102,10 +105,13 @@ class Selection:
         rule = selection_rule(self.request.method, self.request.order)
         if self.key is not None and self.key.layers is not None and self.key.layers.recomputed:
             rule += f"; {self.key.layers.describe()}, re-averaged from the stored per-layer profile"
-        if self.request.ppl_guard is None:
-            return rule
-        return (f"{rule}; candidates whose reference PPL lies above their domain's "
-                f"{self.request.ppl_guard:g}th percentile are not eligible (PPL guard)")
+        if self.request.ppl_guard is not None:
+            rule += (f"; candidates whose reference PPL lies above their domain's "
+                     f"{self.request.ppl_guard:g}th percentile are not eligible (PPL guard)")
+        if self.request.ppl_guard_z is not None:
+            rule += (f"; candidates whose log reference PPL lies more than {self.request.ppl_guard_z:g} robust "
+                     "standard deviations above their domain's median are not eligible (robust PPL guard)")
+        return rule
 
 
 def build_selection(
@@ -127,7 +133,7 @@ def build_selection(
             raise OptionError("[[early]] and [[late]] re-average CAP's stored layer profile: score the pool with "
                               "`capsel score` first")
         key = with_layer_split(con, key, request.early, request.late)
-    pools = domain_pools(con, key, request.domains, request.ppl_guard)
+    pools = domain_pools(con, key, request.domains, request.ppl_guard, request.ppl_guard_z)
     notes = _guard_notes(request, pools)
     empty = [pool for pool in pools if pool.size == 0]
     if empty and request.domains:
@@ -147,26 +153,32 @@ def build_selection(
     fits = fit_domains(con, key, [pool.domain for pool in pools]) if key and key.method == "cap" else []
     quotas = domain_quotas(request.budget, {pool.domain: pool.size for pool in pools})
     notes += _budget_notes(request.budget, quotas)
-    members = select_members(con, request.method, quotas, key, request.seed, request.order, request.ppl_guard)
+    members = select_members(con, request.method, quotas, key, request.seed, request.order, request.ppl_guard,
+                             request.ppl_guard_z)
     return Selection(request, key, pools, fits, quotas, members, notes)
 
 
 def _check_guard(request: SelectionRequest, key: ScoringKey | None) -> None:
-    if request.ppl_guard is None:
+    if request.ppl_guard is None and request.ppl_guard_z is None:
         return
-    if not 0 < request.ppl_guard < 100:
+    if request.ppl_guard is not None and not 0 < request.ppl_guard < 100:
         raise OptionError(f"[[ppl_guard]] is a percentile between 0 and 100 (exclusive), got {request.ppl_guard}")
+    if request.ppl_guard_z is not None and not request.ppl_guard_z > 0:
+        raise OptionError(f"[[ppl_guard_z]] is a positive robust z, e.g. 3.5, got {request.ppl_guard_z}")
     if key is None or key.method != "cap":
-        raise OptionError("[[ppl_guard]] applies to cap and random selections from CAP's scored pool: it uses the PPL "
+        raise OptionError("the PPL guard ([[ppl_guard]], [[ppl_guard_z]]) applies to cap and random selections "
+                          "from CAP's scored pool: it uses the PPL "
                           "that CAP scoring stored; score the pool with `capsel score` first")
 
 
 def _guard_notes(request: SelectionRequest, pools: list[DomainPool]) -> list[str]:
-    if request.ppl_guard is None:
+    guards = ([f"PPL above its {request.ppl_guard:g}th percentile"] if request.ppl_guard is not None else []) + (
+        [f"robust z of log PPL above {request.ppl_guard_z:g}"] if request.ppl_guard_z is not None else [])
+    if not guards:
         return []
     return [
         f"domain {pool.domain!r}: the PPL guard holds back {pool.n_guarded} of "
-        f"{pool.n_scored - pool.n_excluded} eligible candidates (PPL above its {request.ppl_guard:g}th percentile)"
+        f"{pool.n_scored - pool.n_excluded} eligible candidates ({' or '.join(guards)})"
         for pool in pools
     ]
 

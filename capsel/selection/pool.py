@@ -36,11 +36,12 @@ class DomainPool:
 
 def domain_pools(
     con: duckdb.DuckDBPyConnection, key: ScoringKey | None, domains: Sequence[str] | None = None,
-    ppl_guard: float | None = None,
+    ppl_guard: float | None = None, ppl_guard_z: float | None = None,
 ) -> list[DomainPool]:
     """Per-domain counts for `key` (None: the unscored pool of all candidates); unknown domains are refused.
 
-    `ppl_guard` (CAP's pool only) holds back the candidates above that percentile of PPL in their domain.
+    `ppl_guard` (CAP's pool only) holds back the candidates above that percentile of PPL in their domain, and
+    `ppl_guard_z` those whose log PPL lies above that robust z in their domain.
     """
     rows = fetch_records(con, "selection/domain_pool_counts", {
         "method": key.method if key else "cap",
@@ -48,6 +49,7 @@ def domain_pools(
         "config_hash": key.config_hash if key else None,
         "domains": list(domains) if domains else None,
         "ppl_guard": ppl_guard,
+        "ppl_guard_z": ppl_guard_z,
     })
     pools = [DomainPool(**row, scored=key is not None) for row in rows]
     if domains:
@@ -55,7 +57,7 @@ def domain_pools(
         if missing:
             known = sorted(row["domain"] for row in fetch_records(con, "selection/domain_pool_counts", {
                 "method": "cap",
-                "model_fingerprint": None, "config_hash": None, "domains": None, "ppl_guard": None,
+                "model_fingerprint": None, "config_hash": None, "domains": None, "ppl_guard": None, "ppl_guard_z": None,
             }))
             raise CapselError(f"no candidates in domain(s) {missing}; known domains: {known}")
     if not pools:

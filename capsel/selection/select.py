@@ -45,6 +45,7 @@ def select_members(
     seed: int = 0,
     order: Order | None = None,
     ppl_guard: float | None = None,
+    ppl_guard_z: float | None = None,
 ) -> pd.DataFrame:
     """Members ordered by domain and rank, with scores, text and lineage columns.
 
@@ -52,7 +53,8 @@ def select_members(
     eligible pool, or from all candidates when `key` is None. `order` overrides a score
     baseline's default order (PPL's direction). `score` is CAP for cap and the method's own score
     otherwise (for k-center, a pick's distance to the earlier picks). `ppl_guard` (cap, and random from
-    CAP's pool) leaves out the candidates above that percentile of PPL in their domain.
+    CAP's pool) leaves out the candidates above that percentile of PPL in their domain, `ppl_guard_z` those above
+    that robust z of log PPL.
     """
     quota_rows = [{"domain": quota.domain, "k": quota.k} for quota in quotas]
     if method not in METHODS:
@@ -67,6 +69,7 @@ def select_members(
             "config_hash": key.config_hash if key else None,
             "seed": int(seed),
             "ppl_guard": ppl_guard,
+            "ppl_guard_z": ppl_guard_z,
             **layer_params(key),
         }).df()
         ranked["score"] = ranked["cap"]
@@ -78,6 +81,7 @@ def select_members(
             "model_fingerprint": key.model_fingerprint,
             "config_hash": key.config_hash,
             "ppl_guard": ppl_guard,
+            "ppl_guard_z": ppl_guard_z,
             **key.layer_params(),
         }).df()
         ranked["score"] = ranked["cap"]

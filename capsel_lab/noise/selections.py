@@ -27,6 +27,7 @@ def guarded_ids(con: duckdb.DuckDBPyConnection, key: ScoringKey, ppl_guard: floa
     """Candidates the PPL guard holds back from CAP's pool (the same rule `capsel select --ppl-guard` uses)."""
     rows = fetch_records(con, "selection/ppl_guarded_candidates", {
         "model_fingerprint": key.model_fingerprint, "config_hash": key.config_hash, "ppl_guard": ppl_guard,
+        "ppl_guard_z": None,
     })
     return {row["candidate_id"] for row in rows}
 

@@ -20,7 +20,7 @@ results as (
 ),
 guarded as (
     select candidate_id
-    from ppl_guarded($model_fingerprint, $config_hash, $ppl_guard::double)
+    from ppl_guarded($model_fingerprint, $config_hash, $ppl_guard::double, $ppl_guard_z::double)
 ),
 cap as (
     select candidate_id, cap, z

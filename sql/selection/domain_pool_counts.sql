@@ -13,7 +13,7 @@ scores as (
 ),
 guarded as (
     select candidate_id
-    from ppl_guarded($model_fingerprint, $config_hash, $ppl_guard::double)
+    from ppl_guarded($model_fingerprint, $config_hash, $ppl_guard::double, $ppl_guard_z::double)
 ),
 final as (
     select

@@ -5,7 +5,7 @@ with final as (
         domain,
         ppl,
         ppl_cut
-    from ppl_guarded($model_fingerprint, $config_hash, $ppl_guard::double)
+    from ppl_guarded($model_fingerprint, $config_hash, $ppl_guard::double, $ppl_guard_z::double)
 )
 
 select * from final

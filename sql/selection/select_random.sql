@@ -7,7 +7,7 @@ with quotas as (
 ),
 guarded as (
     select candidate_id
-    from ppl_guarded($model_fingerprint, $config_hash, $ppl_guard::double)
+    from ppl_guarded($model_fingerprint, $config_hash, $ppl_guard::double, $ppl_guard_z::double)
 ),
 scored as (
     select candidate_id, domain, d_early, d_late, cap, z

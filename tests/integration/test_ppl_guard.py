@@ -24,8 +24,16 @@ def store():
     con.close()
 
 
-def numpy_reference(tables, guard: float, share: float) -> dict[str, list[str]]:
-    """Per domain: drop exclusions, hold back PPL above np.quantile (linear, = quantile_cont), take top z."""
+def robust_z_passes(ppl: np.ndarray, guard_z: float) -> np.ndarray:
+    """Log PPL within `guard_z` robust standard deviations (1.4826 x MAD) above the median, computed plainly."""
+    log_ppl = np.log(ppl)
+    median = np.median(log_ppl)
+    return (log_ppl - median) / (1.4826 * np.median(np.abs(log_ppl - median))) <= guard_z
+
+
+def numpy_reference(tables, guard: float | None, share: float, guard_z: float | None = None) -> dict[str, list[str]]:
+    """Per domain: drop exclusions, hold back PPL above np.quantile (linear, = quantile_cont) or above the robust z,
+    take top z."""
     scores = tables.divergences.merge(tables.candidates[["candidate_id", "domain"]], on="candidate_id")
     scores = scores[scores["excluded_reason"].isna()]
     expected = {}
@@ -34,7 +42,10 @@ def numpy_reference(tables, guard: float, share: float) -> dict[str, list[str]]:
         beta, alpha = np.polyfit(d_early, d_late, 1)
         cap = d_late - (alpha + beta * d_early)
         z = (cap - cap.mean()) / cap.std(ddof=1)  # over the whole scored pool: the guard does not refit
-        passes = rows["ppl"].to_numpy() <= np.quantile(rows["ppl"].to_numpy(), guard / 100)
+        ppl = rows["ppl"].to_numpy()
+        passes = ppl <= np.quantile(ppl, guard / 100) if guard is not None else np.ones(len(ppl), dtype=bool)
+        if guard_z is not None:
+            passes &= robust_z_passes(ppl, guard_z)
         ids = rows["candidate_id"].to_numpy()
         k = int(np.floor(share * passes.sum() + 0.5))  # the budget applies to the guarded pool
         order = sorted(np.flatnonzero(passes), key=lambda i: (-z[i], ids[i]))
@@ -55,6 +66,19 @@ def test_guarded_cap_selection_equals_numpy(store, guard):
     assert selection.request.as_dict()["ppl_guard"] == guard
     assert "PPL guard" in selection.rule
     assert any("the PPL guard holds back" in note for note in selection.notes)
+
+
+@pytest.mark.parametrize(("guard", "guard_z"), [(None, 0.5), (None, 0.85), (90, 0.7)])
+def test_robust_z_guard_equals_numpy(store, guard, guard_z):
+    con, tables = store
+    request = SelectionRequest(parse_budget("20%"), ppl_guard=guard, ppl_guard_z=guard_z)
+    selection = build_selection(con, request, resolve_scoring_key(con))
+    expected = numpy_reference(tables, guard, 0.20, guard_z)
+    for domain, ids in expected.items():
+        assert selection.members.loc[selection.members["domain"] == domain, "candidate_id"].tolist() == ids
+    assert sum(pool.n_guarded for pool in selection.pools) > 0
+    assert selection.request.as_dict()["ppl_guard_z"] == guard_z
+    assert "robust PPL guard" in selection.rule and any("robust z of log PPL" in note for note in selection.notes)
 
 
 def test_without_a_guard_the_paper_selection_is_unchanged(store):
