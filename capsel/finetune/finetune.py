@@ -60,7 +60,7 @@ def run_finetune(request: FinetuneRequest, python: Path, on_progress: ProgressCa
     started = time.monotonic()
     try:
         run_training(python, staging / CONFIG_FILE, staging / _OUTPUT, staging / LOG_FILE, staging / _CACHE,
-                     on_progress)
+                     on_progress, request.threads)
     finally:
         shutil.rmtree(staging / _CACHE, ignore_errors=True)  # a failed run keeps its log and YAML, not caches
     seconds = time.monotonic() - started

@@ -24,6 +24,7 @@ class FinetuneRequest:
     config_file: Path | None = None
     seed: int = 0
     prompt_format: str = "auto"  # auto|raw|chat, resolved against the base tokenizer as scoring does
+    threads: int | None = None  # the trainer's torch threads (None: every core); no part of the model's identity
 
 
 @dataclass(frozen=True)

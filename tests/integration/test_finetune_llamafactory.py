@@ -46,7 +46,7 @@ def request_for(root: Path, base: Path, selection: Path, config: str, prompt_for
     return FinetuneRequest(
         selection_dir=selection, selection_id=selection.name, members_sha256="m" * 64, base_model_dir=base,
         base_fingerprint=f"fp-{base.name}", models_root=root / "models", config_file=config_file,
-        prompt_format=prompt_format,
+        prompt_format=prompt_format, threads=1,  # tiny models: one thread is fastest, and the machine is shared
     )
 
 
