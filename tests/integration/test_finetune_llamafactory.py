@@ -109,7 +109,7 @@ def test_a_full_finetune_is_a_finished_loadable_model_that_learnt_its_rows(raw_f
     assert json.loads(json.dumps(manifest["config"])) == json.loads(
         json.dumps(__import__("yaml").safe_load((folder / "llamafactory.yaml").read_text())))
 
-    # 24 rows, batch 4 x accumulation 2, 4 epochs: 12 optimizer steps, each reported, the loss with them
+    # 24 rows, 8 per optimizer step (1 x 8 accumulated), 4 epochs: 12 steps, each reported with its loss
     steps = [step for step, _, loss, _ in progress if loss is not None]
     assert steps == list(range(1, 13)) and {total for _, total, _, _ in progress} == {12}
     assert all(eta is None or eta >= 0 for *_, eta in progress)
