@@ -8,17 +8,24 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import time
+from dataclasses import replace
 from pathlib import Path
 
+import psutil
 import pytest
 import torch
 import transformers as tf
+import yaml
 
 from capsel.errors import CapselError
 from capsel.finetune import FinetuneRequest, run_finetune
-from capsel.finetune.model_folder import MARKER
+from capsel.finetune.model_folder import MARKER, create_staging
+from capsel.finetune.recipe import read_user_config, resolve_recipe
+from capsel.finetune.request import finetune_id
 from capsel.side_environments import CHECKOUT
 from tests.support.finetune_fixtures import (
     response_loss,
@@ -106,8 +113,7 @@ def test_a_full_finetune_is_a_finished_loadable_model_that_learnt_its_rows(raw_f
     assert manifest["prompt_format"] == "raw" and manifest["template"] == "capsel_raw_bos"
     assert manifest["n_rows"] == len(ROWS) and manifest["train_seconds"] > 0
     assert manifest["config"]["learning_rate"] == 1e-2 and manifest["config"]["save_strategy"] == "no"
-    assert json.loads(json.dumps(manifest["config"])) == json.loads(
-        json.dumps(__import__("yaml").safe_load((folder / "llamafactory.yaml").read_text())))
+    assert manifest["config"] == yaml.safe_load((folder / "llamafactory.yaml").read_text())
 
     # 24 rows, 8 per optimizer step (1 x 8 accumulated), 4 epochs: 12 steps, each reported with its loss
     steps = [step for step, _, loss, _ in progress if loss is not None]
@@ -138,41 +144,52 @@ def test_the_same_request_again_reuses_the_folder_without_training(raw_full):
     assert (result.model_dir / "manifest.json").stat().st_mtime_ns == stamp and progress == []
 
 
-def test_another_seed_is_another_model(raw_full):
-    from capsel.finetune.recipe import read_user_config, resolve_recipe
-    from capsel.finetune.request import finetune_id
-
+def test_the_id_is_the_recipes_and_another_seed_is_another_model(raw_full):
     request, result, _, _ = raw_full
     user = read_user_config(request.config_file)
-    other = request.__class__(**{**request.__dict__, "seed": 1})
-    assert finetune_id(other, resolve_recipe("cpu-small", user, seed=1, template="capsel_raw_bos").config_hash) \
-        != result.finetune_id
+    same = resolve_recipe("cpu-small", user, seed=0, template="capsel_raw_bos")
+    assert finetune_id(request, same.config_hash) == result.finetune_id
+    assert result.manifest["config_hash"] == same.config_hash
+    other = resolve_recipe("cpu-small", user, seed=1, template="capsel_raw_bos")
+    assert finetune_id(replace(request, seed=1), other.config_hash) != result.finetune_id
 
 
-def test_abandoned_staging_is_removed_and_nothing_else(raw_full):
+def test_a_killed_run_leaves_no_trainer_and_its_staging_goes_while_nothing_else_does(raw_full, tmp_path):
     request, result, _, _ = raw_full
     root = request.models_root
-    # a builder that died after marking its staging folder, as a killed `capsel finetune` leaves one
-    dead = subprocess.run(
-        [sys.executable, "-c", "import sys; from pathlib import Path; from capsel.finetune.model_folder import "
-         "create_staging; print(create_staging(Path(sys.argv[1]), 'ft-killed'))", str(root)],
-        capture_output=True, text=True, check=True, cwd=CHECKOUT,
+    # `capsel finetune` killed mid-training (SIGKILL: no cleanup of its own runs), on another selection
+    selection = tiny_selection(tmp_path / "sel-killed", ROWS[:8])
+    script = (
+        "import sys; from pathlib import Path; from capsel.finetune import FinetuneRequest, run_finetune; "
+        "run_finetune(FinetuneRequest(Path(sys.argv[1]), 'sel-killed', 'k' * 64, Path(sys.argv[2]), 'fp', "
+        "Path(sys.argv[3]), threads=1), Path(sys.argv[4]))"
     )
-    abandoned = Path(dead.stdout.strip())
-    (abandoned / "partial.safetensors").write_bytes(b"half")
+    killed = subprocess.Popen([sys.executable, "-c", script, str(selection), str(request.base_model_dir), str(root),
+                               str(LF_PYTHON)], cwd=CHECKOUT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while not [log for log in root.glob(".tmp-ft-*/train.log") if log.stat().st_size > 0]:
+        assert killed.poll() is None and time.monotonic() < deadline, "the run never started training"
+        time.sleep(0.2)
+    trainers = psutil.Process(killed.pid).children(recursive=True)
+    assert trainers
+    killed.kill()
+    killed.wait()
+    _, alive = psutil.wait_procs(trainers, timeout=20)
+    assert alive == []  # the trainer died with the process that started it
+    abandoned = [p for p in root.iterdir() if p.name.startswith(".tmp-ft-")]
+    assert len(abandoned) == 1 and (abandoned[0] / MARKER).is_file()
+
     users = root / ".tmp-mine"  # a user's folder with the same prefix but no marker
     users.mkdir()
-    from capsel.finetune.model_folder import create_staging
-
     live = create_staging(root, "ft-live")  # this very process is alive: its staging stays
     try:
-        again = run_finetune(request, Path("/nonexistent/python"))
-        assert again.reused
-        assert not abandoned.exists() and users.is_dir() and live.is_dir()
-        assert (result.model_dir / "manifest.json").is_file()
+        again = run_finetune(request, Path("/nonexistent/python"))  # reuses, and clears only the killed run's
+        assert again.reused and (result.model_dir / "manifest.json").is_file()
+        assert not abandoned[0].exists() and users.is_dir() and live.is_dir()
+        assert not [p for p in root.iterdir() if p.name.startswith("ft-") and p != result.model_dir]
     finally:
         users.rmdir()
-        __import__("shutil").rmtree(live)
+        shutil.rmtree(live)
 
 
 def test_a_lora_finetune_in_the_chat_format_loads_with_peft_and_learnt(chat_lora):
