@@ -19,6 +19,7 @@ from capsel.errors import CapselError, OptionError
 from capsel.versioning import config_hash
 
 PAPER, CPU_SMALL = "paper", "cpu-small"
+ADAPTER_TYPES = ("lora", "oft")  # LlamaFactory's finetuning types that save a peft adapter, not the weights
 
 # What every run shares: supervised fine-tuning, one final save and no checkpoints, nothing reported anywhere.
 _COMMON: dict[str, Any] = {
@@ -83,8 +84,8 @@ class ResolvedRecipe:
 
     @property
     def is_adapter(self) -> bool:
-        """True when the run trains a LoRA adapter rather than every weight."""
-        return self.args.get("finetuning_type") == "lora"
+        """True when the run trains a peft adapter (LoRA, OFT) rather than the model's own weights."""
+        return self.args.get("finetuning_type", "lora") in ADAPTER_TYPES  # LlamaFactory's default is lora
 
     def llamafactory_args(self, *, model_dir: Path, dataset: str, dataset_dir: Path, output_dir: Path,
                           cache_dir: Path) -> dict[str, Any]:

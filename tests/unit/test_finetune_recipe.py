@@ -97,3 +97,9 @@ def test_the_log_reader_waits_for_a_line_to_be_whole(tmp_path):
     for entry in reader.new_entries():
         report(entry, lambda *event: events.append(event))
     assert events == [(1, 4, 2.5, 9.0), (4, 4, None, 0.0)]
+
+
+@pytest.mark.parametrize("finetuning_type, adapter", [("lora", True), ("oft", True), ("freeze", False), ("full", False)])
+def test_which_finetuning_types_save_an_adapter(finetuning_type, adapter):
+    recipe = resolve_recipe("paper", {"finetuning_type": finetuning_type}, seed=0, template=None)
+    assert recipe.is_adapter is adapter
