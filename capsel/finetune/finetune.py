@@ -100,6 +100,8 @@ def selection_dataset(selection_dir: Path) -> tuple[str, int]:
     if not isinstance(info, dict) or len(info) != 1:
         raise CapselError(f"{selection_dir}/dataset_info.json should declare exactly one dataset")
     (name, entry), = info.items()
+    if not isinstance(entry, dict) or not isinstance(entry.get("file_name"), str):
+        raise CapselError(f"{selection_dir}/dataset_info.json names no file_name for {name}")
     data_file = selection_dir / entry["file_name"]
     try:
         with open(data_file, "rb") as handle:

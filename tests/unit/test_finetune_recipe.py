@@ -1,5 +1,6 @@
 """Training recipes, the fine-tune id, and reading LlamaFactory's progress log: pure functions, no trainer."""
 
+import json
 from pathlib import Path
 
 import pytest
@@ -103,3 +104,21 @@ def test_the_log_reader_waits_for_a_line_to_be_whole(tmp_path):
 def test_which_finetuning_types_save_an_adapter(finetuning_type, adapter):
     recipe = resolve_recipe("paper", {"finetuning_type": finetuning_type}, seed=0, template=None)
     assert recipe.is_adapter is adapter
+
+
+def test_the_selections_dataset_is_the_one_its_dataset_info_declares(tmp_path):
+    from capsel.errors import CapselError
+    from capsel.finetune.finetune import selection_dataset
+    from capsel.publish.data_files import llamafactory_info
+
+    with pytest.raises(CapselError, match="not a published selection"):
+        selection_dataset(tmp_path)
+    (tmp_path / "dataset_info.json").write_text(json.dumps(llamafactory_info("sel-1")))
+    (tmp_path / "data.jsonl").write_text("")
+    with pytest.raises(CapselError, match="no rows"):
+        selection_dataset(tmp_path)
+    (tmp_path / "data.jsonl").write_text('{"instruction": "a", "input": "", "output": "b"}\n' * 3)
+    assert selection_dataset(tmp_path) == ("sel-1", 3)
+    (tmp_path / "dataset_info.json").write_text(json.dumps({"sel-1": {"columns": {}}}))
+    with pytest.raises(CapselError, match="file_name"):
+        selection_dataset(tmp_path)
