@@ -26,7 +26,7 @@ from capsel.finetune import FinetuneRequest, run_finetune
 from capsel.finetune.model_folder import MARKER, create_staging
 from capsel.finetune.recipe import read_user_config, resolve_recipe
 from capsel.finetune.request import finetune_id
-from capsel.side_environments import CHECKOUT
+from capsel.side_environments import CHECKOUT, TRAINER
 from tests.support.finetune_fixtures import (
     response_loss,
     tiny_base_model,
@@ -35,9 +35,20 @@ from tests.support.finetune_fixtures import (
     training_example_ids,
 )
 
-LF_PYTHON = Path(os.environ.get("CAPSEL_TRAINER_PYTHON", CHECKOUT / ".venv-lf" / "bin" / "python"))
+
+def trainer_python() -> Path | None:
+    """The trainer's Python as `capsel finetune` finds it (CAPSEL_TRAINER_PYTHON, else .venv-lf), or None."""
+    configured = os.environ.get("CAPSEL_TRAINER_PYTHON")
+    try:
+        return TRAINER.python(Path(configured) if configured else None)
+    except CapselError:
+        return None
+
+
+FOUND = trainer_python()
+LF_PYTHON = FOUND or Path(os.environ.get("CAPSEL_TRAINER_PYTHON", CHECKOUT / ".venv-lf" / "bin" / "python"))
 pytestmark = pytest.mark.skipif(
-    not LF_PYTHON.exists(), reason=f"LlamaFactory's environment is missing ({LF_PYTHON}): run `make setup-llamafactory`"
+    FOUND is None, reason=f"LlamaFactory's environment is missing ({LF_PYTHON}): run `make setup-llamafactory`"
 )
 ROWS = tiny_rows(24)
 # A random tiny model needs a large step to learn anything in a few steps; the profile's other keys stay.
