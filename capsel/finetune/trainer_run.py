@@ -34,15 +34,15 @@ def no_progress(step: int, total: int, loss: float | None, eta_s: float | None) 
 
 def trainer_versions(python: Path) -> dict[str, str]:
     """llamafactory, transformers, peft and torch versions of the trainer's environment; one error line if absent."""
+    fix = "run `make setup-llamafactory` in the capsel checkout, or set CAPSEL_TRAINER_PYTHON"
     try:
         probe = subprocess.run([str(python), "-c", _VERSIONS], capture_output=True, text=True, timeout=120,
                                env=_clean_env())
     except (OSError, subprocess.SubprocessError) as exc:
-        raise CapselError(f"cannot run the trainer's Python {python}: {exc}") from exc
+        raise CapselError(f"cannot run the trainer's Python {python} ({exc}): {fix}") from exc
     if probe.returncode != 0:
         last = (probe.stderr.strip().splitlines() or ["no output"])[-1]
-        raise CapselError(f"the trainer's Python {python} lacks LlamaFactory ({last}): run "
-                          f"`make setup-llamafactory` in the capsel checkout, or set CAPSEL_TRAINER_PYTHON")
+        raise CapselError(f"the trainer's Python {python} lacks LlamaFactory ({last}): {fix}")
     return json.loads(probe.stdout.strip().splitlines()[-1])
 
 
