@@ -57,14 +57,17 @@ $(VLLM_VENV)/.installed: pyproject.toml setup.py infra/vllm-constraints.txt
 
 setup-vllm: $(VLLM_VENV)/.installed
 
-# torch first (CPU), then the loader's pinned requirements, then llamafactory without its own (gradio, trl,
-# the registry's CUDA torchaudio...). The test that loads a published selection with it runs it in a
-# subprocess and skips, saying so, while this environment is missing.
+# torch first (CPU), then the pinned requirements of LlamaFactory's loader and SFT trainer, then llamafactory
+# without its own (gradio, modelscope, the registry's CUDA torchaudio...); last, the trainer's imports are
+# checked through capsel's launcher (capsel/finetune/lf_train.py), so a broken environment fails here, not in a
+# run. `capsel finetune` and the tests that load or train with it run it in a subprocess; the tests skip, saying
+# so, while it is missing.
 $(LF_VENV)/.installed: infra/llamafactory-requirements.txt
 	python3 -m venv $(LF_VENV)
 	$(LF_PY) -m pip install --quiet $(TORCH_SPEC)
 	$(LF_PY) -m pip install --quiet -r infra/llamafactory-requirements.txt
 	$(LF_PY) -m pip install --quiet --no-deps $(LF_SPEC)
+	DISABLE_VERSION_CHECK=1 $(LF_PY) capsel/finetune/lf_train.py --check
 	touch $@
 
 setup-llamafactory: $(LF_VENV)/.installed
