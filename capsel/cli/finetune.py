@@ -55,7 +55,7 @@ def finetune(
         manifest = summary.manifest
         what = "reused the finished" if summary.reused else "trained"
         console.print(f"{what} [bold]{summary.finetune_id}[/]: {manifest['profile']} profile, "
-                      f"{'LoRA adapter' if manifest['adapter'] else 'full weights'}, seed {manifest['seed']}, "
-                      f"config {manifest['config_hash']}")
+                      f"{'LoRA adapter' if manifest['kind'] == 'adapter' else 'full weights'}, seed "
+                      f"{manifest['seed']}, config {manifest['config_hash']}")
         if not json_out:
             print_unbroken(console, str(summary.model_dir))

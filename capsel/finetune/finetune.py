@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 import time
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from capsel.finetune.model_folder import (
     read_finished,
     remove_abandoned_staging,
 )
-from capsel.finetune.prompt_template import training_prompt
+from capsel.finetune.prompt_template import TrainingPrompt, training_prompt
 from capsel.finetune.recipe import ResolvedRecipe, read_user_config, resolve_recipe
 from capsel.finetune.request import FinetunedModel, FinetuneRequest, finetune_id
 from capsel.finetune.trainer_run import (
@@ -36,14 +37,39 @@ _DROPPED = ("training_args.bin", "all_results.json")
 _SHARDED_INDEX = "model.safetensors.index.json"  # a large full model is saved in shards
 
 
-def run_finetune(request: FinetuneRequest, python: Path, on_progress: ProgressCallback = no_progress) -> FinetunedModel:
-    """Train (or reuse) the model `request` names; `on_progress(step, total, loss, eta_s)` follows the training."""
+@dataclass(frozen=True)
+class _Plan:
+    """What a request resolves to before anything trains: the recipe, the model's id and its folder."""
+
+    dataset: str
+    n_rows: int
+    prompt: TrainingPrompt
+    recipe: ResolvedRecipe
+    model_id: str
+    final: Path
+
+
+def _plan(request: FinetuneRequest) -> _Plan:
     dataset, n_rows = selection_dataset(request.selection_dir)
     prompt = training_prompt(request.prompt_format, request.base_model_dir)
     user_config = read_user_config(request.config_file) if request.config_file is not None else {}
     recipe = resolve_recipe(request.profile, user_config, seed=request.seed, template=prompt.template)
     model_id = finetune_id(request, recipe.config_hash)
-    final = final_dir(request.models_root, model_id)
+    return _Plan(dataset, n_rows, prompt, recipe, model_id, final_dir(request.models_root, model_id))
+
+
+def finished_finetune(request: FinetuneRequest) -> FinetunedModel | None:
+    """The finished model `request` names, when its folder is already there (nothing trains, nothing is removed)."""
+    plan = _plan(request)
+    finished = read_finished(plan.final)
+    return FinetunedModel(plan.model_id, plan.final, finished, reused=True) if finished is not None else None
+
+
+def run_finetune(request: FinetuneRequest, python: Path, on_progress: ProgressCallback = no_progress) -> FinetunedModel:
+    """Train (or reuse) the model `request` names; `on_progress(step, total, loss, eta_s)` follows the training."""
+    plan = _plan(request)
+    dataset, n_rows, prompt, recipe, model_id, final = (plan.dataset, plan.n_rows, plan.prompt, plan.recipe,
+                                                        plan.model_id, plan.final)
     remove_abandoned_staging(request.models_root)
     finished = read_finished(final)
     if finished is not None:

@@ -70,17 +70,17 @@ def selection_folder(ctx: RunContext, selection_id: str) -> tuple[Path, dict]:
 def finetune_selection(request: FinetuneStageRequest, ctx: RunContext,
                        on_progress: TrainProgress = lambda step, total, loss, eta: None) -> FinetuneSummary:
     """The model fine-tuned on the selection: an identical finished one is reused, else LlamaFactory trains it."""
-    from capsel.finetune import FinetuneRequest, finished_model, plan_finetune, run_finetune
+    from capsel.finetune import FinetuneRequest, finished_finetune, run_finetune
 
     folder, manifest = selection_folder(ctx, request.selection_id)
     base = describe_model(request.model)
-    plan = plan_finetune(FinetuneRequest(
+    wanted = FinetuneRequest(
         selection_dir=folder, selection_id=request.selection_id, members_sha256=manifest["members_sha256"],
         base_model_dir=base.source.local_dir, base_fingerprint=base.fingerprint,
         models_root=request.out_root / "models", profile=request.profile, config_file=request.config_file,
-        seed=request.seed, prompt_format=request.prompt_format,
-    ))
-    finished = finished_model(plan)
+        seed=request.seed, prompt_format=request.prompt_format, threads=ctx.settings.threads,
+    )
+    finished = finished_finetune(wanted)
     if finished is not None and fetch_records(ctx.con, "evaluation/finetune_by_id",
                                               {"finetune_id": finished.finetune_id}):
         return FinetuneSummary(finished.finetune_id, finished.model_dir, finished.manifest, reused=True)
@@ -95,7 +95,7 @@ def finetune_selection(request: FinetuneStageRequest, ctx: RunContext,
             report_progress(step, total)
             on_progress(step, total, loss, eta)
 
-        model = run_finetune(plan, python, on_progress=progress)
+        model = run_finetune(wanted, python, on_progress=progress)
         counters.update(finetune_id=model.finetune_id, reused=model.reused)
         record_finetune(ctx, request, model.manifest, model.model_dir, run_id)
     return FinetuneSummary(model.finetune_id, model.model_dir, model.manifest, model.reused, run_id)
@@ -108,10 +108,10 @@ def record_finetune(ctx: RunContext, request: FinetuneStageRequest, manifest: di
     run_sql(ctx.con, "evaluation/finetune_insert", {
         "finetune_id": manifest["finetune_id"], "selection_id": request.selection_id,
         "members_sha256": manifest["members_sha256"], "base_model": request.model,
-        "base_fingerprint": manifest["base_fingerprint"], "profile": manifest["profile"],
+        "base_fingerprint": manifest["base_model"]["fingerprint"], "profile": manifest["profile"],
         "config_hash": manifest["config_hash"], "config": orjson.dumps(manifest["config"]).decode(),
         "seed": manifest["seed"], "trainer": f"{trainer['name']} {trainer['version']}",
-        "is_adapter": bool(manifest["adapter"]), "model_dir": str(model_dir),
+        "is_adapter": manifest["kind"] == "adapter", "model_dir": str(model_dir),
         "train_loss": manifest.get("train_loss"), "train_seconds": manifest.get("train_seconds"),
         "n_rows": manifest.get("n_rows"), "run_id": run_id,
     })
