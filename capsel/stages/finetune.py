@@ -57,7 +57,7 @@ def selection_folder(ctx: RunContext, selection_id: str) -> tuple[Path, dict]:
     if not rows:
         raise CapselError(f"no published selection {selection_id!r} in this database; `capsel selections` "
                           "lists them")
-    folder = destination(rows[0]["out_dir"]) / selection_id
+    folder = destination(rows[0]["out_dir"])  # the published folder itself
     if not isinstance(folder, Path):
         raise CapselError(f"selection {selection_id} was published to {folder}; fine-tuning reads a local folder: "
                           "publish it to a local --out too")

@@ -9,23 +9,26 @@ import torch
 
 
 def naive_heldout_loss(model, tokenizer, rows: list[dict], prompt_tokens: int, chat: bool) -> dict[str, tuple]:
-    """{domain or '*': (mean NLL per response token, rows, tokens)} of `rows` ({domain, instruction, response})."""
+    """{domain or '*': (mean NLL per response token, rows, tokens)} of `rows` ({domain, instruction, [input],
+    response or output})."""
     sums, tokens, counts = defaultdict(float), defaultdict(int), defaultdict(int)
     for row in rows:
-        prompt = row["instruction"].strip()
+        extra = (row.get("input") or "").strip()
+        prompt = row["instruction"].strip() + (f"\n{extra}" if extra else "")
         if chat:
             prompt_ids = list(tokenizer.apply_chat_template([{"role": "user", "content": prompt}],
                                                             add_generation_prompt=True, return_dict=True)["input_ids"])
         else:
             prompt_ids = tokenizer(prompt).input_ids
         prompt_ids = prompt_ids[-prompt_tokens:]
-        response_ids = tokenizer(row["response"].strip(), add_special_tokens=False).input_ids
+        response = row["response"] if "response" in row else row["output"]
+        response_ids = tokenizer(response.strip(), add_special_tokens=False).input_ids
         ids = torch.tensor([prompt_ids + response_ids])
         with torch.no_grad():
             logits = model(input_ids=ids).logits[0].double()
         logp = torch.log_softmax(logits, -1)
         nll = -sum(float(logp[len(prompt_ids) + i - 1, token]) for i, token in enumerate(response_ids))
-        for domain in ("*", row["domain"]):
+        for domain in ("*", row.get("domain", "all")):
             sums[domain] += nll
             tokens[domain] += len(response_ids)
             counts[domain] += 1

@@ -25,12 +25,13 @@ ROLE_CHAT_TEMPLATE = (
 )
 
 
-def tiny_base_model(path: Path, chat: bool = False, seed: int = 0) -> Path:
-    """A random tiny llama (and its word-level tokenizer, with a chat template if `chat`) saved to `path`."""
+def tiny_base_model(path: Path, chat: bool = False, seed: int = 0, layers: int = 2) -> Path:
+    """A random tiny llama (and its word-level tokenizer, with a chat template if `chat`) saved to `path`; CAP
+    scoring needs at least 4 layers."""
     tokenizer = build_tokenizer()
     if chat:
         tokenizer.chat_template = ROLE_CHAT_TEMPLATE
-    return save_model_dir(path, build_model("llama", seed=seed, hidden=32, layers=2), tokenizer)
+    return save_model_dir(path, build_model("llama", seed=seed, hidden=32, layers=layers), tokenizer)
 
 
 def tiny_rows(n_rows: int) -> list[dict]:
