@@ -18,6 +18,7 @@ from capsel.errors import CapselError
 from capsel.models import demo_model_path
 from capsel.paths import typed_or_default
 from capsel.selection.budget import parse_budget
+from capsel_lab.cli.real_sft import run_real
 from capsel_lab.sft.experiment import SftSpec, run_sft
 
 _DEFAULT = SftSpec()
@@ -41,12 +42,30 @@ def sft(
         "--n-clean", min=6, help="Clean candidates in the lab pool (default 600; 5% junk is added).",
         show_default=False)] = None,
     quick: Annotated[bool, typer.Option("--quick", help="A tiny setting that runs in seconds (for tests).")] = False,
+    pool: Annotated[str, typer.Option(
+        "--pool", help="world: the lab model on its synthetic world (this command's original experiment); real: "
+        "a real model (--model smollm2-135m-instruct or gemma3-270m) on GSM8K train rows + 5% junk, each method's "
+        "10% selection fine-tuned with LlamaFactory and evaluated on held-out rows (capsel finetune/evaluate).")
+    ] = "world",
+    n_pool: Annotated[int, typer.Option("--n-pool", min=20, help="real pool: clean GSM8K rows.")] = 200,
+    n_heldout: Annotated[int, typer.Option("--n-heldout", min=1, help="real pool: held-out rows for the loss.")] = 100,
+    gsm8k: Annotated[int, typer.Option(
+        "--gsm8k", min=0, help="real pool: also run lm-eval's GSM8K on the first N held-out rows (about 48 s a "
+        "question on CPU; 0: loss only).")] = 0,
+    profile: Annotated[str, typer.Option("--profile", help="real pool: the training recipe.")] = "cpu-small",
     threads: Annotated[int, typer.Option("--threads", min=1, help=THREADS_HELP)] = 1,
     out: Annotated[Optional[Path], typer.Option(
         "--out", help="Folder for the pool DB, sft.json and sft.png (default: lab_sft inside the output root).",
         show_default=False)] = None,
 ) -> None:
     """Fine-tune on CAP-selected and random subsets (same budget, seed, steps, schedule); print held-out accuracy."""
+    if pool == "real":
+        out_dir = typed_or_default(out, settings_for().output_root, "lab_sft_real")
+        torch.set_num_threads(threads)
+        run_real(model, n_pool, n_heldout, gsm8k, (budgets or "10%").split(",")[0], seeds or 3, profile, out_dir)
+        return
+    if pool != "world":
+        raise CapselError(f"--pool is world or real, not {pool!r}")
     out_dir = typed_or_default(out, settings_for().output_root, "lab_sft")
     spec = _spec(quick, budgets, seeds, steps, n_clean)
     source = model or str(demo_model_path())
