@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Sequence
 
 import duckdb
@@ -54,7 +55,16 @@ def comparison_figure(table: pd.DataFrame, size_per_panel: tuple[float, float] =
         if not base.empty:
             axes.axhline(float(base["mean"].iloc[0]), color="tab:red", linestyle="--", label=BASE_LABEL)
             axes.legend(loc="best", fontsize=8)
-        axes.set_title(f"{eval_spec}: {metric}", fontsize=9)
+        kind, _, path = str(eval_spec).partition(":")
+        axes.set_title(f"{kind}:{Path(path).name}: {metric}", fontsize=9)
         axes.set_ylabel(metric)
+        # differences between methods are small next to the metric itself: show the range they span
+        values = [*(methods["mean"] - methods["std"]), *(methods["mean"] + methods["std"]), *base["mean"]]
+        if values:
+            low, high = min(values), max(values)
+            margin = (high - low) * 0.15 or abs(high) * 0.01 or 0.01
+            axes.set_ylim(low - margin, high + margin)
+        for position, mean in enumerate(methods["mean"]):
+            axes.annotate(f"{mean:.4g}", (position, mean), ha="center", va="bottom", fontsize=7)
         axes.tick_params(axis="x", labelrotation=30, labelsize=8)
     return figure
