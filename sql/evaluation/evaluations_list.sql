@@ -1,39 +1,27 @@
 -- Every stored evaluation metric with the selection and method behind its target, newest first.
-with evaluation as (
-    select * from evaluations
-),
-finetune as (
-    select * from finetunes
-),
-selection as (
-    select selection_id, method, budget from selections
-),
-final as (
+with final as (
     select
-        evaluation.target,
-        finetune.selection_id,
-        selection.method,
-        selection.budget,
-        finetune.seed,
-        finetune.profile,
-        evaluation.eval_kind,
-        evaluation.eval_spec,
-        evaluation.domain,
-        evaluation.metric,
-        evaluation.value,
-        evaluation.n,
-        evaluation.tokens,
-        evaluation.stderr,
-        evaluation.harness_version,
-        evaluation.eval_file_sha256,
-        evaluation.model_fingerprint,
-        evaluation.base_fingerprint,
-        evaluation.run_id,
-        evaluation.created_at
-    from evaluation
-    left join finetune on finetune.finetune_id = evaluation.finetune_id
-    left join selection on selection.selection_id = finetune.selection_id
-    order by evaluation.created_at desc, evaluation.target, evaluation.domain = '*' desc, evaluation.domain,
-        evaluation.metric
+        target,
+        selection_id,
+        method,
+        budget,
+        seed,
+        profile,
+        eval_kind,
+        eval_spec,
+        domain,
+        metric,
+        value,
+        n,
+        tokens,
+        stderr,
+        harness_version,
+        eval_file_sha256,
+        model_fingerprint,
+        base_fingerprint,
+        run_id,
+        created_at
+    from evaluation_results
 )
-select * from final;
+select * from final
+order by created_at desc, target, domain = '*' desc, domain, metric;

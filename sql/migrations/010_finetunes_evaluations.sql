@@ -42,3 +42,21 @@ create table evaluations (
     created_at timestamp not null default current_timestamp,
     primary key (model_fingerprint, eval_kind, eval_file_sha256, eval_config_hash, domain, metric)
 );
+
+-- Each evaluation metric with the fine-tune and the selection behind its target (null for a base model): what
+-- `capsel evaluations` lists and a comparison of methods reads.
+create view evaluation_results as
+select
+    evaluations.*,
+    finetunes.selection_id,
+    finetunes.seed,
+    finetunes.profile,
+    selections.method,
+    selections.budget,
+    -- what else tells two selections of one method and budget apart
+    json_extract_string(selections.manifest, '$.request.ppl_guard') as ppl_guard,
+    json_extract_string(selections.manifest, '$.request.ppl_guard_z') as ppl_guard_z,
+    json_extract_string(selections.manifest, '$.request.late') as late
+from evaluations
+left join finetunes on finetunes.finetune_id = evaluations.finetune_id
+left join selections on selections.selection_id = finetunes.selection_id;
