@@ -45,6 +45,10 @@ METHODS: dict[str, dict] = {
 }
 SEEDED = ("random",)
 HELDOUT_FIELDS = FieldMap(instruction=("question",), response=("answer",))
+# Over the cpu-small profile: a 10% selection of a 200-row pool is ~20 rows, which the profile's effective batch
+# of 8 turns into 2 optimizer steps; 2 rows a step give every selection ten times its row count in steps.
+LAB_RECIPE = {"gradient_accumulation_steps": 2}
+RECIPE_FILE = "lab_recipe.yaml"
 
 
 @dataclass(frozen=True)
@@ -80,6 +84,8 @@ def run_real_sft(spec: RealSftSpec, out_dir: Path, settings: Settings,
     started = time.monotonic()
     out_dir.mkdir(parents=True, exist_ok=True)
     files = write_lab_files(out_dir, spec.n_pool, spec.n_heldout, spec.junk_share, spec.pool_seed)
+    recipe = out_dir / RECIPE_FILE
+    recipe.write_text("".join(f"{key}: {value}\n" for key, value in LAB_RECIPE.items()), encoding="utf-8")
     con = open_db(out_dir / "capsel.duckdb")
     try:
         ctx = RunContext(con, settings)
@@ -89,7 +95,7 @@ def run_real_sft(spec: RealSftSpec, out_dir: Path, settings: Settings,
         for (method, seed), selection in selections.items():
             say(f"fine-tuning {method}, seed {seed} ({selection['n_members']} rows, {selection['n_junk']} junk)")
             model = finetune_selection(FinetuneStageRequest(selection["selection_id"], spec.model, out_dir,
-                                                            spec.profile, None, seed, spec.prompt_format), ctx)
+                                                            spec.profile, recipe, seed, spec.prompt_format), ctx)
             runs.append({"method": method, "seed": seed, "target": model.finetune_id, **selection,
                          "train_seconds": model.manifest.get("train_seconds")})
         runs.append({"method": BASE, "seed": None, "target": f"{BASE_PREFIX}{spec.model}"})
@@ -104,8 +110,9 @@ def run_real_sft(spec: RealSftSpec, out_dir: Path, settings: Settings,
                     if target == run["target"]})
     result = RealSftResult(runs, summarise(runs), time.monotonic() - started)
     result.path = out_dir / SUMMARY_FILE
-    result.path.write_text(json.dumps({"spec": asdict(spec), "wall_s": result.wall_s, "table": result.table,
-                                       "runs": runs}, indent=1, default=str), encoding="utf-8")
+    summary = {"spec": asdict(spec), "recipe_overrides": LAB_RECIPE, "wall_s": result.wall_s, "table": result.table,
+               "runs": runs}
+    result.path.write_text(json.dumps(summary, indent=1, default=str), encoding="utf-8")
     return result
 
 
