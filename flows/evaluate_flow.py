@@ -13,6 +13,7 @@ from capsel.errors import CapselError
 from capsel.evaluation.flow_config import EvaluateFlowConfig, EvaluationParams, FinetuneParams
 from capsel.evaluation.targets import BASE_PREFIX
 from capsel.flows.artifacts import artifact_keys, publish_evaluation_artifacts
+from capsel.flows.stage_lineage import StageLineage
 from capsel.flows.stage_progress import StageProgress
 from capsel.runs import new_run_id, recorded_run
 from capsel.stages.context import RunContext
@@ -65,17 +66,21 @@ def _run(config: EvaluateFlowConfig) -> dict:
                 raise CapselError("no published selection to fine-tune: run the selection flow first, or name "
                                   "selections")
             progress = StageProgress(keys.key("progress"))
+            lineage = StageLineage(settings)
             finetuned = []
             for selection_id in selections:
                 for seed in config.finetune.seeds:
                     progress.stage(f"fine-tuning on {selection_id}, seed {seed}")
                     request = FinetuneStageRequest(selection_id, model, settings.output_root, config.finetune.profile,
                                                    None, seed, config.finetune.prompt_format)
-                    finetuned.append(finetune_task(request, ctx, progress.training).finetune_id)
+                    tuned = finetune_task(request, ctx, progress.training)
+                    lineage.finetuned(ctx, selection_id, tuned)
+                    finetuned.append(tuned.finetune_id)
             targets = finetuned + ([f"{BASE_PREFIX}{model}"] if config.evaluation.include_base else [])
             progress.stage("evaluating")
             summary = evaluate_task(EvaluateRequest(tuple(targets), specs, settings.output_root, options), ctx,
                                     progress.counted)
+            lineage.evaluated(ctx, summary.run_id, finetuned, specs)
             counters.update(selections=selections, finetunes=finetuned,
                             n_results=len(summary.results), n_reused=sum(r.reused for r in summary.results))
             publish_evaluation_artifacts(con, targets, keys)

@@ -73,7 +73,7 @@ def run_event(
         )
     use = table_use(datasets.counters, datasets.method, datasets.selected)
     inputs = [
-        InputDataset(*file_dataset(path), facets=_version_facet(sha256))
+        InputDataset(*file_dataset(path), facets=version_facet(sha256))
         for path, sha256 in datasets.source_files
     ] + [InputDataset(*duckdb_dataset(datasets.db_path, table)) for table in use.read]
     outputs = [
@@ -104,7 +104,7 @@ def _selection_output(folder: Destination, selection_id: str | None) -> OutputDa
     with open_file(folder, PARQUET_FILE) as data:
         schema = facets.schema_facet(data)
     dataset_facets: dict = {
-        **_version_facet(selection_id),
+        **version_facet(selection_id),
         "schema": schema,
         "dataQualityAssertions": facets.quality_assertions(folder),
     }
@@ -131,7 +131,7 @@ def _tags(datasets: FlowDatasets) -> dict[str, str | None]:
     }
 
 
-def _version_facet(version: str | None) -> dict:
+def version_facet(version: str | None) -> dict:
     if not version:
         return {}
     return {"version": dataset_version_dataset.DatasetVersionDatasetFacet(datasetVersion=version, producer=PRODUCER)}

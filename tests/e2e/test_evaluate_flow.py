@@ -56,6 +56,15 @@ def test_the_evaluate_flow_trains_every_seed_and_leaves_the_comparison(prefect_a
     assert found[keys.key("evaluation-summary")].data.count("](data:image/png;base64,") == 1
     assert found[keys.key("progress")].data == 100.0
 
+    events = [json.loads(line) for line in (tmp_path / "out" / "openlineage" / "events.jsonl").read_text().splitlines()]
+    finetunes = [event for event in events if event["job"]["name"] == "capsel.finetune"]
+    assert sorted(event["outputs"][0]["name"] for event in finetunes) == sorted(
+        str(tmp_path / "out" / "models" / finetune_id) for finetune_id in counters["finetunes"])
+    assert all(event["inputs"][0]["name"].startswith(str(tmp_path / "sels")) for event in finetunes)
+    (evaluated,) = [event for event in events if event["job"]["name"] == "capsel.evaluate"]
+    assert str(heldout) in {dataset["name"] for dataset in evaluated["inputs"]}
+    assert evaluated["outputs"][0]["name"].endswith(".evaluations")
+
     outside = tmp_path / "heldout.jsonl"  # a run's parameters may not name a file outside the allowed folders
     outside.write_bytes(heldout.read_bytes())
     refused = run(env, tmp_path, "flow", "evaluate", "--eval", f"loss:{outside}", "--model", str(base))
