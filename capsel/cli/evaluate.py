@@ -31,11 +31,12 @@ from capsel.cli.tables import print_table
 from capsel.db import open_db
 from capsel.errors import OptionError
 from capsel.evaluation.eval_spec import parse_eval_spec
+from capsel.evaluation.options import EvalOptions
 from capsel.evaluation.targets import BASE_PREFIX
 from capsel.ingest.records import parse_field_map
 from capsel.scoring.config import ScoringConfig
 from capsel.stages.context import RunContext
-from capsel.stages.evaluate import EvalOptions, EvaluateRequest
+from capsel.stages.evaluate import EvaluateRequest
 from capsel.stages.evaluate import evaluate as evaluate_stage
 from capsel.stages.finetune import FinetuneStageRequest, finetune_selection
 

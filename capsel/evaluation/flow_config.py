@@ -10,10 +10,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from capsel.config import Settings, load_settings
 from capsel.errors import CapselError
 from capsel.evaluation.eval_spec import EvalSpec, parse_eval_spec
+from capsel.evaluation.options import EvalOptions
 from capsel.ingest.records import parse_field_map
 from capsel.paths import inside_root
 from capsel.scoring.config import ScoringConfig
-from capsel.stages.evaluate import EvalOptions
 
 _STRICT = ConfigDict(extra="forbid", frozen=True)
 

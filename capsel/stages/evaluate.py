@@ -13,13 +13,12 @@ from capsel.db.progress_file import report_progress, report_stage
 from capsel.db.records import fetch_records
 from capsel.errors import OptionError
 from capsel.evaluation.eval_spec import EvalSpec
+from capsel.evaluation.options import EvalOptions
 from capsel.evaluation.targets import BASE_PREFIX, EvalTarget, base_target, finetune_target
-from capsel.ingest.records import FieldMap
 from capsel.models.loading import LoadedModel
 from capsel.runs import recorded_run
-from capsel.scoring.config import ScoringConfig
 from capsel.stages.context import RunContext
-from capsel.versioning import code_version, config_hash, file_sha256
+from capsel.versioning import code_version, config_hash
 
 # on_progress(what, done, total): the step under way and its count (total None while unknown)
 Progress = Callable[[str, int, "int | None"], None]
@@ -27,31 +26,6 @@ Progress = Callable[[str, int, "int | None"], None]
 
 def _quiet(what: str, done: int, total: int | None) -> None:
     """No progress display."""
-
-
-@dataclass(frozen=True)
-class EvalOptions:
-    """How every evaluation of a request runs: loss files' fields and prompt, the harness's limits."""
-
-    fields: FieldMap = FieldMap()
-    domain: str | None = None
-    scoring: ScoringConfig = ScoringConfig()
-    batch_size: int = 8
-    fewshot_file: Path | None = None
-    limit: int | None = None
-    max_new_tokens: int = 256
-    allow_code_execution: bool = False
-    dtype: str = "auto"
-    device: str = "auto"
-
-    def config(self, spec: EvalSpec, prompt_format: str | None) -> dict:
-        """What a stored result of `spec` depends on besides the weights and the file (loss: the resolved format)."""
-        if spec.kind == "loss":
-            return {"kind": "loss", "fields": self.fields.as_dict(), "domain": self.domain,
-                    "prompt_format": prompt_format, "prompt_tokens": self.scoring.prompt_tokens}
-        fewshot = file_sha256(self.fewshot_file) if self.fewshot_file and spec.kind == "gsm8k" else None
-        return {"kind": spec.kind, "limit": self.limit, "max_new_tokens": self.max_new_tokens,
-                "fewshot_sha256": fewshot}
 
 
 @dataclass(frozen=True)

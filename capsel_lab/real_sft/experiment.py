@@ -17,6 +17,7 @@ import pandas as pd
 from capsel.config import Settings
 from capsel.db import open_db
 from capsel.evaluation.eval_spec import parse_eval_spec
+from capsel.evaluation.options import EvalOptions
 from capsel.evaluation.targets import BASE_PREFIX
 from capsel.ingest.pipeline import IngestOptions
 from capsel.ingest.records import FieldMap
@@ -25,7 +26,7 @@ from capsel.scoring.config import ScoringConfig
 from capsel.selection.budget import parse_budget
 from capsel.selection.plan import SelectionRequest
 from capsel.stages.context import RunContext
-from capsel.stages.evaluate import EvalOptions, EvaluateRequest, evaluate
+from capsel.stages.evaluate import EvaluateRequest, evaluate
 from capsel.stages.finetune import FinetuneStageRequest, finetune_selection
 from capsel.stages.ingest import IngestRequest, ingest
 from capsel.stages.score import ScoreRequest, score
