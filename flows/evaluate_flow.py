@@ -80,7 +80,7 @@ def _run(config: EvaluateFlowConfig) -> dict:
             progress.stage("evaluating")
             summary = evaluate_task(EvaluateRequest(tuple(targets), specs, settings.output_root, options), ctx,
                                     progress.counted)
-            lineage.evaluated(ctx, summary.run_id, finetuned, specs)
+            lineage.evaluated(summary.run_id, specs)
             counters.update(selections=selections, finetunes=finetuned,
                             n_results=len(summary.results), n_reused=sum(r.reused for r in summary.results))
             publish_evaluation_artifacts(con, targets, keys)

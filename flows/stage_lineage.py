@@ -26,21 +26,20 @@ class StageLineage:
         self.emit = event_emitter(settings.openlineage_transport, settings.output_root, settings.openlineage_file,
                                   settings.openlineage_url)
         self.parent = ParentJob(settings.openlineage_namespace, flow_run.flow_name, flow_run.id)
+        self.models: list[tuple[str, str | None]] = []  # each fine-tuned model's folder and id, as the stage gave it
 
     def finetuned(self, ctx: RunContext, selection_id: str, model: FinetuneSummary) -> None:
         """The fine-tune read the selection's folder and wrote the model's."""
         folder, _ = selection_folder(ctx, selection_id)
+        self.models.append((str(model.model_dir), model.finetune_id))
         self._send("capsel.finetune", model.run_id, StageDatasets(
             inputs=[(str(folder), selection_id)], outputs=[(str(model.model_dir), model.finetune_id)]))
 
-    def evaluated(self, ctx: RunContext, run_id: str | None, finetunes: Sequence[str], specs: Sequence[EvalSpec]
-                  ) -> None:
-        """The evaluation read the models and the evaluation files and wrote the evaluations table."""
-        root = Path(self.settings.output_root) / "models"
-        models: list[tuple[str, str | None]] = [(str(root / finetune_id), finetune_id) for finetune_id in finetunes]
+    def evaluated(self, run_id: str | None, specs: Sequence[EvalSpec]) -> None:
+        """The evaluation read the fine-tuned models and the evaluation files and wrote the evaluations table."""
         files: list[tuple[str, str | None]] = [(str(spec.path), spec.sha256) for spec in specs]
         self._send("capsel.evaluate", run_id, StageDatasets(
-            inputs=models + files, tables_written=[(Path(self.settings.db_path), "evaluations")]))
+            inputs=self.models + files, tables_written=[(Path(self.settings.db_path), "evaluations")]))
 
     def _send(self, job: str, run_id: str | None, datasets: StageDatasets) -> None:
         if self.emit is None:
