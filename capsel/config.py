@@ -6,8 +6,12 @@ import os
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+# A list setting is written as one comma-separated value (CAPSEL_MODEL_ROOTS=/models,/shared/models): a URL's
+# colon rules out the path separator, and JSON lists are not what people type into a job variable.
+CommaList = Annotated[list[str], NoDecode]
 
 
 def default_models_dir() -> Path:
@@ -103,6 +107,29 @@ class Settings(BaseSettings):
     )
     openlineage_url: str | None = Field(None, description="base URL of an OpenLineage HTTP endpoint (e.g. Marquez)")
     openlineage_namespace: str = Field("capsel", description="OpenLineage job namespace of the flows")
+    model_roots: CommaList = Field(
+        default_factory=list, description="folders, besides CAPSEL_MODELS_DIR, whose models a flow run's parameters "
+        "may name (comma-separated)"
+    )
+    source_roots: CommaList = Field(
+        default_factory=list, description="folders, besides CAPSEL_INCOMING_DIR, whose files a flow run's parameters "
+        "may name as sources (comma-separated)"
+    )
+    storage_roots: CommaList = Field(
+        default_factory=list, description="storage URL prefixes (s3://bucket/prefix) a flow run's parameters may "
+        "read sources from and publish to (comma-separated; none: a run names local folders only)"
+    )
+    allow_remote_code: bool = Field(
+        False, description="let a flow run's parameters turn on trust_remote_code or allow_pickle, which run code "
+        "shipped with a checkpoint (the operator's choice: a run cannot enable it)"
+    )
+
+    @field_validator("model_roots", "source_roots", "storage_roots", mode="before")
+    @classmethod
+    def _comma_separated(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [item.strip() for item in value.split(",") if item.strip()]
+        return value
 
 
 def load_settings(**overrides: object) -> Settings:

@@ -12,6 +12,7 @@ from capsel.dataset_license import DEFAULT_LICENSE, LICENSE_HELP, LICENSE_PATTER
 from capsel.errors import CapselError, OptionError
 from capsel.ingest.pipeline import DedupKeyMode, IngestOptions
 from capsel.ingest.records import parse_field_map
+from capsel.run_parameters import check_db_path, check_output_root, check_scorer, check_sources
 from capsel.scorers.specs import LessSpec, ScorerSpec
 from capsel.selection.budget import parse_budget
 from capsel.selection.layer_split import parse_blocks
@@ -170,6 +171,11 @@ class ScoreFlowConfig(BaseModel):
         """The candidates in scope."""
         return Scope(self.domain, self.limit)
 
+    def check_parameters(self, allowed: Settings) -> None:
+        """RunParameterError unless the database and models lie where the deployment (`allowed`) lets a run name."""
+        check_db_path(self.db_path, allowed)
+        check_scorer(self.scoring, allowed)
+
 
 class PipelineConfig(BaseModel):
     """Everything one selection flow run needs; unset paths fall back to CAPSEL_DB_PATH and CAPSEL_OUTPUT_ROOT."""
@@ -208,6 +214,13 @@ class PipelineConfig(BaseModel):
                                   '{"method": "cap", "model": {"path": "/models/my-model"}}')
             return cls.model_validate({**parts, "scoring": {"method": "cap", "model": {"path": model}}})
         return cls.model_validate({**parts, "scoring": scoring})
+
+    def check_parameters(self, allowed: Settings) -> None:
+        """RunParameterError unless every path and model lies where the deployment (`allowed`) lets a run name."""
+        check_db_path(self.db_path, allowed)
+        check_output_root(self.output_root, allowed)
+        check_sources(self.sources.paths, allowed)
+        check_scorer(self.scoring, allowed)
 
     def parameters(self) -> dict:
         """The flows' keyword arguments, one per top-level field: a deployment run overrides any one of them."""

@@ -7,6 +7,7 @@ from prefect.logging import get_run_logger
 from prefect.runtime import flow_run
 from prefect.states import Failed, State
 
+from capsel.config import load_settings
 from capsel.db import open_db
 from capsel.db.records import fetch_records
 from capsel.errors import CapselError
@@ -51,6 +52,7 @@ def evaluate_flow(
 
 
 def _run(config: EvaluateFlowConfig) -> dict:
+    config.check_parameters(load_settings())  # before anything is read or written
     settings = config.settings()
     keys = artifact_keys("evaluate", settings)
     specs, options, model = config.eval_specs(settings), config.options(settings), config.base_model(settings)

@@ -14,7 +14,7 @@ from prefect.logging import get_run_logger
 from prefect.runtime import flow_run
 from prefect.states import Failed, State
 
-from capsel.config import Settings
+from capsel.config import Settings, load_settings
 from capsel.db import open_db
 from capsel.errors import CapselError
 from capsel.faults import fault_point
@@ -60,6 +60,7 @@ def run_pipeline(parameters: dict, flow_key: str, publish_unchanged: bool) -> di
 
 
 def _run(config: PipelineConfig, flow_key: str, publish_unchanged: bool) -> dict:
+    config.check_parameters(load_settings())  # before anything is read or written
     settings = config.settings()
     report = FlowReport(flow_key, run_id=new_run_id(), prefect_flow_run_id=_prefect_id())
     keys = artifact_keys(flow_key, settings)

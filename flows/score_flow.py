@@ -10,7 +10,7 @@ from prefect import Flow, flow
 from prefect.runtime import flow_run
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from capsel.config import Settings
+from capsel.config import Settings, load_settings
 from capsel.db import open_db
 from capsel.flows.artifacts import ProgressArtifact, artifact_keys
 from capsel.pipeline_config import RunnerParams, ScoreFlowConfig
@@ -78,6 +78,7 @@ def score_flow(config: ScoreFlowConfig, parent_run_id: str | None = None,
     `parent_run_id` ties the scoring run to the selection flow run that started this one as a subflow, and
     `progress_artifact_id` is that run's progress artifact, so the user sees scoring on the run they opened.
     """
+    config.check_parameters(load_settings())  # before anything is read or written
     con = open_db(config.settings().db_path, must_exist=True)
     try:
         return score_sharded(con, config.settings(), config.scoring, config.runner, config.scope(), parent_run_id,

@@ -22,6 +22,7 @@ from capsel.cli.prefect_server import run_long_lived_server, use_temporary_serve
 from capsel.cli.specs import MethodChoice, flag_problems, model_field, spec_values
 from capsel.errors import CapselError, OptionError
 from capsel.pipeline_config import PipelineConfig, ScoreFlowConfig
+from capsel.run_parameters import trust_typed
 from capsel.scorers.specs import Device
 
 M = TypeVar("M", bound=BaseModel)
@@ -117,6 +118,7 @@ def score(method: MethodOption = None, model: ModelOption = None, encoder: Encod
           limit: Annotated[Optional[int], typer.Option("--limit", min=1, help="At most this many pending.")] = None,
           db: DbOption = None) -> None:
     """Run the scoring flow for any method (LESS with --target scores its target too), sharded and resumable."""
+    trust_typed(db, model, encoder, rater, target)
     body = {
         "db_path": str(db) if db else None, "domain": domain, "limit": limit,
         "scoring": _scoring(method, model, encoder, rater, target, target_max, max_length, batch_size, device,
@@ -179,7 +181,9 @@ def _pipeline_config(config: Path | None, inputs, domain, field_map, method, mod
                      max_length, budget, ppl_guard, out, shard_size, batch_size, device, prompt_format, threads,
                      runner, num_gpus, ray_address, max_in_flight, check_profile, license_id, db,
                      profile_by_default: bool) -> PipelineConfig:
-    """The config file's parameters with the command-line options applied on top."""
+    """The config file's parameters with the command-line options applied on top (what was typed is trusted; what
+    the file holds is checked as any run's parameters are)."""
+    trust_typed(db, *(inputs or ()), model, encoder, rater, target)
     try:
         body = orjson.loads(config.read_bytes()) if config else {}
     except (OSError, orjson.JSONDecodeError) as exc:

@@ -35,7 +35,9 @@ def evaluate(
 ) -> None:
     """Run the evaluation flow: fine-tune each selection with LlamaFactory, evaluate every model and the base."""
     from capsel.cli.flow import run_flow, validated
+    from capsel.run_parameters import trust_typed
 
+    trust_typed(db, model)
     body = {
         "selections": selection or [],
         "finetune": {"model": model, "profile": profile, "seeds": seed or [0]},

@@ -13,6 +13,7 @@ from capsel.evaluation.eval_spec import EvalSpec, parse_eval_spec
 from capsel.evaluation.options import EvalOptions
 from capsel.ingest.records import parse_field_map
 from capsel.paths import inside_root
+from capsel.run_parameters import check_db_path, check_model
 from capsel.scoring.config import ScoringConfig
 
 _STRICT = ConfigDict(extra="forbid", frozen=True)
@@ -60,6 +61,12 @@ class EvaluateFlowConfig(BaseModel):
     def settings(self) -> Settings:
         """Settings from the environment with this config's database applied (outputs: $CAPSEL_OUTPUT_ROOT)."""
         return load_settings(db_path=Path(self.db_path) if self.db_path else None)
+
+    def check_parameters(self, allowed: Settings) -> None:
+        """RunParameterError unless the database and base model lie where the deployment (`allowed`) lets a run
+        name them (evaluation files are kept in their folders by `eval_specs`)."""
+        check_db_path(self.db_path, allowed)
+        check_model(self.finetune.model, allowed, "finetune.model")
 
     def base_model(self, settings: Settings) -> str:
         """The base model named, else the configured one."""

@@ -22,14 +22,23 @@ class PrefectServer:
 
     api_url: str
     home: Path
+    allowed_root: Path
 
     def env(self, **extra: str) -> dict:
-        """os.environ (minus CAPSEL_*) pointed at this server, one thread per process, plus `extra`."""
+        """os.environ (minus CAPSEL_*) pointed at this server, one thread per process, with the test session's
+        temporary folder as the roots a flow run's parameters may name (`run_roots`), plus `extra`."""
         base = {key: value for key, value in os.environ.items() if not key.startswith("CAPSEL_")}
         return {
             **base, "PREFECT_API_URL": self.api_url, "PREFECT_HOME": str(self.home), "OMP_NUM_THREADS": "1",
-            "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "PYTHONUNBUFFERED": "1", "COLUMNS": "200", **extra,
+            "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "PYTHONUNBUFFERED": "1", "COLUMNS": "200",
+            **run_roots(self.allowed_root), **extra,
         }
+
+
+def run_roots(root: Path) -> dict[str, str]:
+    """The environment of a deployment whose runs may name anything under `root` (outputs, databases, sources,
+    models): the flow tests' configs point into the session's temporary folder."""
+    return {"CAPSEL_OUTPUT_ROOT": str(root), "CAPSEL_SOURCE_ROOTS": str(root), "CAPSEL_MODEL_ROOTS": str(root)}
 
 
 @pytest.fixture(scope="session")
@@ -37,7 +46,7 @@ def prefect_server(tmp_path_factory):
     """Start `prefect server start` once per session; its whole process group is killed at the end."""
     home = tmp_path_factory.mktemp("prefect_home")
     port = free_port()
-    server = PrefectServer(f"http://127.0.0.1:{port}/api", home)
+    server = PrefectServer(f"http://127.0.0.1:{port}/api", home, tmp_path_factory.getbasetemp())
     log = home / "server.log"
     process = start_group([PREFECT, "server", "start", "--host", "127.0.0.1", "--port", str(port)], server.env(), log)
     try:
@@ -58,6 +67,8 @@ def prefect_api(prefect_server, monkeypatch):
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     for key in [key for key in os.environ if key.startswith("CAPSEL_")]:
         monkeypatch.delenv(key)
+    for key, value in run_roots(prefect_server.allowed_root).items():
+        monkeypatch.setenv(key, value)
     with temporary_settings(updates={PREFECT_API_URL: prefect_server.api_url, PREFECT_LOGGING_TO_API_ENABLED: False}):
         yield prefect_server
 

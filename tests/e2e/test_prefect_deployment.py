@@ -168,6 +168,25 @@ def test_a_run_overrides_the_budget_alone_and_defaults_to_the_incoming_folder(pr
         con.close()
 
 
+def test_a_run_whose_parameters_leave_the_deployments_roots_fails_before_anything_is_written(
+        prefect_api, worker, tmp_path):
+    model = tiny_flow_model(tmp_path / "model")
+    write_pool_file(tmp_path / "incoming" / "pool.jsonl", 10, seed=6)
+    _deploy(prefect_api, model, tmp_path / "incoming")
+    elsewhere = tmp_path / "elsewhere"
+    # what a Custom run in the UI can send: an output root of its own, a model running its checkpoint's code
+    escaped = _run(prefect_api, "--param", f"output_root={elsewhere}")
+    assert escaped.state.is_failed(), f"{escaped.state}\n{worker.read_text()[-4000:]}"
+    assert escaped.state.message == (f"RunParameterError: run parameter output_root {str(elsewhere)!r} is outside "
+                                     f"{str(tmp_path / 'out')!r} (CAPSEL_OUTPUT_ROOT)")
+    scoring = {"method": "cap", "model": {"path": str(model), "trust_remote_code": True}}
+    remote_code = _run(prefect_api, "--param", f"scoring={json.dumps(scoring)}")
+    assert remote_code.state.is_failed()
+    assert "scoring.model.trust_remote_code runs code shipped with the checkpoint" in remote_code.state.message
+    assert "CAPSEL_ALLOW_REMOTE_CODE=true" in remote_code.state.message
+    assert not elsewhere.exists() and not (tmp_path / "out").exists() and not (tmp_path / "capsel.duckdb").exists()
+
+
 async def _scheduled_runs(deployment_name: str):
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import (
@@ -220,11 +239,12 @@ def test_a_deployment_selects_by_ppl_and_by_kcenter(prefect_api, worker, tmp_pat
         "kcenter": {"method": "kcenter", "encoder": {"path": str(encoder), "device": "cpu"}},
     }
     for method, scoring in scorings.items():
-        config = flow_config(tmp_path / method, model, [str(source)], scoring=scoring, check_profile=False,
+        # each method's database and outputs in a folder of the worker's output root, where a run may put them
+        config = flow_config(tmp_path / "out" / method, model, [str(source)], scoring=scoring, check_profile=False,
                              selection={"budget": "3", "method": method})
         run = _run_deployment(prefect_api, config)
         assert run.state.is_completed(), f"{run.state}\n{worker.read_text()[-4000:]}"
-        (published,) = sorted((tmp_path / method / "out" / "selections").glob("sel-*"))
+        (published,) = sorted((tmp_path / "out" / method / "out" / "selections").glob("sel-*"))
         manifest = orjson.loads((published / "manifest.json").read_bytes())
         assert manifest["method"] == method and manifest["gate"]["success"]
         assert manifest["n_members"] == 6 and sorted(d["k"] for d in manifest["domains"]) == [3, 3]
