@@ -38,8 +38,9 @@ def _reconcile_if_needed(db_path: Path) -> Reconciled:
     # a listing opens the store read-only; only a store that needs repair is opened to write
     con = open_db(db_path, read_only=True)
     try:
-        if not find_disagreements(con):
-            return Reconciled()
+        found = find_disagreements(con)
+        if not found:
+            return found  # nothing to repair; what it left alone is still worth saying
     finally:
         con.close()
     con = open_db(db_path, must_exist=True)

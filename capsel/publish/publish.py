@@ -23,7 +23,7 @@ from capsel.publish.manifest import build_manifest
 from capsel.publish.record import forget_selection, mark_published, record_selection
 from capsel.publish.report import report_points, write_report
 from capsel.publish.selection_id import members_digest, new_selection_id
-from capsel.publish.staging import claimed_staging, staging_dir
+from capsel.publish.staging import recorded_staging, staging_dir
 from capsel.quality.expectations import gate_spec
 from capsel.quality.gate import GateResult, check_selection
 from capsel.selection.plan import Selection
@@ -82,7 +82,7 @@ def publish_selection(
     if final.exists():
         raise CapselError(f"{final} already exists; run the selection again for a fresh id")
     fault_point("publish.before_staging")
-    with claimed_staging(staging_dir(local_root, selection_id)) as staging:
+    with recorded_staging(con, staging_dir(local_root, selection_id), run_id) as staging:
         # copied before the gate, which checks that every listed image is in the folder
         member_ids = selection.members["candidate_id"].astype(str).tolist()
         images = copy_member_images(con, member_ids, staging)

@@ -5,7 +5,10 @@ A publish commits its rows as 'publishing', renames its folder into place, then 
 
 - a 'publishing' row whose folder is in place and complete is marked 'published';
 - a 'publishing' row without its folder is deleted with its members;
-- a `.tmp-sel-*` staging folder that no live process holds and that predates this process is removed;
+- a `.tmp-sel-*` staging folder that this store made (its owner file names this database), that no live process
+  holds and that predates this process is removed; one without capsel's owner file, or made by another store, is
+  left alone and reported. Staging folders are looked for in every folder selections were recorded in, the
+  folders named, and wherever this store's unfinished publishes began (the `publish_staging` rows);
 - a `sel-*` folder that no row records, written by one of this store's runs (its manifest's run_id), is
   moved to `<out>/orphaned/`, never deleted. Folders of other stores sharing the output folder, and
   folders whose manifest names no run of this store, are left alone.
@@ -19,18 +22,17 @@ tidies.
 
 from __future__ import annotations
 
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
 import duckdb
 
-from capsel.db import one_row, transaction
+from capsel.db import one_row, run_sql, transaction
 from capsel.db.records import fetch_records
 from capsel.publish.destination import MANIFEST, Destination, destination, read_manifest
 from capsel.publish.record import forget_selection, mark_published
-from capsel.publish.staging import STAGING_PREFIX, is_abandoned
+from capsel.publish.staging import STAGING_PREFIX, is_abandoned, remove_staging, staging_owner
 from capsel.storage.remote_folder import RemoteFolder
 from capsel.storage.urls import is_url
 
@@ -48,6 +50,10 @@ class Reconciled:
     partial_uploads: list[RemoteFolder] = field(default_factory=list)
     orphans: list[Path] = field(default_factory=list)
     moved_to: list[Path] = field(default_factory=list)
+    # staging folders this store did not make: never touched, only reported (and no repair of ours)
+    left_alone: list[tuple[Path, str]] = field(default_factory=list)
+    # publish_staging rows whose folder is gone: dropped quietly with the owner file a kill may have left
+    finished_staging_rows: list[str] = field(default_factory=list)
 
     def __bool__(self) -> bool:
         return bool(self.completed or self.rolled_back or self.stale_staging or self.partial_uploads or self.orphans)
@@ -61,6 +67,7 @@ class Reconciled:
             *(f"removed {prefix}, the partial upload of a killed publish" for prefix in self.partial_uploads),
             *(f"moved {path}, a selection folder no row records, to {target}"
               for path, target in zip(self.orphans, self.moved_to)),
+            *(f"left {path} alone: {why}" for path, why in self.left_alone),
         ]
 
     def as_dict(self) -> dict:
@@ -69,7 +76,8 @@ class Reconciled:
                 "stale_staging": [str(path) for path in self.stale_staging],
                 "partial_uploads": [str(prefix) for prefix in self.partial_uploads],
                 "orphans": [{"path": str(path), "moved_to": str(target)}
-                            for path, target in zip(self.orphans, self.moved_to)]}
+                            for path, target in zip(self.orphans, self.moved_to)],
+                "left_alone": [{"path": str(path), "why": why} for path, why in self.left_alone]}
 
 
 def find_disagreements(con: duckdb.DuckDBPyConnection, out_dirs: Iterable[Destination] = ()) -> Reconciled:
@@ -88,16 +96,28 @@ def find_disagreements(con: duckdb.DuckDBPyConnection, out_dirs: Iterable[Destin
                 found.orphans.append(folder)
     recorded = [Path(row["out_dir"]).parent for row in fetch_records(con, "publish/selections_out_dirs")
                 if not is_url(row["out_dir"])]
+    begun = [Path(row["staging_path"]) for row in fetch_records(con, "publish/staging_list")]
+    found.finished_staging_rows = [str(path) for path in begun if not path.exists()]
     handled = {path.resolve() for path in found.orphans}
-    local = [path for path in [*recorded, *out_dirs] if isinstance(path, Path)]
+    local = [path for path in [*recorded, *out_dirs, *(path.parent for path in begun)] if isinstance(path, Path)]
+    (database,) = one_row(con, "db/database_file")
     for out_dir in sorted({path.resolve() for path in local}):
         for entry in _entries(out_dir):
             if entry.name.startswith(STAGING_PREFIX + SELECTION_PREFIX):
-                if is_abandoned(entry):
-                    found.stale_staging.append(entry)
+                _judge_staging(entry, database, found)
             elif entry.name.startswith(SELECTION_PREFIX) and entry not in handled and _is_orphan(con, entry):
                 found.orphans.append(entry)
     return found
+
+
+def _judge_staging(staging: Path, database: str | None, found: Reconciled) -> None:
+    owner = staging_owner(staging)
+    if owner is None:
+        found.left_alone.append((staging, "no capsel owner file beside it, so no capsel publish made it"))
+    elif owner.get("database") != database:
+        found.left_alone.append((staging, f"made by the store {owner.get('database') or '(in memory)'}, not this one"))
+    elif is_abandoned(staging):
+        found.stale_staging.append(staging)
 
 
 def reconcile_selections(con: duckdb.DuckDBPyConnection, out_dirs: Iterable[Destination] = ()) -> Reconciled:
@@ -113,7 +133,11 @@ def reconcile_selections(con: duckdb.DuckDBPyConnection, out_dirs: Iterable[Dest
             for selection_id in found.rolled_back:
                 forget_selection(con, selection_id)
     for staging in found.stale_staging:
-        shutil.rmtree(staging, ignore_errors=True)
+        remove_staging(staging)
+    for path in found.finished_staging_rows:
+        remove_staging(Path(path))  # the folder is gone (renamed or removed); its owner file may be left
+    for path in [*found.finished_staging_rows, *map(str, found.stale_staging)]:
+        run_sql(con, "publish/staging_forget", {"staging_path": path})
     for prefix in found.partial_uploads:
         prefix.remove(first=MANIFEST)
     found.moved_to = [_move_aside(folder) for folder in found.orphans]

@@ -52,7 +52,8 @@ def n_members(cwd) -> int:
 
 def test_killed_after_the_rename_is_finished_by_selections(store):
     select_killed_at(store, "publish.after_rename")
-    [name] = entries(store / "sels")
+    owner, name = entries(store / "sels")
+    assert owner == f".tmp-{name}.owner.json"  # the kill came before the publisher removed it
     assert name.startswith("sel-") and [row[:2] for row in selection_rows(store / "capsel.duckdb")] == [
         (name, "publishing")]
 
@@ -63,12 +64,14 @@ def test_killed_after_the_rename_is_finished_by_selections(store):
     assert [row["selection_id"] for row in report["selections"]] == [name]
     assert [row[:2] for row in selection_rows(store / "capsel.duckdb")] == [(name, "published")]
     assert n_members(store) == 6
+    assert entries(store / "sels") == [name]
 
 
 def test_killed_before_the_rename_is_undone_by_selections(store):
     select_killed_at(store, "publish.after_record_commit")
-    [staged] = entries(store / "sels")
+    [staged, owner] = entries(store / "sels")
     assert staged.startswith(".tmp-sel-") and selection_rows(store / "capsel.duckdb")[0][1] == "publishing"
+    assert owner == f"{staged}.owner.json"
 
     listing = capsel(store, "selections")
     assert listing.returncode == 0, listing.stderr
@@ -81,7 +84,7 @@ def test_killed_before_the_rename_is_undone_by_selections(store):
 
 def test_staging_without_a_row_is_removed_by_the_next_select_into_that_folder(store):
     select_killed_at(store, "publish.after_staging")
-    [staged] = entries(store / "sels")
+    [staged, _] = entries(store / "sels")
     assert staged.startswith(".tmp-sel-") and selection_rows(store / "capsel.duckdb") == []
 
     again = capsel(store, "select", "--budget", "3", "--out", "sels")
@@ -112,3 +115,27 @@ def test_a_folder_of_this_store_without_a_row_is_moved_aside_and_another_stores_
     [(published, status, _)] = selection_rows(store / "capsel.duckdb")
     assert status == "published"
     assert entries(store / "sels") == sorted([published, foreign.name, "orphaned"])
+
+
+def test_a_killed_publishs_staging_is_found_from_another_out_and_what_capsel_did_not_make_is_left_alone(store):
+    select_killed_at(store, "publish.after_staging")
+    [staged, _] = entries(store / "sels")
+    # a user's own folder named like a staging folder, and one another store's publish left (its owner file)
+    mine = store / "other" / ".tmp-sel-my-notes"
+    (mine / "notes").mkdir(parents=True)
+    theirs = store / "other" / ".tmp-sel-20250101T000000Z-feedf00d"
+    theirs.mkdir()
+    (store / "other" / f"{theirs.name}.owner.json").write_text(orjson.dumps(
+        {"made_by": "capsel publish", "database": "/somewhere/else.duckdb", "run_id": "r", "selection_id": "s"}
+    ).decode())
+
+    again = capsel(store, "select", "--budget", "3", "--out", "other", "--json")
+    assert again.returncode == 0, again.stderr
+    reconciled = orjson.loads(again.stdout)["reconciled"]
+    assert reconciled["stale_staging"] == [str(store / "sels" / staged)]
+    assert entries(store / "sels") == []  # the folder and its owner file, found though --out named another folder
+    assert sorted(entry["path"] for entry in reconciled["left_alone"]) == [str(theirs), str(mine)]
+    assert (mine / "notes").is_dir() and theirs.is_dir()
+    listing = capsel(store, "selections")
+    assert f"left {mine} alone: no capsel owner file beside it" in listing.stdout
+    assert f"left {theirs} alone: made by the store /somewhere/else.duckdb" in listing.stdout

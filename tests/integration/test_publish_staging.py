@@ -7,13 +7,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-from capsel.publish.staging import claimed_staging, is_abandoned, staging_dir
+from capsel.publish.staging import claimed_staging, is_abandoned, staging_dir, staging_owner
 
 HOLD = """
 import sys, time
 from pathlib import Path
 from capsel.publish.staging import claimed_staging
-with claimed_staging(Path(sys.argv[1])):
+with claimed_staging(Path(sys.argv[1]), "/stores/a.duckdb", "run-1"):
     print("held", flush=True)
     time.sleep(120)
 """
@@ -47,8 +47,11 @@ def test_an_unheld_folder_newer_than_this_process_is_left_alone(tmp_path):
     assert not is_abandoned(staging)
 
 
-def test_the_claim_removes_its_folder_on_the_way_out(tmp_path):
+def test_the_claim_names_its_owner_beside_the_folder_and_removes_both_on_the_way_out(tmp_path):
     staging = staging_dir(tmp_path, "sel-20260101T000000Z-0123abcd")
-    with claimed_staging(staging) as claimed:
+    with claimed_staging(staging, "/stores/a.duckdb", "run-1") as claimed:
         (claimed / "data.jsonl").write_text("{}\n")
-    assert not staging.exists()
+        assert staging_owner(staging) == {"made_by": "capsel publish", "database": "/stores/a.duckdb",
+                                          "run_id": "run-1", "selection_id": "sel-20260101T000000Z-0123abcd"}
+        assert sorted(path.name for path in claimed.iterdir()) == ["data.jsonl"]  # never published with it
+    assert sorted(tmp_path.iterdir()) == []
