@@ -6,8 +6,8 @@ import os
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 
 def default_models_dir() -> Path:
@@ -103,6 +103,29 @@ class Settings(BaseSettings):
     )
     openlineage_url: str | None = Field(None, description="base URL of an OpenLineage HTTP endpoint (e.g. Marquez)")
     openlineage_namespace: str = Field("capsel", description="OpenLineage job namespace of the flows")
+    image_roots: Annotated[list[str], NoDecode] = Field(
+        default_factory=list, description="folders or storage prefixes (comma-separated) images may be read from "
+        "besides the pool file's own folder or prefix; the deployment's to set, not a flow run's",
+    )
+    image_url_hosts: Annotated[list[str], NoDecode] = Field(
+        default_factory=list, description="http(s) hosts (comma-separated, host or host:port) images may be fetched "
+        "from; empty: images are never fetched over the network",
+    )
+    max_images_per_row: int = Field(
+        64, gt=0, description="a row naming more images is quarantined as image_row_limit before any is read"
+    )
+    max_row_image_bytes: int = Field(
+        64 * 2**20, gt=0, description="a row whose images hold more bytes together is quarantined as image_row_limit "
+        "(reading stops there, so a row never holds more)",
+    )
+
+    @field_validator("image_roots", "image_url_hosts", mode="before")
+    @classmethod
+    def _comma_separated(cls, value: object) -> object:
+        """A comma-separated variable as its list (pydantic-settings would want JSON)."""
+        if isinstance(value, str):
+            return [item.strip() for item in value.split(",") if item.strip()]
+        return value
 
 
 def load_settings(**overrides: object) -> Settings:
