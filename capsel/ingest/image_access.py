@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import NamedTuple, Sequence
+from typing import Sequence
 from urllib.parse import SplitResult, urlsplit
 
 from capsel.config import Settings
@@ -38,19 +38,22 @@ class ImageAccess:
                 raise OptionError(f"CAPSEL_IMAGE_URL_HOSTS: {entry!r} is not a host or host:port")
 
 
-class LocalImage(NamedTuple):
+@dataclass(frozen=True)
+class LocalImage:
     """A file on this machine, by its real path: no symlink left in it, inside an allowed folder."""
 
     path: str
 
 
-class StorageImage(NamedTuple):
+@dataclass(frozen=True)
+class StorageImage:
     """An object under the pool's own storage prefix or a storage image root."""
 
     url: str
 
 
-class WebImage(NamedTuple):
+@dataclass(frozen=True)
+class WebImage:
     """An http(s) URL on an allowed host (or under an allowed prefix)."""
 
     url: str
