@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from typing import Sequence
-from urllib.parse import SplitResult, urlsplit
+from urllib.parse import urlsplit
 
 from capsel.config import Settings
 from capsel.errors import OptionError
@@ -69,10 +69,12 @@ def image_access(settings: Settings, extra_roots: Sequence[str] = ()) -> ImageAc
 
 def locate(ref: str, base: str, access: ImageAccess) -> Location | Rejection:
     """Where `ref`, an image path or URL in a pool file whose folder or storage prefix is `base`, may be read, or
-    the image_refused rejection saying why it may not."""
+    the image_refused rejection saying why it may not (image_unreadable for a reference no path or URL can be)."""
+    if "\0" in ref:
+        return Rejection(Reason.IMAGE_UNREADABLE, "the reference holds a NUL character, which no path or URL can")
     if is_url(ref):
         return _locate_url(ref, base, access)
-    path = os.path.expanduser(local_path_text(ref))
+    path = local_path_text(ref)  # `~` is no home folder here: the row's text is not the operator's
     if is_url(base) and not os.path.isabs(path):
         return _locate_url(joined(base, path), base, access)
     return _locate_file(path, base, access)
@@ -96,7 +98,11 @@ def _locate_url(url: str, base: str, access: ImageAccess) -> Location | Rejectio
     # fsspec, and an IPv6 host ([::1]) is no chain
     if "::" in url and scheme not in _WEB_SCHEMES:
         return _refused("a chained URL (::), which reads through a second storage; chained URLs are not read")
-    parts = urlsplit(url)
+    try:  # parsed here, so a bad port or IPv6 host is this row's problem, not a traceback
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as exc:
+        return Rejection(Reason.IMAGE_UNREADABLE, f"not a valid URL ({exc})")
     if "@" in parts.netloc:
         return _refused("the URL holds credentials; storage credentials come from the environment only")
     if any(segment in (".", "..") for segment in parts.path.split("/")):
@@ -105,7 +111,7 @@ def _locate_url(url: str, base: str, access: ImageAccess) -> Location | Rejectio
     if any(under_prefix(url, prefix) for prefix in prefixes):
         return WebImage(url) if scheme in _WEB_SCHEMES else StorageImage(url)
     if scheme in _WEB_SCHEMES:
-        return _web(url, parts, access.url_hosts)
+        return _web(url, parts.hostname, port or _DEFAULT_PORTS[scheme], access.url_hosts)
     if scheme not in {url_scheme(prefix) for prefix in prefixes}:
         return _refused(f"{scheme}:// is not a storage images are read from: only local files, data: URLs, the "
                         "pool's own storage, storage under an image root (CAPSEL_IMAGE_ROOTS, --image-root) and "
@@ -113,22 +119,17 @@ def _locate_url(url: str, base: str, access: ImageAccess) -> Location | Rejectio
     return _refused(f"outside the pool's storage prefix and the image roots; {_ALLOW_PLACE}")
 
 
-def _web(url: str, parts: SplitResult, hosts: Sequence[str]) -> WebImage | Rejection:
+def _web(url: str, host: str | None, port: int, hosts: Sequence[str]) -> WebImage | Rejection:
     """An http(s) URL on one of `hosts` (an entry without a port allows every port of its host)."""
     if not hosts:
         return _refused("network fetch is off: CAPSEL_IMAGE_URL_HOSTS names no host images may be fetched from")
-    try:
-        port = parts.port or _DEFAULT_PORTS[parts.scheme.lower()]
-    except ValueError:
-        return _refused("the URL's port is not a number")
-    if not parts.hostname:
+    if not host:
         return _refused("the URL names no host")
     for entry in hosts:
         allowed = urlsplit(f"//{entry}")
-        if allowed.hostname == parts.hostname and allowed.port in (None, port):
+        if allowed.hostname == host and allowed.port in (None, port):
             return WebImage(url)
-    return _refused(f"host {parts.hostname}:{port} is not in CAPSEL_IMAGE_URL_HOSTS, the hosts images may be "
-                    "fetched from")
+    return _refused(f"host {host}:{port} is not in CAPSEL_IMAGE_URL_HOSTS, the hosts images may be fetched from")
 
 
 def _is_host_entry(entry: str) -> bool:

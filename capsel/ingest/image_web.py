@@ -7,6 +7,7 @@ bounce capsel onto the machine's own network.
 
 from __future__ import annotations
 
+import http.client
 import time
 import urllib.error
 import urllib.request
@@ -56,6 +57,8 @@ def fetch(url: str, allowance: ByteAllowance, allowed: Callable[[str], bool]) ->
         return Rejection(Reason.IMAGE_UNREADABLE, f"cannot fetch it (no answer within {TIMEOUT_S:.0f} s)")
     except OSError as exc:
         return Rejection(Reason.IMAGE_UNREADABLE, f"cannot fetch it ({exc.strerror or exc})")
+    except (http.client.HTTPException, ValueError) as exc:  # a garbled answer, a URL http.client will not send
+        return Rejection(Reason.IMAGE_UNREADABLE, f"cannot fetch it ({type(exc).__name__}: {exc})")
 
 
 def _body(response: BinaryIO, allowance: ByteAllowance) -> bytes | Rejection:

@@ -171,3 +171,17 @@ def test_settings_give_the_grants_and_a_command_adds_roots(monkeypatch, tmp_path
     monkeypatch.delenv("CAPSEL_IMAGE_ROOTS")
     monkeypatch.delenv("CAPSEL_IMAGE_URL_HOSTS")
     assert image_access(Settings()) == ImageAccess()
+
+
+@pytest.mark.parametrize(("ref", "detail"), [
+    ("img/a\0.png", "the reference holds a NUL character, which no path or URL can"),
+    ("http://[::1/a.png", "not a valid URL (Invalid IPv6 URL)"),
+    ("https://images.example.com:99999/a.png", "not a valid URL (Port out of range 0-65535)"),
+])
+def test_a_reference_no_path_or_url_can_be_is_the_rows_problem_not_a_traceback(tree, ref, detail):
+    assert locate(ref, str(tree / "pool"), ImageAccess(url_hosts=("images.example.com",))) == Rejection(
+        Reason.IMAGE_UNREADABLE, detail)
+
+
+def test_a_tilde_in_a_row_is_no_home_folder(tree):
+    assert locate("~/a.png", str(tree / "pool"), NONE) == LocalImage(f"{tree}/pool/~/a.png")
