@@ -123,10 +123,26 @@ class Settings(BaseSettings):
         False, description="let a flow run's parameters turn on trust_remote_code or allow_pickle, which run code "
         "shipped with a checkpoint (the operator's choice: a run cannot enable it)"
     )
+    image_roots: CommaList = Field(
+        default_factory=list, description="folders or storage prefixes (comma-separated) images may be read from "
+        "besides the pool file's own folder or prefix; the deployment's to set, not a flow run's",
+    )
+    image_url_hosts: CommaList = Field(
+        default_factory=list, description="http(s) hosts (comma-separated, host or host:port) images may be fetched "
+        "from; empty: images are never fetched over the network",
+    )
+    max_images_per_row: int = Field(
+        64, gt=0, description="a row naming more images is quarantined as image_row_limit before any is read"
+    )
+    max_row_image_bytes: int = Field(
+        64 * 2**20, gt=0, description="a row whose images hold more bytes together is quarantined as image_row_limit "
+        "(reading stops there, so a row never holds more)",
+    )
 
-    @field_validator("model_roots", "source_roots", "storage_roots", mode="before")
+    @field_validator("model_roots", "source_roots", "storage_roots", "image_roots", "image_url_hosts", mode="before")
     @classmethod
     def _comma_separated(cls, value: object) -> object:
+        """A comma-separated variable as its list (pydantic-settings would want JSON)."""
         if isinstance(value, str):
             return [item.strip() for item in value.split(",") if item.strip()]
         return value

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 from capsel.config import Settings, load_settings
 from capsel.dataset_license import DEFAULT_LICENSE, LICENSE_HELP, LICENSE_PATTERN
 from capsel.errors import CapselError, OptionError
+from capsel.ingest.image_access import image_access
 from capsel.ingest.pipeline import DedupKeyMode, IngestOptions
 from capsel.ingest.records import parse_field_map
 from capsel.run_parameters import check_db_path, check_output_root, check_scorer, check_sources
@@ -50,12 +51,15 @@ class SourceParams(BaseModel):
         return [str(settings.incoming_dir)] if settings.incoming_dir else []
 
     def ingest_options(self, settings: Settings) -> IngestOptions:
-        """The ingest options these parameters stand for; worker processes are not used inside a flow."""
+        """The ingest options these parameters stand for; worker processes are not used inside a flow, and where
+        images may come from is the deployment's settings alone (a run's parameters cannot widen it)."""
         fields = parse_field_map([self.field_map] if self.field_map else [])
         return IngestOptions(
             domain=self.domain, fields=fields, max_field_chars=settings.max_field_chars,
             chunk_rows=settings.ingest_chunk_rows, workers=0, dedup_key=self.dedup_key,
             max_image_bytes=settings.max_image_bytes, max_image_pixels=settings.max_image_pixels,
+            image_access=image_access(settings), max_images_per_row=settings.max_images_per_row,
+            max_row_image_bytes=settings.max_row_image_bytes,
         )
 
 

@@ -25,6 +25,7 @@ from capsel.cli.tables import print_table
 from capsel.cli.wrapping import print_unbroken
 from capsel.db import open_db
 from capsel.errors import CapselError
+from capsel.ingest.image_access import image_access
 from capsel.ingest.inputs import InputFile, resolve_inputs
 from capsel.ingest.pipeline import IngestOptions, ProgressFn
 from capsel.ingest.records import parse_field_map
@@ -62,6 +63,11 @@ def ingest(
         "input; identical questions over different images merge) or `text+images` (the images' sha256s too).",
         metavar="text|text+images",
     )] = "text",
+    image_root: Annotated[Optional[list[str]], typer.Option(
+        "--image-root", help="A folder or storage prefix rows' images may also be read from (repeatable), besides "
+        "each pool file's own folder or prefix; adds to CAPSEL_IMAGE_ROOTS. An image anywhere else is quarantined "
+        "as image_refused, unread.", metavar="DIR", show_default=False,
+    )] = None,
     json_out: JsonOption = False,
     db: DbOption = None,
 ) -> None:
@@ -79,6 +85,9 @@ def ingest(
         dedup_key=dedup_key,  # type: ignore[arg-type]  # IngestOptions checks it against DEDUP_KEY_MODES
         max_image_bytes=settings.max_image_bytes,
         max_image_pixels=settings.max_image_pixels,
+        image_access=image_access(settings, image_root or []),
+        max_images_per_row=settings.max_images_per_row,
+        max_row_image_bytes=settings.max_row_image_bytes,
     )
     resolve_inputs(paths)  # a bad path fails before the database is even created
     con = open_db(settings.db_path, memory_limit=settings.ingest_memory_limit)

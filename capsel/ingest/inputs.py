@@ -15,6 +15,7 @@ from pathlib import Path, PurePosixPath
 from typing import BinaryIO, Sequence
 
 from capsel.errors import CapselError, OptionError
+from capsel.ingest.file_kind import special_kind
 from capsel.ingest.readers import FORMATS, format_for
 from capsel.storage.remote_files import RemoteFile, open_remote, remote_files
 from capsel.storage.urls import is_url, local_path_text
@@ -114,8 +115,9 @@ def folder_files(folder: Path) -> tuple[list[Path], list[Skipped]]:
         raise CapselError(f"{folder}: cannot list it ({exc.strerror or exc})") from exc
     files: list[Path] = []
     skipped: list[Skipped] = []
+    real_folder = os.path.realpath(folder)
     for entry in entries:
-        problem = not_regular(entry)
+        problem = _leaves(entry, real_folder) or not_regular(entry)
         if problem is None and entry.suffix.lower() not in FORMATS:
             problem = f"not a {', '.join(FORMATS)} file"
         if problem is None:
@@ -123,6 +125,20 @@ def folder_files(folder: Path) -> tuple[list[Path], list[Skipped]]:
         else:
             skipped.append(Skipped(entry, problem))
     return files, skipped
+
+
+def _leaves(entry: Path, real_folder: str) -> str | None:
+    """Why a symlink in a folder is not read when it leads out of the folder, or None.
+
+    Whoever may drop files into an incoming folder may not thereby make capsel read the rest of the machine
+    (a link to /etc/passwd would land in the database line by line).
+    """
+    if not entry.is_symlink():
+        return None
+    target = os.path.realpath(entry)
+    if os.path.commonpath([target, real_folder]) == real_folder:
+        return None
+    return f"a symlink to {target}, outside the folder: a folder gives only the files inside it"
 
 
 def not_regular(path: Path) -> str | None:
@@ -135,12 +151,11 @@ def not_regular(path: Path) -> str | None:
         if exc.errno == errno.ELOOP:
             return "a symlink loop"
         return f"cannot read it ({exc.strerror or exc})"
-    if stat.S_ISREG(mode):
+    kind = special_kind(mode)
+    if kind is None:
         return None
     if stat.S_ISDIR(mode):
-        return "a folder (folders inside a folder are not read)"
+        return f"{kind} (folders inside a folder are not read)"
     if stat.S_ISFIFO(mode):
-        return "a FIFO (named pipe), not a file: reading it would wait for a writer"
-    if stat.S_ISSOCK(mode):
-        return "a socket, not a file"
-    return "a device, not a file"
+        return f"{kind}, not a file: reading it would wait for a writer"
+    return f"{kind}, not a file"

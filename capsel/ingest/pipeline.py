@@ -23,6 +23,7 @@ from capsel.faults import fault_point
 from capsel.images.database import database_image_root
 from capsel.ingest.chunks import Chunk, ClassifyConfig, only_rows
 from capsel.ingest.field_hint import field_hints
+from capsel.ingest.image_access import ImageAccess
 from capsel.ingest.image_loading import ImageConfig
 from capsel.ingest.inputs import InputFile, input_size, resolve_inputs
 from capsel.ingest.local_copy import LocalCopy, local_copy
@@ -63,6 +64,10 @@ class IngestOptions:
     max_image_bytes: int = 20 * 2**20
     # Pillow's own decompression-bomb threshold (Image.MAX_IMAGE_PIXELS)
     max_image_pixels: int = 89_478_485
+    # Where images may come from besides each pool file's own folder or prefix: the operator's, never a row's.
+    image_access: ImageAccess = ImageAccess()
+    max_images_per_row: int = 64
+    max_row_image_bytes: int = 64 * 2**20
 
     def __post_init__(self) -> None:
         if self.domain is not None:
@@ -77,14 +82,16 @@ class IngestOptions:
             raise OptionError("chunk_rows and max_field_chars must be positive, workers at least 0")
         if self.dedup_key not in DEDUP_KEY_MODES:
             raise OptionError(f"[[dedup_key]] must be one of {', '.join(DEDUP_KEY_MODES)}, got {self.dedup_key!r}")
-        if self.max_image_bytes < 1 or self.max_image_pixels < 1:
-            raise OptionError("max_image_bytes and max_image_pixels must be positive")
+        if min(self.max_image_bytes, self.max_image_pixels, self.max_images_per_row, self.max_row_image_bytes) < 1:
+            raise OptionError("max_image_bytes, max_image_pixels, max_images_per_row and max_row_image_bytes must be "
+                              "positive")
 
     def classify_config(self, image_root: Path | None = None, image_base: str = ".") -> ClassifyConfig:
         """The part of the options that decides each row's fate, for a file in `image_base` (the folder or URL
         prefix its relative image paths start from) whose images go to `image_root`."""
         images = ImageConfig(None if image_root is None else str(image_root), image_base,
-                             self.max_image_bytes, self.max_image_pixels)
+                             self.max_image_bytes, self.max_image_pixels, self.image_access,
+                             self.max_images_per_row, self.max_row_image_bytes)
         return ClassifyConfig(self.fields, self.domain, self.max_field_chars, images,
                               dedup_images=self.dedup_key == "text+images")
 
@@ -102,6 +109,10 @@ class IngestOptions:
             "dedup_key": self.dedup_key,
             "max_image_bytes": self.max_image_bytes,
             "max_image_pixels": self.max_image_pixels,
+            "image_roots": list(self.image_access.roots),
+            "image_url_hosts": list(self.image_access.url_hosts),
+            "max_images_per_row": self.max_images_per_row,
+            "max_row_image_bytes": self.max_row_image_bytes,
         }
 
 

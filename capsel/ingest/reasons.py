@@ -26,6 +26,9 @@ class Reason(StrEnum):
     IMAGE_UNREADABLE = "image_unreadable"
     IMAGE_OVERSIZED = "image_oversized"
     IMAGE_PLACEHOLDER_MISMATCH = "image_placeholder_mismatch"
+    IMAGE_REFUSED = "image_refused"
+    IMAGE_NOT_A_FILE = "image_not_a_file"
+    IMAGE_ROW_LIMIT = "image_row_limit"
 
 
 REASON_HELP: dict[Reason, str] = {
@@ -47,11 +50,18 @@ REASON_HELP: dict[Reason, str] = {
     Reason.IMAGE_UNREADABLE: "an image is not one Pillow can open and verify (or not a path, URL or bytes)",
     Reason.IMAGE_OVERSIZED: "an image is over CAPSEL_MAX_IMAGE_BYTES bytes or CAPSEL_MAX_IMAGE_PIXELS pixels",
     Reason.IMAGE_PLACEHOLDER_MISMATCH: "the text holds <image> placeholders, but not one per image",
+    Reason.IMAGE_REFUSED: "an image lies outside the pool file's folder or storage prefix and CAPSEL_IMAGE_ROOTS "
+    "(or --image-root), or is a symlink leading out of them, or uses a scheme images are not read from, or an "
+    "http(s) host not in CAPSEL_IMAGE_URL_HOSTS; it is never opened",
+    Reason.IMAGE_NOT_A_FILE: "an image path names a folder, device, FIFO or socket, not a regular file",
+    Reason.IMAGE_ROW_LIMIT: "a row names more than CAPSEL_MAX_IMAGES_PER_ROW images, or its images hold more than "
+    "CAPSEL_MAX_ROW_IMAGE_BYTES bytes together",
 }
 
 # Reasons only rows that carry images can get.
 IMAGE_REASONS = frozenset({
     Reason.IMAGE_MISSING, Reason.IMAGE_UNREADABLE, Reason.IMAGE_OVERSIZED, Reason.IMAGE_PLACEHOLDER_MISMATCH,
+    Reason.IMAGE_REFUSED, Reason.IMAGE_NOT_A_FILE, Reason.IMAGE_ROW_LIMIT,
 })
 
 

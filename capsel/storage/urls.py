@@ -28,6 +28,22 @@ def is_url(text: object) -> bool:
     return match is not None and match["scheme"].lower() not in _LOCAL_SCHEMES
 
 
+def url_scheme(text: object) -> str | None:
+    """The lower-cased scheme of a `scheme://...` text (file:// included), or None for a plain path."""
+    match = _SCHEME.match(str(text))
+    return None if match is None else match["scheme"].lower()
+
+
+def under_prefix(url: str, prefix: str) -> bool:
+    """True when `url` names something below the storage prefix `prefix` (whole path components only: s3://b/pool
+    holds s3://b/pool/x, not s3://b/pool2/x); schemes compare without case."""
+    scheme, prefix_scheme = url_scheme(url), url_scheme(prefix)
+    if scheme is None or scheme != prefix_scheme:
+        return False
+    rest, prefix_rest = url.split("://", 1)[1], prefix.split("://", 1)[1].rstrip("/")
+    return rest.startswith(prefix_rest + "/")
+
+
 def local_path_text(text: str) -> str:
     """`text` with a file:// scheme taken off, so it reads as the local path it names."""
     match = _SCHEME.match(text)

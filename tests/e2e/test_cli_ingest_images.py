@@ -82,22 +82,29 @@ def test_a_mistyped_dedup_key_is_one_line(tmp_path):
 
 
 def test_images_beside_a_pool_in_s3_are_read_from_storage(s3_server: S3Server, tmp_path):
+    """Images under the pool's own prefix are read, and elsewhere in storage only under an --image-root."""
     fs = s3_filesystem(s3_server)
     fs.mkdir("vqa")
     fs.pipe_file("vqa/pool/img/red.png", RED)
     fs.pipe_file("vqa/elsewhere/green.png", GREEN)
+    fs.pipe_file("vqa/secret/blue.png", png((0, 0, 255)))
     rows = [{"image": "img/red.png", "instruction": "relative", "output": "a"},
             {"image": "s3://vqa/elsewhere/green.png", "instruction": "absolute URL", "output": "b"},
-            {"image": "img/gone.png", "instruction": "missing", "output": "c"}]
+            {"image": "img/gone.png", "instruction": "missing", "output": "c"},
+            {"image": "s3://vqa/secret/blue.png", "instruction": "not under a root", "output": "d"}]
     fs.pipe_file("vqa/pool/pool.jsonl", "".join(json.dumps(row) + "\n" for row in rows).encode())
-    result = capsel("ingest", "s3://vqa/pool/pool.jsonl", "--domain", "vqa", "--json", cwd=tmp_path,
-                    env=s3_server.env())
+    result = capsel("ingest", "s3://vqa/pool/pool.jsonl", "--domain", "vqa", "--image-root", "s3://vqa/elsewhere/",
+                    "--json", cwd=tmp_path, env=s3_server.env())
     assert result.returncode == 0, result.stderr
     totals = orjson.loads(result.stdout)["totals"]
-    assert (totals["n_inserted"], totals["n_quarantined"]) == (2, 1)
+    assert (totals["n_inserted"], totals["n_quarantined"]) == (2, 2)
     store = ImageStore(image_store_dir(tmp_path / "capsel.duckdb"))
     for data in (RED, GREEN):
         assert store.path(hashlib.sha256(data).hexdigest(), "png").read_bytes() == data
     quarantine = capsel("quarantine", "--json", cwd=tmp_path, env=s3_server.env())
-    [row] = orjson.loads(quarantine.stdout)["rows"]
-    assert (row["reason"], row["detail"]) == ("image_missing", "image 1 (img/gone.png): no such object")
+    rows_out = {row["detail"].split(")", 1)[0]: (row["reason"], row["detail"])
+                for row in orjson.loads(quarantine.stdout)["rows"]}
+    assert rows_out["image 1 (img/gone.png"] == ("image_missing", "image 1 (img/gone.png): no such object")
+    assert rows_out["image 1 (s3://vqa/secret/blue.png"] == (
+        "image_refused", "image 1 (s3://vqa/secret/blue.png): outside the pool's storage prefix and the image roots; "
+        "name a folder or prefix holding it in CAPSEL_IMAGE_ROOTS or --image-root to allow it")

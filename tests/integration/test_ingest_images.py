@@ -1,5 +1,5 @@
 """Rows with images into real DuckDB files: every source form, the <image> placeholders, the store beside the DB,
-the four image quarantine reasons, the paper's dedup (images not in the key) and its text+images option, reruns."""
+the image quarantine reasons, the paper's dedup (images not in the key) and its text+images option, reruns."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from capsel.db import open_db
 from capsel.errors import CapselError
 from capsel.images.store import ImageStore, image_store_dir
 from capsel.ingest.dedup_key import candidate_id, dedup_key
+from capsel.ingest.image_access import ImageAccess
 from capsel.ingest.pipeline import IngestOptions, ingest
 from capsel.ingest.reasons import IMAGE_REASONS, Reason
 from capsel.lineage import trace
@@ -43,7 +44,8 @@ RED, GREEN, BLUE, GREY = png((255, 0, 0)), png((0, 255, 0)), png((0, 0, 255)), p
 
 @pytest.fixture
 def pictures(tmp_path):
-    """Four PNG files: red and green beside the pool in img/, blue and grey in a folder elsewhere."""
+    """Four PNG files: red and green beside the pool in img/, blue and grey in a folder elsewhere (read only when it
+    is an image root: see `elsewhere_allowed`)."""
     (tmp_path / "pool" / "img").mkdir(parents=True)
     (tmp_path / "elsewhere").mkdir()
     (tmp_path / "pool" / "img" / "red.png").write_bytes(RED)
@@ -51,6 +53,11 @@ def pictures(tmp_path):
     (tmp_path / "elsewhere" / "blue.png").write_bytes(BLUE)
     (tmp_path / "elsewhere" / "grey.png").write_bytes(GREY)
     return tmp_path
+
+
+def elsewhere_allowed(pictures) -> IngestOptions:
+    """Options whose image roots hold the folder outside the pool, as --image-root or CAPSEL_IMAGE_ROOTS give it."""
+    return IngestOptions(domain="vqa", image_access=ImageAccess(roots=(str(pictures / "elsewhere"),)))
 
 
 def candidates_by_row(con) -> dict[int, dict]:
@@ -84,7 +91,7 @@ def test_llava_fields_with_relative_absolute_and_file_url_paths(db, tmp_path, pi
         {"images": [], "instruction": "An empty list is text-only.", "output": "text"},
     ]
     path = write_jsonl(pictures / "pool" / "pool.jsonl", rows)
-    report = ingest(db, [path], D)
+    report = ingest(db, [path], elsewhere_allowed(pictures))
     got = candidates_by_row(db)
     assert got[1]["instruction"] == "<image>\nWhat colour is it?"  # no placeholder: one in front per image
     assert image_list(got[1]) == [sha(RED)]
@@ -151,7 +158,7 @@ def test_chat_content_parts_hold_images_in_every_form(db, tmp_path, pictures):
         {"conversations": [{"from": "human", "value": "<image>\nShareGPT with a field"}, {"from": "gpt", "value": "a"}],
          "image": "img/green.png"},
     ]
-    ingest(db, [write_jsonl(pictures / "pool" / "chat.jsonl", rows)], D)
+    ingest(db, [write_jsonl(pictures / "pool" / "chat.jsonl", rows)], elsewhere_allowed(pictures))
     got = candidates_by_row(db)
     assert got[1]["instruction"] == "<image>\nWhat is this?" and image_list(got[1]) == [sha(RED)]
     assert got[2]["instruction"] == "Between\n<image>\nand\n<image>\nwhich is bluer?"
@@ -198,6 +205,9 @@ def image_reason_pool(pictures):
         {"images": ["img/red.png"], "instruction": "<image> and <image>", "output": "a"},
         {"messages": [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "q9"}]},
                       {"role": "assistant", "content": "a"}]},
+        {"image": "../elsewhere/blue.png", "instruction": "q10", "output": "a"},
+        {"image": "img", "instruction": "q11", "output": "a"},
+        {"images": ["img/red.png"] * 4, "instruction": "q12", "output": "a"},
     ]
     expected = {
         2: (Reason.IMAGE_MISSING, "image 1 (img/nowhere.png): no such file"),
@@ -210,6 +220,10 @@ def image_reason_pool(pictures):
                                     "CAPSEL_MAX_IMAGE_PIXELS=500"),
         9: (Reason.IMAGE_PLACEHOLDER_MISMATCH, "the text holds 2 <image> placeholder(s) for 1 image(s)"),
         10: (Reason.IMAGE_PLACEHOLDER_MISMATCH, "the text holds 1 <image> placeholder(s) for 0 image(s)"),
+        11: (Reason.IMAGE_REFUSED, f"image 1 (../elsewhere/blue.png): {pictures.resolve()}/elsewhere/blue.png is "
+                                   "outside the pool's folder and the image roots"),
+        12: (Reason.IMAGE_NOT_A_FILE, "image 1 (img): a folder, not a regular file"),
+        13: (Reason.IMAGE_ROW_LIMIT, "4 images, over the limit CAPSEL_MAX_IMAGES_PER_ROW=3"),
     }
     return write_jsonl(pictures / "pool" / "bad.jsonl", rows), expected
 
@@ -217,7 +231,7 @@ def image_reason_pool(pictures):
 def test_each_image_reason_lands_in_quarantine_with_a_one_line_detail(db, tmp_path, pictures):
     path, expected = image_reason_pool(pictures)
     big = len((pictures / "pool" / "img" / "big.png").read_bytes())
-    options = IngestOptions(domain="vqa", max_image_bytes=big - 1, max_image_pixels=500)
+    options = IngestOptions(domain="vqa", max_image_bytes=big - 1, max_image_pixels=500, max_images_per_row=3)
     report = ingest(db, [path], options)
     assert {reason for reason, _ in expected.values()} == IMAGE_REASONS
     quarantine = {row["source_row"]: row for row in table(db, "quarantine").to_dict("records")}
@@ -232,7 +246,7 @@ def test_each_image_reason_lands_in_quarantine_with_a_one_line_detail(db, tmp_pa
     # only the good row's image is stored: a row quarantined on its second image leaves no file for its first
     assert_stored(db, tmp_path / "capsel.duckdb", RED)
     [counts] = report.domains
-    assert (counts.n_read, counts.n_inserted, counts.n_quarantined) == (10, 1, 9)
+    assert (counts.n_read, counts.n_inserted, counts.n_quarantined) == (13, 1, 12)
 
 
 def test_oversized_data_url_and_parquet_bytes_are_judged_before_decoding(db, pictures):

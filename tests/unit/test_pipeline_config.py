@@ -121,3 +121,19 @@ def test_flow_sources_carry_the_dedup_key_and_image_limits_to_ingest(monkeypatch
     assert (options.dedup_key, options.max_image_bytes, options.max_image_pixels) == ("text+images", 1234, 89_478_485)
     with pytest.raises(ValidationError):
         SourceParams(dedup_key="images")
+
+
+def test_where_flow_images_may_come_from_is_the_deployments_settings_alone(monkeypatch):
+    from capsel.config import load_settings
+    from capsel.ingest.image_access import ImageAccess
+    from capsel.pipeline_config import SourceParams
+
+    monkeypatch.setenv("CAPSEL_IMAGE_ROOTS", "/data/images,s3://bucket/images/")
+    monkeypatch.setenv("CAPSEL_IMAGE_URL_HOSTS", "images.example.com")
+    monkeypatch.setenv("CAPSEL_MAX_IMAGES_PER_ROW", "7")
+    options = SourceParams().ingest_options(load_settings())
+    assert options.image_access == ImageAccess(("/data/images", "s3://bucket/images/"), ("images.example.com",))
+    assert (options.max_images_per_row, options.max_row_image_bytes) == (7, 64 * 2**20)
+    for widening in ({"image_roots": ["/"]}, {"image_url_hosts": ["169.254.169.254"]}):
+        with pytest.raises(ValidationError):  # a run's parameters cannot widen it
+            SourceParams(**widening)
