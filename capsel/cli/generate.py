@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from capsel.cli.after_commit import after_commit
 from capsel.cli.common import DbOption, console
 from capsel.cli.progress import CandidateProgress, print_summary
 from capsel.cli.scoring_options import (
@@ -64,4 +65,5 @@ def generate(
         finally:
             if hasattr(backend, "close"):
                 backend.close()
-    print_summary("generate", summary, "generated")
+    with after_commit(f"generation run {summary.run_id} committed {summary.n_processed} candidates"):
+        print_summary("generate", summary, "generated")

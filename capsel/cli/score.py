@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from capsel.cli.after_commit import after_commit
 from capsel.cli.common import DbOption, JsonOption, json_output
 from capsel.cli.progress import CandidateProgress, print_summary, summary_json
 from capsel.cli.scoring_options import (
@@ -68,12 +69,13 @@ def score(
             with CandidateProgress("scoring") as progress:
                 outcome = score_stage(ScoreRequest(spec, Scope(domain, limit), pre_pass),
                                       RunContext(con, settings, progress, run_config={"generator": generator}), scorer)
-        if outcome.generation is not None:
-            print_summary("generate", outcome.generation, "generated")
-        print_summary("score", outcome.scoring, "scored")
-        output.emit({
-            "model_fingerprint": scorer.identity.fingerprint, "config_hash": scorer.config_hash,
-            "prompt_format": scorer.prompt_format,
-            "generation": None if outcome.generation is None else summary_json(outcome.generation),
-            "scoring": summary_json(outcome.scoring),
-        })
+        with after_commit(f"score run {outcome.scoring.run_id} committed {outcome.scoring.n_processed} candidates"):
+            output.emit({
+                "model_fingerprint": scorer.identity.fingerprint, "config_hash": scorer.config_hash,
+                "prompt_format": scorer.prompt_format,
+                "generation": None if outcome.generation is None else summary_json(outcome.generation),
+                "scoring": summary_json(outcome.scoring),
+            })
+            if outcome.generation is not None:
+                print_summary("generate", outcome.generation, "generated")
+            print_summary("score", outcome.scoring, "scored")
