@@ -7,23 +7,42 @@ import sys
 from contextlib import contextmanager
 from typing import Iterator
 
+from capsel.cli.common import StdoutClosed
 from capsel.safe_text import visible
 
 
+class Commit:
+    """Whether the command's work is committed yet, and what it was (one line a retry can be judged by)."""
+
+    def __init__(self) -> None:
+        self.what: str | None = None
+
+    def done(self, what: str) -> None:
+        """Mark the work committed: from here on, a failure only costs its report."""
+        self.what = what
+
+
 @contextmanager
-def after_commit(done: str) -> Iterator[None]:
-    """Print (or emit as JSON) the result of committed work; should that fail, say `done` in one plain line
-    on stderr and carry on, so the command still exits with the committed outcome's code.
+def committed_work() -> Iterator[Commit]:
+    """The work, then its report (JSON, progress bars closing, tables). Once `Commit.done` is called, a failure to
+    report says what was committed in one plain line on stderr and the command exits as the work did.
 
     A scheduler retries a command that exits non-zero: had `capsel select` failed while printing its table
-    (a closed pipe, an unprintable name), the retry would publish a second selection.
+    (a closed pipe, an unprintable name), the retry would publish a second selection. Failures before `done`
+    propagate as always, and so does Ctrl-C.
     """
+    commit = Commit()
     try:
-        yield
-    except Exception as exc:  # noqa: BLE001 (whatever broke the printing; CapselErrors are raised outside it)
-        if isinstance(exc, BrokenPipeError):
+        yield commit
+    # whatever broke the report once the work was done; CapselErrors meant for the user are raised outside the block
+    except (Exception, StdoutClosed) as exc:  # noqa: BLE001
+        if commit.what is None:
+            raise
+        closed = isinstance(exc, (BrokenPipeError, StdoutClosed))
+        if isinstance(exc, BrokenPipeError):  # from print_json; rich handles its own (StdoutClosed)
             _drop_stdout()
-        _say(f"{done} (printing the rest of its report failed: {type(exc).__name__}: {exc})")
+        why = "stdout was closed" if closed else f"{type(exc).__name__}: {exc}"
+        _say(f"{commit.what} (the rest of its report was not printed: {why})")
 
 
 def _say(line: str) -> None:

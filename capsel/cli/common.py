@@ -15,8 +15,23 @@ from capsel.config import Settings, load_settings
 from capsel.dataset_license import LICENSE_HELP
 from capsel.errors import CapselError
 
-console = Console()
-err_console = Console(stderr=True)
+
+class StdoutClosed(SystemExit):
+    """stdout's reader went away (`capsel ... | head`): exit 1 quietly, as rich does, unless the work was
+    committed (capsel.cli.after_commit then says so and exits as the work did)."""
+
+
+class _Console(Console):
+    def on_broken_pipe(self) -> None:
+        # rich's own handling (stdout to /dev/null, the console quiet), with an exit after_commit can tell apart
+        try:
+            super().on_broken_pipe()
+        except SystemExit:
+            raise StdoutClosed(1) from None
+
+
+console = _Console()
+err_console = _Console(stderr=True)
 
 DbOption = Annotated[
     Optional[Path],

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 from rich.progress import TaskID
 
-from capsel.cli.after_commit import after_commit
+from capsel.cli.after_commit import committed_work
 from capsel.cli.common import DbOption, JsonOption, console, json_output
 from capsel.cli.finetune_options import (
     ConfigFileOption,
@@ -93,16 +93,17 @@ def evaluate(
         out_root = out or settings.output_root
         # a base model can be evaluated before any pool exists, so the database may be new
         con = open_db(settings.db_path)
-        try:
-            ctx = RunContext(con, settings)
-            resolved = [_finetuned_if_selection(ctx, target, model or settings.model, profile, config, seed,
-                                                prompt_format, out_root) for target in targets]
-            with _EvalBars() as bars:
-                summary = evaluate_stage(EvaluateRequest(tuple(resolved), specs, out_root, options), ctx,
-                                         on_progress=bars.update, on_notice=bars.notice)
-        finally:
-            con.close()
-        with after_commit(f"evaluation run {summary.run_id} stored {len(summary.results)} results"):
+        with committed_work() as commit:
+            try:
+                ctx = RunContext(con, settings)
+                resolved = [_finetuned_if_selection(ctx, target, model or settings.model, profile, config, seed,
+                                                    prompt_format, out_root) for target in targets]
+                with _EvalBars() as bars:
+                    summary = evaluate_stage(EvaluateRequest(tuple(resolved), specs, out_root, options), ctx,
+                                             on_progress=bars.update, on_notice=bars.notice)
+                    commit.done(f"evaluation run {summary.run_id} stored {len(summary.results)} results")
+            finally:
+                con.close()
             output.emit({"results": [result.as_dict() for result in summary.results], "run_id": summary.run_id})
             print_table(console, _table(summary.results))
 

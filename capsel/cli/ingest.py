@@ -19,7 +19,7 @@ from rich.progress import (
     TransferSpeedColumn,
 )
 
-from capsel.cli.after_commit import after_commit
+from capsel.cli.after_commit import committed_work
 from capsel.cli.common import DbOption, Interrupted, JsonOption, console, json_output, settings_for
 from capsel.cli.tables import print_table
 from capsel.cli.wrapping import print_unbroken
@@ -86,27 +86,32 @@ def ingest(
     con = open_db(settings.db_path, memory_limit=settings.ingest_memory_limit)
     started = time.perf_counter()
     with json_output(json_out) as output:
-        try:
-            with file_progress() as progress:
-                report = ingest_stage(IngestRequest(paths, options), RunContext(con, settings), progress)
-        except KeyboardInterrupt as exc:
-            raise Interrupted(
-                "the file being read was rolled back (the whole run under --sample); files finished before it are "
-                "kept. Rerun the same command to continue."
-            ) from exc
-        finally:
-            con.close()
-        seconds = time.perf_counter() - started
-        lost = [outcome for outcome in report.files if outcome.all_quarantined]
-        with after_commit(f"ingest run {report.run_id} committed: {report.totals().n_read:,} rows read"):
-            if not lost:
+        with committed_work() as commit:
+            try:
+                with file_progress() as progress:
+                    report = ingest_stage(IngestRequest(paths, options), RunContext(con, settings), progress)
+                    commit.done(f"ingest run {report.run_id} committed: {report.totals().n_read:,} rows read")
+            except KeyboardInterrupt as exc:
+                raise Interrupted(
+                    "the file being read was rolled back (the whole run under --sample); files finished before it "
+                    "are kept. Rerun the same command to continue."
+                ) from exc
+            finally:
+                con.close()
+            seconds = time.perf_counter() - started
+            if not _lost(report):
                 output.emit(report_json(report, seconds))
             print_report(report, seconds)
-        if lost:
+        if lost := _lost(report):
             output.fail(CapselError(
                 f"every row of {', '.join(str(outcome.path) for outcome in lost)} was quarantined; see why with "
                 "`capsel quarantine --source FILE`, then fix the options and rerun with --reingest"
-            ), report_json(report, seconds))
+            ), report_json(report, time.perf_counter() - started))
+
+
+def _lost(report: IngestReport) -> list:
+    # files none of whose rows made it in: the run committed, yet it exits with an error that says so
+    return [outcome for outcome in report.files if outcome.all_quarantined]
 
 
 @contextmanager

@@ -11,7 +11,7 @@ import typer
 
 from capsel.baselines.less.target import TARGET_MAX
 from capsel.baselines.registry import BASELINES
-from capsel.cli.after_commit import after_commit
+from capsel.cli.after_commit import committed_work
 from capsel.cli.common import DbOption, console
 from capsel.cli.progress import CandidateProgress, print_summary
 from capsel.cli.scoring_options import (
@@ -115,15 +115,17 @@ def score_baseline(
         batch_size=_batch_size(name, batch_size, settings.score_batch_size),
     ))
     # The database first: a second writer fails here, before any model file is read.
-    with scoring_db(settings) as con:
-        scorer = described(spec)
-        console.print(f"{name}: {BASELINES[name].summary}")
-        with CandidateProgress(f"{name} scoring") as progress:
-            outcome = score_stage(ScoreRequest(spec, Scope(domain, limit)), RunContext(con, settings, progress), scorer)
-    extra = {"taken from CAP's stored PPL": outcome.scoring.n_reused} if name == "ppl" else {}
-    done = "featured (eligible)" if name == "less" else "scored (eligible)"
-    with after_commit(f"{name} score run {outcome.scoring.run_id} committed {outcome.scoring.n_processed} "
-                      "candidates"):
+    with committed_work() as commit:
+        with scoring_db(settings) as con:
+            scorer = described(spec)
+            console.print(f"{name}: {BASELINES[name].summary}")
+            with CandidateProgress(f"{name} scoring") as progress:
+                outcome = score_stage(ScoreRequest(spec, Scope(domain, limit)), RunContext(con, settings, progress),
+                                      scorer)
+                commit.done(f"{name} score run {outcome.scoring.run_id} committed {outcome.scoring.n_processed} "
+                            "candidates")
+        extra = {"taken from CAP's stored PPL": outcome.scoring.n_reused} if name == "ppl" else {}
+        done = "featured (eligible)" if name == "less" else "scored (eligible)"
         print_summary(f"score-baseline {name}", outcome.scoring, done, extra)
         if name == "less":
             _print_target(outcome.target, target)

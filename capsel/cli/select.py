@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from capsel.cli.after_commit import after_commit
+from capsel.cli.after_commit import committed_work
 from capsel.cli.common import DbOption, JsonOption, LicenseOption, console, json_output, settings_for
 from capsel.cli.specs import MethodChoice
 from capsel.cli.tables import print_table
@@ -119,7 +119,7 @@ def select(
         late=late,
     )
     con = open_db(settings.db_path, must_exist=True)
-    with json_output(json_out) as output:
+    with json_output(json_out) as output, committed_work() as commit:
         try:
             with _stages() as progress:
                 stage = progress.add_task("selecting", total=None)
@@ -127,15 +127,15 @@ def select(
                     SelectRequest(request, out_dir, target, target_max), RunContext(con, settings),
                     on_step=lambda step: progress.update(stage, description=step),
                 )
+                selection, published = summary.selection, summary.published
+                commit.done(f"published {published.selection_id} with {len(selection.members)} members at "
+                            f"{published.path}")
         finally:
             con.close()
-        selection, published = summary.selection, summary.published
-        with after_commit(f"published {published.selection_id} with {len(selection.members)} members at "
-                          f"{published.path}"):
-            output.emit({"selection_id": published.selection_id, "path": published.path,
-                         "n_members": len(selection.members), "rule": selection.rule, "notes": selection.notes,
-                         "manifest": published.manifest, "reconciled": summary.reconciled.as_dict()})
-            print_published(summary)
+        output.emit({"selection_id": published.selection_id, "path": published.path,
+                     "n_members": len(selection.members), "rule": selection.rule, "notes": selection.notes,
+                     "manifest": published.manifest, "reconciled": summary.reconciled.as_dict()})
+        print_published(summary)
 
 
 def print_published(summary: SelectSummary) -> None:
