@@ -12,7 +12,10 @@ import re
 # C0 (tab, newline and CR included: one data string is one line), DEL and C1 (ESC, CSI, OSC start sequences),
 # the bidi embeddings, overrides and isolates (they reorder the text after them), and the Unicode line and
 # paragraph separators (some terminals break lines there).
-CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+ABOVE_C0 = "\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+CONTROL = re.compile(f"[\x00-\x1f{ABOVE_C0}]")
+# a JSON encoder escapes C0 itself and may leave the rest raw (orjson does): in a terminal they act all the same
+JSON_RAW = re.compile(f"[{ABOVE_C0}]")
 NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
 
 # Inline Markdown that a name could start: code spans, emphasis, links and images, strikethrough, the Hub's
@@ -34,6 +37,12 @@ def visible(text: object, multiline: bool = False) -> str:
         return NAMED.get(char) or (f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}")
 
     return CONTROL.sub(shown, str(text))
+
+
+def json_text(document: str) -> str:
+    """A JSON document with the control characters JSON allows raw written as \\u escapes: the same values, safe
+    to show in a terminal (they can only stand inside strings, where an escape means the character itself)."""
+    return JSON_RAW.sub(lambda match: f"\\u{ord(match.group()):04x}", document)
 
 
 def markdown_text(value: object) -> str:

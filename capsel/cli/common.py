@@ -14,6 +14,7 @@ from rich.console import Console
 from capsel.config import Settings, load_settings
 from capsel.dataset_license import LICENSE_HELP
 from capsel.errors import CapselError
+from capsel.safe_text import json_text
 
 
 class StdoutClosed(SystemExit):
@@ -55,10 +56,11 @@ def settings_for(db: Path | None = None, **overrides: object) -> Settings:
 
 
 def print_json(payload: object) -> None:
-    """One JSON document on stdout: paths, timestamps and other non-JSON values as their text."""
-    sys.stdout.write(orjson.dumps(
+    """One JSON document on stdout: paths, timestamps and other non-JSON values as their text; the control
+    characters of names (bidi overrides, C1) as escapes, so the document is safe to read in a terminal too."""
+    sys.stdout.write(json_text(orjson.dumps(
         payload, default=str, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY,
-    ).decode() + "\n")
+    ).decode()) + "\n")
     sys.stdout.flush()
 
 

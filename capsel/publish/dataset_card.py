@@ -8,7 +8,7 @@ from huggingface_hub import DatasetCard, DatasetCardData
 
 from capsel.publish.data_files import PARQUET_FILE
 from capsel.publish.funnel import funnel_rows
-from capsel.safe_text import markdown_text
+from capsel.safe_text import markdown_text, visible
 
 # The Hub's size_categories buckets, in order: the first whose bound exceeds the row count (n<1K under 10³).
 SIZE_BUCKETS = ("n<1K", "1K<n<10K", "10K<n<100K", "100K<n<1M", "1M<n<10M", "10M<n<100M", "100M<n<1B",
@@ -45,8 +45,11 @@ def size_category(n_rows: int) -> str:
 
 
 def source_label(source: dict) -> str:
-    """A source file by its own name and sha256: its local path would publish the publisher's directories."""
-    name = _file_name(source["path"])
+    """A source file by its own name and sha256: its local path would publish the publisher's directories.
+
+    Control characters in the name are written out: YAML would keep a bidi override raw in the card's header.
+    """
+    name = visible(_file_name(source["path"]))
     return f"{name} (sha256 {source['sha256']})" if source.get("sha256") else name
 
 

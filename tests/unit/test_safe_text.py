@@ -1,9 +1,12 @@
 """Data strings made safe to show: control characters visible, Markdown and HTML inert, each as typed."""
 
+import json
+
+import orjson
 import pytest
 from markdown_it import MarkdownIt
 
-from capsel.safe_text import html_text, markdown_text, visible
+from capsel.safe_text import html_text, json_text, markdown_text, visible
 
 
 @pytest.mark.parametrize(("text", "shown"), [
@@ -54,3 +57,12 @@ def test_markdown_text_renders_as_the_text_itself(text):
 
 def test_html_text_escapes_attributes_and_control_characters():
     assert html_text("<a href='x'>\x1b") == "&lt;a href=&#x27;x&#x27;&gt;\\x1b"
+
+
+def test_json_text_escapes_what_json_leaves_raw_and_keeps_the_values():
+    payload = {"domain": "\u202eevil\x9b[31m\x7f\u2028", "n": [1, 2], "naïve": "数学\x1b\n"}
+    document = json_text(orjson.dumps(payload, option=orjson.OPT_INDENT_2).decode())
+    assert json.loads(document) == payload
+    assert document.isascii() is False and "数学" in document  # printable text stays as it is
+    assert not any(char in document for char in "\u202e\x9b\x7f\u2028\x1b")
+    assert '"\\u202eevil\\u009b[31m\\u007f\\u2028"' in document
