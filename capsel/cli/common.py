@@ -14,9 +14,25 @@ from rich.console import Console
 from capsel.config import Settings, load_settings
 from capsel.dataset_license import LICENSE_HELP
 from capsel.errors import CapselError
+from capsel.safe_text import json_text
 
-console = Console()
-err_console = Console(stderr=True)
+
+class StdoutClosed(SystemExit):
+    """stdout's reader went away (`capsel ... | head`): exit 1 quietly, as rich does, unless the work was
+    committed (capsel.cli.after_commit then says so and exits as the work did)."""
+
+
+class _Console(Console):
+    def on_broken_pipe(self) -> None:
+        # rich's own handling (stdout to /dev/null, the console quiet), with an exit after_commit can tell apart
+        try:
+            super().on_broken_pipe()
+        except SystemExit:
+            raise StdoutClosed(1) from None
+
+
+console = _Console()
+err_console = _Console(stderr=True)
 
 DbOption = Annotated[
     Optional[Path],
@@ -40,10 +56,11 @@ def settings_for(db: Path | None = None, **overrides: object) -> Settings:
 
 
 def print_json(payload: object) -> None:
-    """One JSON document on stdout: paths, timestamps and other non-JSON values as their text."""
-    sys.stdout.write(orjson.dumps(
+    """One JSON document on stdout: paths, timestamps and other non-JSON values as their text; the control
+    characters of names (bidi overrides, C1) as escapes, so the document is safe to read in a terminal too."""
+    sys.stdout.write(json_text(orjson.dumps(
         payload, default=str, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY,
-    ).decode() + "\n")
+    ).decode()) + "\n")
     sys.stdout.flush()
 
 

@@ -8,8 +8,6 @@ from typing import Annotated, Optional
 
 import pandas as pd
 import typer
-from rich.table import Table
-from rich.text import Text
 
 from capsel.cli.common import DbOption, JsonOption, console, json_output, settings_for
 from capsel.cli.select import DirectionChoice
@@ -23,6 +21,7 @@ from capsel.selection.budget import parse_budget
 from capsel.stages.compare import CompareRequest
 from capsel.stages.compare import compare as compare_stage
 from capsel.stages.context import RunContext
+from capsel.terminal_text import TextTable, markup, plain
 
 
 def compare(
@@ -60,7 +59,7 @@ def compare(
         report = directory / "index.html"
         output.emit({**report_payload(comparison, numbers, compared.title), "report": report, "files": files})
         _print_tables(numbers, comparison.notes)
-        print_unbroken(console, f"report: {report} ({len(files)} files)")
+        print_unbroken(console, markup("report: {} ({} files)", report, len(files)))
 
 
 def _print_tables(numbers: dict, notes: list[str]) -> None:
@@ -72,33 +71,32 @@ def _print_tables(numbers: dict, notes: list[str]) -> None:
     if not numbers["evaluations"].empty:
         print_table(console, _evaluations_table(numbers["evaluations"]))
     for note in notes:
-        console.print(f"[yellow]note:[/] {note}")
+        console.print(markup("[yellow]note:[/] {}", note))
 
 
-def _matrix_table(title: str, matrix: pd.DataFrame) -> Table:
-    table = Table(title=title, title_justify="left")
+def _matrix_table(title: str, matrix: pd.DataFrame) -> TextTable:
+    table = TextTable(title=title, title_justify="left")
     table.add_column("")
     for column in matrix.columns:
-        table.add_column(str(column), justify="right")
+        table.add_column(plain(column), justify="right")
     for label, row in matrix.iterrows():
         table.add_row(str(label), *("–" if pd.isna(value) else f"{value:.3f}" for value in row))
     return table
 
 
-def _evaluations_table(evaluations: pd.DataFrame) -> Table:
-    table = Table(title="What the published selections of this budget trained (mean ± std over seeds)",
+def _evaluations_table(evaluations: pd.DataFrame) -> TextTable:
+    table = TextTable(title="What the published selections of this budget trained (mean ± std over seeds)",
                   title_justify="left")
     for name in ("eval", "metric", "method", "mean", "std", "seeds"):
         table.add_column(name, justify="left" if name in ("eval", "metric", "method") else "right")
     for row in evaluations.itertuples(index=False):
-        # the eval file's name and the labels come from the user: text, never markup
-        table.add_row(Text(row.eval_spec), row.metric, Text(row.label), f"{row.mean:.4f}", f"{row.std:.4f}",
+        table.add_row(row.eval_spec, row.metric, row.label, f"{row.mean:.4f}", f"{row.std:.4f}",
                       str(row.n_seeds))
     return table
 
 
-def _medians_table(medians: pd.DataFrame) -> Table:
-    table = Table(title="Per-domain medians of each selection", title_justify="left")
+def _medians_table(medians: pd.DataFrame) -> TextTable:
+    table = TextTable(title="Per-domain medians of each selection", title_justify="left")
     with_images = "n_with_images" in medians  # a pool with image rows
     for name in ("domain", "method", "members", *(["with images"] if with_images else []), "response chars", "PPL"):
         table.add_column(name, justify="left" if name in ("domain", "method") else "right")

@@ -7,9 +7,8 @@ from typing import Annotated, Optional
 
 import typer
 from rich.progress import TaskID
-from rich.table import Table
-from rich.text import Text
 
+from capsel.cli.after_commit import committed_work
 from capsel.cli.common import DbOption, JsonOption, console, json_output
 from capsel.cli.finetune_options import (
     ConfigFileOption,
@@ -34,11 +33,13 @@ from capsel.evaluation.eval_spec import parse_eval_spec
 from capsel.evaluation.options import EvalOptions
 from capsel.evaluation.targets import BASE_PREFIX
 from capsel.ingest.records import parse_field_map
+from capsel.safe_text import visible
 from capsel.scoring.config import ScoringConfig
 from capsel.stages.context import RunContext
 from capsel.stages.evaluate import EvaluateRequest
 from capsel.stages.evaluate import evaluate as evaluate_stage
 from capsel.stages.finetune import FinetuneStageRequest, finetune_selection
+from capsel.terminal_text import TextTable, plain
 
 
 def evaluate(
@@ -92,17 +93,19 @@ def evaluate(
         out_root = out or settings.output_root
         # a base model can be evaluated before any pool exists, so the database may be new
         con = open_db(settings.db_path)
-        try:
-            ctx = RunContext(con, settings)
-            resolved = [_finetuned_if_selection(ctx, target, model or settings.model, profile, config, seed,
-                                                prompt_format, out_root) for target in targets]
-            with _EvalBars() as bars:
-                summary = evaluate_stage(EvaluateRequest(tuple(resolved), specs, out_root, options), ctx,
-                                         on_progress=bars.update, on_notice=bars.notice)
-        finally:
-            con.close()
-        output.emit({"results": [result.as_dict() for result in summary.results], "run_id": summary.run_id})
-        print_table(console, _table(summary.results))
+        with committed_work() as commit:
+            try:
+                ctx = RunContext(con, settings)
+                resolved = [_finetuned_if_selection(ctx, target, model or settings.model, profile, config, seed,
+                                                    prompt_format, out_root) for target in targets]
+                with _EvalBars() as bars:
+                    summary = evaluate_stage(EvaluateRequest(tuple(resolved), specs, out_root, options), ctx,
+                                             on_progress=bars.update, on_notice=bars.notice)
+                    commit.done(f"evaluation run {summary.run_id} stored {len(summary.results)} results")
+            finally:
+                con.close()
+            output.emit({"results": [result.as_dict() for result in summary.results], "run_id": summary.run_id})
+            print_table(console, _table(summary.results))
 
 
 def _finetuned_if_selection(ctx: RunContext, target: str, model: str | None, profile: str, config: Path | None,
@@ -115,7 +118,7 @@ def _finetuned_if_selection(ctx: RunContext, target: str, model: str | None, pro
     with TrainingBar(f"fine-tuning on {target}") as bar:
         summary = finetune_selection(FinetuneStageRequest(target, model, out_root, profile, config, seed,
                                                           prompt_format), ctx, on_progress=bar.callback)
-    console.print(f"{target}: {'reused' if summary.reused else 'trained'} {summary.finetune_id}")
+    console.print(plain(f"{target}: {'reused' if summary.reused else 'trained'} {summary.finetune_id}"))
     return summary.finetune_id
 
 
@@ -135,20 +138,19 @@ class _EvalBars:
 
     def update(self, what: str, done: int, total: int | None) -> None:
         if what not in self.tasks:
-            self.tasks[what] = self.progress.add_task(what, total=total)
+            self.tasks[what] = self.progress.add_task(visible(what), total=total)
         self.progress.update(self.tasks[what], completed=done, total=total)
 
     def notice(self, line: str) -> None:
-        self.progress.console.print(line, markup=False, highlight=False)
+        self.progress.console.print(plain(line))
 
 
-def _table(results: list) -> Table:
-    table = Table(title="evaluations")
+def _table(results: list) -> TextTable:
+    table = TextTable(title="evaluations")
     for name in ("target", "eval", "domain", "metric", "value", "n", "tokens", "stderr", ""):
         table.add_column(name, justify="left" if name in ("target", "eval", "domain", "metric") else "right")
     for result in results:
-        # ids, file names and domains come from the user's data: shown as text, never read as markup
-        table.add_row(Text(result.target), Text(result.eval), Text(result.domain), result.metric, f"{result.value:.4f}",
+        table.add_row(result.target, result.eval, result.domain, result.metric, f"{result.value:.4f}",
                       str(result.n), "" if result.tokens is None else str(result.tokens),
                       "" if result.stderr is None else f"{result.stderr:.4f}", "stored" if result.reused else "")
     return table

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from rich.table import Table
-from rich.text import Text
-
 from capsel.cli.common import DbOption, JsonOption, console, json_output, settings_for
 from capsel.cli.tables import print_table
 from capsel.db import open_db
 from capsel.db.records import fetch_records
+from capsel.terminal_text import TextTable
 
 
 def evaluations(json_out: JsonOption = False, db: DbOption = None) -> None:
@@ -27,15 +25,14 @@ def evaluations(json_out: JsonOption = False, db: DbOption = None) -> None:
         print_table(console, _table(rows))
 
 
-def _table(rows: list[dict]) -> Table:
-    table = Table(title="evaluations, newest first")
+def _table(rows: list[dict]) -> TextTable:
+    table = TextTable(title="evaluations, newest first")
     names = ("target", "selection", "method", "budget", "seed", "eval", "domain", "metric", "value", "n")
     for name in names:
         table.add_column(name, justify="right" if name in ("seed", "value", "n") else "left")
     for row in rows:
         cells = [row["target"], row["selection_id"], row["method"], row["budget"], row["seed"], row["eval_spec"],
                  row["domain"], row["metric"]]
-        # everything but the numbers may come from the user's data: text, never markup
-        table.add_row(*(Text("" if cell is None else str(cell)) for cell in cells), f"{row['value']:.4f}",
+        table.add_row(*("" if cell is None else str(cell) for cell in cells), f"{row['value']:.4f}",
                       str(row["n"]))
     return table

@@ -13,6 +13,7 @@ from capsel.db import open_db
 from capsel.paths import typed_path
 from capsel.scoring.export import export_scores as write_scores
 from capsel.selection.scoring_key import resolve_scoring_key
+from capsel.terminal_text import markup
 
 
 def export_scores(
@@ -38,4 +39,4 @@ def export_scores(
     with json_output(json_out) as output:
         output.emit({"path": target, "n_rows": n_rows, "model_fingerprint": key.model_fingerprint,
                      "config_hash": key.config_hash, "domain": domain})
-        console.print(f"wrote {n_rows} rows to {target} ({key.describe()})")
+        console.print(markup("wrote {} rows to {} ({})", n_rows, target, key.describe()))

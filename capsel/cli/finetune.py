@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from capsel.cli.after_commit import committed_work
 from capsel.cli.common import DbOption, JsonOption, console, json_output, settings_for
 from capsel.cli.finetune_options import (
     ConfigFileOption,
@@ -21,6 +22,7 @@ from capsel.db import open_db
 from capsel.errors import OptionError
 from capsel.stages.context import RunContext
 from capsel.stages.finetune import FinetuneStageRequest, finetune_selection
+from capsel.terminal_text import markup, plain
 
 
 def finetune(
@@ -45,17 +47,18 @@ def finetune(
     request = FinetuneStageRequest(selection_id, base, out or settings.output_root, profile, config, seed,
                                    prompt_format)
     con = open_db(settings.db_path, must_exist=True)
-    with json_output(json_out) as output:
+    with json_output(json_out) as output, committed_work() as commit:
         try:
             with TrainingBar(f"fine-tuning on {selection_id}") as bar:
                 summary = finetune_selection(request, RunContext(con, settings), on_progress=bar.callback)
+                commit.done(f"fine-tuned model {summary.finetune_id} at {summary.model_dir}")
         finally:
             con.close()
         output.emit(summary.as_dict())
         manifest = summary.manifest
         what = "reused the finished" if summary.reused else "trained"
-        console.print(f"{what} [bold]{summary.finetune_id}[/]: {manifest['profile']} profile, "
-                      f"{'LoRA adapter' if manifest['kind'] == 'adapter' else 'full weights'}, seed "
-                      f"{manifest['seed']}, config {manifest['config_hash']}")
+        console.print(markup("{} [bold]{}[/]: {} profile, {}, seed {}, config {}", what, summary.finetune_id,
+                             manifest["profile"], "LoRA adapter" if manifest["kind"] == "adapter" else
+                             "full weights", manifest["seed"], manifest["config_hash"]))
         if not json_out:
-            print_unbroken(console, str(summary.model_dir))
+            print_unbroken(console, plain(summary.model_dir))

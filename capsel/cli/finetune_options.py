@@ -10,6 +10,7 @@ from rich.progress import TaskID
 
 from capsel.cli.common import console
 from capsel.cli.progress import progress_bar
+from capsel.safe_text import visible
 from capsel.stages.finetune import TrainProgress
 
 ProfileOption = Annotated[str, typer.Option(
@@ -46,7 +47,7 @@ class TrainingBar:
     def callback(self) -> TrainProgress:
         """What the stage calls after each logged step."""
         def update(step: int, total: int, loss: float | None, eta: float | None) -> None:
-            text = self.description if loss is None else f"{self.description} (loss {loss:.4f})"
+            text = visible(self.description if loss is None else f"{self.description} (loss {loss:.4f})")
             if self.task is None:
                 self.task = self.progress.add_task(text, total=total)
             self.progress.update(self.task, completed=step, total=total, description=text)

@@ -224,6 +224,7 @@ def run_flow(flow, parameters: dict) -> None:
     if state.is_completed():
         result = state.result()
         counters = result.counters() if hasattr(result, "counters") else result
-        console.print_json(orjson.dumps(counters, default=str).decode())
+        # ASCII: a note can quote a domain, whose bidi overrides or C1 controls must not reach the terminal raw
+        console.print_json(orjson.dumps(counters, default=str).decode(), ensure_ascii=True)
         return
     raise flow_failure(state, "flow run")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from capsel.cli.after_commit import committed_work
 from capsel.cli.common import DbOption, console
 from capsel.cli.progress import CandidateProgress, print_summary
 from capsel.cli.scoring_options import (
@@ -52,16 +53,18 @@ def generate(
     spec = build_spec(spec_values("cap", model_options(settings, model, trust_remote_code, prompt_format, allow_pickle),
                                   prompt_tokens=prompt_tokens, horizon=horizon, batch_size=settings.score_batch_size))
     # The database first: a second writer fails here, before any model file is read.
-    with scoring_db(settings) as con:
-        scorer = described(spec)
-        assert isinstance(scorer, CapScorer)  # a cap spec builds the CAP scorer
-        console.print(f"starting {generator}")
-        backend = generator_for(generator, settings, scorer)
-        try:
-            with CandidateProgress("generating") as progress:
-                summary = run_generation(con, scorer.info, backend, scorer.config, Scope(domain, limit), progress,
-                                         {"generator": generator})
-        finally:
-            if hasattr(backend, "close"):
-                backend.close()
-    print_summary("generate", summary, "generated")
+    with committed_work() as commit:
+        with scoring_db(settings) as con:
+            scorer = described(spec)
+            assert isinstance(scorer, CapScorer)  # a cap spec builds the CAP scorer
+            console.print(f"starting {generator}")
+            backend = generator_for(generator, settings, scorer)
+            try:
+                with CandidateProgress("generating") as progress:
+                    summary = run_generation(con, scorer.info, backend, scorer.config, Scope(domain, limit), progress,
+                                             {"generator": generator})
+                    commit.done(f"generation run {summary.run_id} committed {summary.n_processed} candidates")
+            finally:
+                if hasattr(backend, "close"):
+                    backend.close()
+        print_summary("generate", summary, "generated")

@@ -18,8 +18,8 @@ from rich.progress import (
     TimeRemainingColumn,
     TransferSpeedColumn,
 )
-from rich.table import Table
 
+from capsel.cli.after_commit import committed_work
 from capsel.cli.common import DbOption, Interrupted, JsonOption, console, json_output, settings_for
 from capsel.cli.tables import print_table
 from capsel.cli.wrapping import print_unbroken
@@ -30,9 +30,11 @@ from capsel.ingest.inputs import InputFile, resolve_inputs
 from capsel.ingest.pipeline import IngestOptions, ProgressFn
 from capsel.ingest.records import parse_field_map
 from capsel.ingest.summary import IngestReport
+from capsel.safe_text import visible
 from capsel.stages.context import RunContext
 from capsel.stages.ingest import IngestRequest
 from capsel.stages.ingest import ingest as ingest_stage
+from capsel.terminal_text import TextTable, markup
 
 
 def ingest(
@@ -93,38 +95,47 @@ def ingest(
     con = open_db(settings.db_path, memory_limit=settings.ingest_memory_limit)
     started = time.perf_counter()
     with json_output(json_out) as output:
-        try:
-            with file_progress() as progress:
-                report = ingest_stage(IngestRequest(paths, options), RunContext(con, settings), progress)
-        except KeyboardInterrupt as exc:
-            raise Interrupted(
-                "the file being read was rolled back (the whole run under --sample); files finished before it are "
-                "kept. Rerun the same command to continue."
-            ) from exc
-        finally:
-            con.close()
-        seconds = time.perf_counter() - started
-        print_report(report, seconds)
-        if lost := [outcome for outcome in report.files if outcome.all_quarantined]:
+        with committed_work() as commit:
+            try:
+                with file_progress() as progress:
+                    report = ingest_stage(IngestRequest(paths, options), RunContext(con, settings), progress)
+                    commit.done(f"ingest run {report.run_id} committed: {report.totals().n_read:,} rows read")
+            except KeyboardInterrupt as exc:
+                raise Interrupted(
+                    "the file being read was rolled back (the whole run under --sample); files finished before it "
+                    "are kept. Rerun the same command to continue."
+                ) from exc
+            finally:
+                con.close()
+            seconds = time.perf_counter() - started
+            if not _lost(report):
+                output.emit(report_json(report, seconds))
+            print_report(report, seconds)
+        if lost := _lost(report):
             output.fail(CapselError(
                 f"every row of {', '.join(str(outcome.path) for outcome in lost)} was quarantined; see why with "
                 "`capsel quarantine --source FILE`, then fix the options and rerun with --reingest"
-            ), report_json(report, seconds))
-        output.emit(report_json(report, seconds))
+            ), report_json(report, time.perf_counter() - started))
+
+
+def _lost(report: IngestReport) -> list:
+    # files none of whose rows made it in: the run committed, yet it exits with an error that says so
+    return [outcome for outcome in report.files if outcome.all_quarantined]
 
 
 @contextmanager
 def file_progress() -> Iterator[ProgressFn]:
     """A rich progress bar per file and step (download, ingest: bytes, rate, ETA), as an ingest progress callback."""
     columns = (
-        TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
+        TextColumn("{task.description}", markup=False), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
         TimeRemainingColumn(),
     )
     tasks: dict[tuple[InputFile, str], TaskID] = {}
     with Progress(*columns, console=console, transient=True) as bar:
         def update(path: InputFile, step: str, done: int, total: int) -> None:
             if (path, step) not in tasks:
-                tasks[path, step] = bar.add_task(f"{step} {path.name}", total=total)
+                # the file's name is data: markup=False above, its control characters shown
+                tasks[path, step] = bar.add_task(visible(f"{step} {path.name}"), total=total)
             bar.update(tasks[path, step], completed=done)
         yield update
 
@@ -134,25 +145,25 @@ def print_report(report: IngestReport, seconds: float) -> None:
     --map hints."""
     for outcome in report.files:
         if outcome.n_retried is not None:
-            print_unbroken(console, f"[green]retried[/] {outcome.n_retried:,} quarantined rows of {outcome.path} "
-                                    f"(source {outcome.source_id}); {outcome.n_quarantined:,} of its "
-                                    f"{outcome.n_source_rows:,} rows are quarantined now")
+            print_unbroken(console, markup(
+                "[green]retried[/] {:,} quarantined rows of {} (source {}); {:,} of its {:,} rows are quarantined now",
+                outcome.n_retried, outcome.path, outcome.source_id, outcome.n_quarantined, outcome.n_source_rows))
         elif outcome.already_ingested_by:
-            print_unbroken(console, f"[yellow]skipped[/] {outcome.path}: same sha256 as source {outcome.source_id}, "
-                                    f"already ingested by run {outcome.already_ingested_by} (--reingest retries its "
-                                    "quarantined rows)")
+            print_unbroken(console, markup(
+                "[yellow]skipped[/] {}: same sha256 as source {}, already ingested by run {} (--reingest retries its "
+                "quarantined rows)", outcome.path, outcome.source_id, outcome.already_ingested_by))
         else:
-            print_unbroken(console, f"[green]ingested[/] {outcome.path}: {outcome.n_rows_read:,} rows "
-                                    f"(source {outcome.source_id})")
+            print_unbroken(console, markup("[green]ingested[/] {}: {:,} rows (source {})",
+                                           outcome.path, outcome.n_rows_read, outcome.source_id))
     for skipped in report.skipped:
-        print_unbroken(console, f"[yellow]not read[/] {skipped.path}: {skipped.reason}")
+        print_unbroken(console, markup("[yellow]not read[/] {}: {}", skipped.path, skipped.reason))
     if not report.domains:
         console.print("nothing new to ingest")
         return
     n_read = report.totals().n_read
     console.print(f"{n_read:,} rows in {seconds:.1f} s ({n_read / max(seconds, 1e-9):,.0f} rows/s)")
     sampled = any(d.n_sampled_out for d in report.domains)
-    table = Table(box=box.SIMPLE_HEAD, title=f"ingest run {report.run_id}", caption=(
+    table = TextTable(box=box.SIMPLE_HEAD, title=f"ingest run {report.run_id}", caption=(
         "read = inserted + duplicates + quarantined" + (" + sampled out" if sampled else "")
     ))
     headers = ["domain", "read", "inserted", "duplicates", "quarantined"] + (["sampled out"] if sampled else [])
@@ -165,7 +176,7 @@ def print_report(report: IngestReport, seconds: float) -> None:
         table.add_row(counts.domain, *(f"{value:,}" for value in values), style=style)
     print_table(console, table)
     for hint in report.hints:
-        print_unbroken(console, f"[yellow]hint:[/] {hint.message()}")
+        print_unbroken(console, markup("[yellow]hint:[/] {}", hint.message()))
 
 
 def report_json(report: IngestReport, seconds: float) -> dict:

@@ -190,9 +190,11 @@ def _show_warning(message: Warning | str, category: type[Warning], *args: Any, *
     if not issubclass(category, CapselWarning):
         _show_python_warning(message, category, *args, **kwargs)
         return
-    from rich.markup import escape
+    from rich.text import Text
 
-    err_console.print(f"[bold yellow]warning:[/] {escape(str(message))}", highlight=False)
+    from capsel.terminal_text import plain
+
+    err_console.print(Text.assemble(("warning:", "bold yellow"), " ", plain(message, multiline=True)))
 
 
 def main() -> None:
@@ -226,9 +228,12 @@ def main() -> None:
 
 
 def _fail(message: str, code: ExitCode, json_out: bool) -> None:
-    from rich.markup import escape
+    from rich.text import Text
 
-    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False)
+    from capsel.terminal_text import plain
+
+    # a message can quote a file name or a row: its own lines stay lines, everything else is shown as typed
+    err_console.print(Text.assemble(("error:", "bold red"), " ", plain(message, multiline=True)))
     if json_out:
         print_json({"ok": False, "error": message, "exit_code": int(code)})
     sys.exit(code)

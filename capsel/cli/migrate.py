@@ -6,10 +6,11 @@ from capsel.cli.common import DbOption, console, settings_for
 from capsel.cli.wrapping import print_unbroken
 from capsel.db import open_db
 from capsel.db.migrations import latest_version
+from capsel.terminal_text import markup
 
 
 def migrate(db: DbOption = None) -> None:
     """Create the database or upgrade its schema to this capsel's version."""
     settings = settings_for(db)
     open_db(settings.db_path).close()
-    print_unbroken(console, f"{settings.db_path}: schema version {latest_version()}")
+    print_unbroken(console, markup("{}: schema version {}", settings.db_path, latest_version()))

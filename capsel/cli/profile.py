@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.table import Table
 
 from capsel.cli.common import console, settings_for
 from capsel.cli.scoring_options import AllowPickleOption, PromptFormatOption
@@ -16,6 +15,7 @@ from capsel.models import demo_model_path
 from capsel.paths import typed_or_default
 from capsel.profile.check import check_model
 from capsel.profile.report import write_profile
+from capsel.terminal_text import TextTable, markup, plain
 
 
 def profile(
@@ -42,10 +42,10 @@ def profile(
     settings = settings_for()
     out_dir = typed_or_default(out, settings.output_root, "profile")
     source = model or str(demo_model_path())
-    with console.status(f"surveying {source}"):
+    with console.status(markup("surveying {}", source)):
         survey, verdict = check_model(source, texts, random_init, seed, max_tokens, trust_remote_code, prompt_format,
                                        allow_pickle)
-    table = Table(title=f"rank profile: {survey.model}")
+    table = TextTable(title=plain(f"rank profile: {survey.model}"))
     for column in ("layer", "depth", "weights srank/dim", "hidden srank/dim"):
         table.add_column(column, justify="right")
     for layer in survey.layers:
@@ -53,5 +53,5 @@ def profile(
     print_table(console, table)
     paths = write_profile(survey, verdict, out_dir)
     status = "[green]present[/]" if verdict.present else "[yellow]absent[/]"
-    console.print(f"hidden-state U-shape: {status}; {verdict.reason}")
-    print_unbroken(console, "wrote " + ", ".join(str(path) for path in paths))
+    console.print(markup("hidden-state U-shape: " + status + "; {}", verdict.reason))
+    print_unbroken(console, plain("wrote " + ", ".join(str(path) for path in paths)))

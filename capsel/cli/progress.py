@@ -14,11 +14,12 @@ from rich.progress import (
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
-from rich.table import Table
 from rich.text import Text
 
 from capsel.cli.common import console
 from capsel.runner.progress import BatchReport, RunSummary
+from capsel.safe_text import visible
+from capsel.terminal_text import TextTable, markup
 
 # Small models on a shared CPU: one torch thread is fast, more threads contending with other
 # processes can be several times slower (measured here: 13 vs 1.6 candidates/s).
@@ -43,9 +44,13 @@ class RateColumn(ProgressColumn):
 
 
 def progress_bar(console: Console, unit: str, *extra: ProgressColumn) -> Progress:
-    """Description, bar, done/total, rate, extra columns, elapsed and remaining time."""
-    return Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), RateColumn(unit),
-                    *extra, TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), console=console)
+    """Description, bar, done/total, rate, extra columns, elapsed and remaining time.
+
+    Descriptions are plain text (they name eval files and selections): no markup is read in them.
+    """
+    return Progress(TextColumn("{task.description}", style="bold", markup=False), BarColumn(), MofNCompleteColumn(),
+                    RateColumn(unit), *extra, TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
+                    console=console)
 
 
 class CandidateProgress:
@@ -65,7 +70,7 @@ class CandidateProgress:
 
     def start(self, total: int) -> None:
         """Size the bar to the pending work."""
-        self.task = self.progress.add_task(self.description, total=total)
+        self.task = self.progress.add_task(visible(self.description), total=total)
 
     def advance(self, report: BatchReport) -> None:
         """Move the bar by one committed batch."""
@@ -83,7 +88,7 @@ def print_summary(title: str, summary: RunSummary, done_label: str, extra: dict[
 
     `extra` defaults to the y-hat generated on the way, except for a generate run.
     """
-    table = Table(title=title, show_header=False, title_justify="left")
+    table = TextTable(title=title, show_header=False, title_justify="left")
     table.add_row(done_label, str(summary.n_done))
     if extra is None:
         extra = {} if done_label == "generated" else {"y-hat generated on the way": summary.n_generated}
@@ -98,4 +103,4 @@ def print_summary(title: str, summary: RunSummary, done_label: str, extra: dict[
     table.add_row("run id", summary.run_id)
     console.print(table)
     for note in summary.notes:
-        console.print(f"[yellow]warning:[/] {note}")
+        console.print(markup("[yellow]warning:[/] {}", note))

@@ -6,14 +6,13 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.markup import escape
-from rich.table import Table
 
 from capsel.cli.common import DbOption, JsonOption, console, json_output, settings_for
 from capsel.cli.tables import print_table
 from capsel.db import open_db
 from capsel.ingest.reasons import REASON_HELP, Reason
 from capsel.quarantine import quarantined_rows
+from capsel.terminal_text import TextTable
 
 RAW_PREVIEW_CHARS = 120
 
@@ -43,14 +42,13 @@ def quarantine(
         if not listing.rows:
             console.print("no quarantined rows" + (" match" if reason or source else ""))
             return
-        table = Table(title=f"{len(listing.rows):,} of {listing.n_matching:,} quarantined rows", show_lines=True)
+        table = TextTable(title=f"{len(listing.rows):,} of {listing.n_matching:,} quarantined rows", show_lines=True)
         for name in ("file:row", "reason", "detail", "raw text"):
             table.add_column(name, overflow="fold")
         for row in listing.rows:
             raw = row["raw_text"] or ""
             raw = raw if len(raw) <= RAW_PREVIEW_CHARS else raw[:RAW_PREVIEW_CHARS] + "…"
-            table.add_row(escape(f"{row['path']}:{row['source_row']}"), row["reason"], escape(row["detail"] or ""),
-                          escape(raw))
+            table.add_row(f"{row['path']}:{row['source_row']}", row["reason"], row["detail"] or "", raw)
         print_table(console, table)
         for shown in dict.fromkeys(row["reason"] for row in listing.rows):
             console.print(f"{shown}: {REASON_HELP[Reason(shown)]}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from capsel.cli.after_commit import committed_work
 from capsel.cli.common import DbOption, JsonOption, json_output
 from capsel.cli.progress import CandidateProgress, print_summary, summary_json
 from capsel.cli.scoring_options import (
@@ -61,19 +62,23 @@ def score(
             prompt_tokens=prompt_tokens, horizon=horizon, early=early, late=late, batch_size=settings.score_batch_size,
         ))
         # The database first: a second writer fails here, before any model file is read.
-        with scoring_db(settings) as con:
-            scorer = described(spec)
-            # vLLM writes every missing y-hat first; the HF scorer then finds them all stored
-            pre_pass = pre_pass_for(generator, settings, scorer)
-            with CandidateProgress("scoring") as progress:
-                outcome = score_stage(ScoreRequest(spec, Scope(domain, limit), pre_pass),
-                                      RunContext(con, settings, progress, run_config={"generator": generator}), scorer)
-        if outcome.generation is not None:
-            print_summary("generate", outcome.generation, "generated")
-        print_summary("score", outcome.scoring, "scored")
-        output.emit({
-            "model_fingerprint": scorer.identity.fingerprint, "config_hash": scorer.config_hash,
-            "prompt_format": scorer.prompt_format,
-            "generation": None if outcome.generation is None else summary_json(outcome.generation),
-            "scoring": summary_json(outcome.scoring),
-        })
+        with committed_work() as commit:
+            with scoring_db(settings) as con:
+                scorer = described(spec)
+                # vLLM writes every missing y-hat first; the HF scorer then finds them all stored
+                pre_pass = pre_pass_for(generator, settings, scorer)
+                with CandidateProgress("scoring") as progress:
+                    outcome = score_stage(ScoreRequest(spec, Scope(domain, limit), pre_pass),
+                                          RunContext(con, settings, progress, run_config={"generator": generator}),
+                                          scorer)
+                    commit.done(f"score run {outcome.scoring.run_id} committed {outcome.scoring.n_processed} "
+                                "candidates")
+            output.emit({
+                "model_fingerprint": scorer.identity.fingerprint, "config_hash": scorer.config_hash,
+                "prompt_format": scorer.prompt_format,
+                "generation": None if outcome.generation is None else summary_json(outcome.generation),
+                "scoring": summary_json(outcome.scoring),
+            })
+            if outcome.generation is not None:
+                print_summary("generate", outcome.generation, "generated")
+            print_summary("score", outcome.scoring, "scored")

@@ -11,6 +11,7 @@ import typer
 
 from capsel.baselines.less.target import TARGET_MAX
 from capsel.baselines.registry import BASELINES
+from capsel.cli.after_commit import committed_work
 from capsel.cli.common import DbOption, console
 from capsel.cli.progress import CandidateProgress, print_summary
 from capsel.cli.scoring_options import (
@@ -36,6 +37,7 @@ from capsel.stages.context import RunContext
 from capsel.stages.score import ScoreRequest
 from capsel.stages.score import score as score_stage
 from capsel.store.scope import Scope
+from capsel.terminal_text import plain
 
 
 class BaselineChoice(str, Enum):
@@ -113,16 +115,20 @@ def score_baseline(
         batch_size=_batch_size(name, batch_size, settings.score_batch_size),
     ))
     # The database first: a second writer fails here, before any model file is read.
-    with scoring_db(settings) as con:
-        scorer = described(spec)
-        console.print(f"{name}: {BASELINES[name].summary}")
-        with CandidateProgress(f"{name} scoring") as progress:
-            outcome = score_stage(ScoreRequest(spec, Scope(domain, limit)), RunContext(con, settings, progress), scorer)
-    extra = {"taken from CAP's stored PPL": outcome.scoring.n_reused} if name == "ppl" else {}
-    done = "featured (eligible)" if name == "less" else "scored (eligible)"
-    print_summary(f"score-baseline {name}", outcome.scoring, done, extra)
-    if name == "less":
-        _print_target(outcome.target, target)
+    with committed_work() as commit:
+        with scoring_db(settings) as con:
+            scorer = described(spec)
+            console.print(f"{name}: {BASELINES[name].summary}")
+            with CandidateProgress(f"{name} scoring") as progress:
+                outcome = score_stage(ScoreRequest(spec, Scope(domain, limit)), RunContext(con, settings, progress),
+                                      scorer)
+                commit.done(f"{name} score run {outcome.scoring.run_id} committed {outcome.scoring.n_processed} "
+                            "candidates")
+        extra = {"taken from CAP's stored PPL": outcome.scoring.n_reused} if name == "ppl" else {}
+        done = "featured (eligible)" if name == "less" else "scored (eligible)"
+        print_summary(f"score-baseline {name}", outcome.scoring, done, extra)
+        if name == "less":
+            _print_target(outcome.target, target)
 
 
 def _print_target(scored, target: Path | None) -> None:
@@ -132,11 +138,11 @@ def _print_target(scored, target: Path | None) -> None:
     stored = scored.target
     how = "computed" if scored.target_computed else "reused (stored)"
     excluded = orjson.loads(stored["excluded"] or "{}")
-    console.print(
+    console.print(plain(
         f"target {stored['target_fingerprint']} {how}: {stored['n_used']} of {stored['n_examples']} examples "
         f"featured{f' (excluded: {excluded})' if excluded else ''}; {scored.n_scores_written} candidate scores "
         f"written (select with --method less --target {target})"
-    )
+    ))
 
 
 def _batch_size(method: str, given: str | None, setting: int | str) -> int | None:

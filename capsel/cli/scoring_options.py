@@ -17,6 +17,7 @@ from capsel.errors import OptionError
 from capsel.runner.build import build_scorer
 from capsel.scorers.base import Scorer
 from capsel.scorers.specs import Device, Dtype, ModelSpec, ScorerSpec
+from capsel.terminal_text import markup
 from capsel.threads import available_cores, use_torch_threads
 
 ModelOption = Annotated[Optional[str], typer.Option(
@@ -90,12 +91,12 @@ def described(spec: ScorerSpec) -> Scorer:
     with console.status(f"preparing the {spec.method} scorer (hashing model files)"):
         scorer = build_scorer(spec)
     identity = scorer.identity
-    print_unbroken(console, f"{spec.method}: {identity.name_or_path}, {identity.architecture}, "
-                            f"{identity.n_layers or '?'} layers, {identity.dtype}, fingerprint {identity.fingerprint}, "
-                            f"config {scorer.config_hash}")
+    print_unbroken(console, markup("{}: {}, {}, {} layers, {}, fingerprint {}, config {}", spec.method,
+                                   identity.name_or_path, identity.architecture, identity.n_layers or "?",
+                                   identity.dtype, identity.fingerprint, scorer.config_hash))
     if isinstance(model := getattr(spec, "model", None), ModelSpec):  # a causal LM that tokenises prompts
         how = "the model's chat template" if scorer.prompt_format == "chat" else "tokenizer(prompt), no template"
-        console.print(f"prompt format {scorer.prompt_format} ({how}; asked: {model.prompt_format})")
+        console.print(markup("prompt format {} ({}; asked: {})", scorer.prompt_format, how, model.prompt_format))
     return scorer
 
 

@@ -8,8 +8,8 @@ from typing import Annotated, Optional
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
+from capsel.cli.after_commit import committed_work
 from capsel.cli.common import DbOption, JsonOption, LicenseOption, console, json_output, settings_for
 from capsel.cli.specs import MethodChoice
 from capsel.cli.tables import print_table
@@ -20,7 +20,8 @@ from capsel.paths import typed_destination
 from capsel.selection.budget import parse_budget
 from capsel.selection.plan import Selection, SelectionRequest
 from capsel.stages.context import RunContext
-from capsel.stages.select import SelectRequest, select_and_publish
+from capsel.stages.select import SelectRequest, SelectSummary, select_and_publish
+from capsel.terminal_text import TextTable, markup, plain
 
 
 class DirectionChoice(str, Enum):
@@ -118,7 +119,7 @@ def select(
         late=late,
     )
     con = open_db(settings.db_path, must_exist=True)
-    with json_output(json_out) as output:
+    with json_output(json_out) as output, committed_work() as commit:
         try:
             with _stages() as progress:
                 stage = progress.add_task("selecting", total=None)
@@ -126,31 +127,39 @@ def select(
                     SelectRequest(request, out_dir, target, target_max), RunContext(con, settings),
                     on_step=lambda step: progress.update(stage, description=step),
                 )
+                selection, published = summary.selection, summary.published
+                commit.done(f"published {published.selection_id} with {len(selection.members)} members at "
+                            f"{published.path}")
         finally:
             con.close()
-        selection, published = summary.selection, summary.published
         output.emit({"selection_id": published.selection_id, "path": published.path,
                      "n_members": len(selection.members), "rule": selection.rule, "notes": selection.notes,
                      "manifest": published.manifest, "reconciled": summary.reconciled.as_dict()})
-        for line in summary.reconciled.lines():
-            console.print(f"[yellow]reconcile:[/] {line}")
-        for note in selection.notes:
-            console.print(f"[yellow]note:[/] {note}")
-        print_table(console, _summary(selection, published.manifest))
-        print_unbroken(console, f"published [bold]{published.selection_id}[/] with {len(selection.members)} "
-                                f"members at {published.path}")
+        print_published(summary)
+
+
+def print_published(summary: SelectSummary) -> None:
+    """What the reconcile repaired, the selection's notes, its per-domain table and where it was published."""
+    selection, published = summary.selection, summary.published
+    for line in summary.reconciled.lines():
+        console.print(markup("[yellow]reconcile:[/] {}", line))
+    for note in selection.notes:
+        console.print(markup("[yellow]note:[/] {}", note))
+    print_table(console, _summary(selection, published.manifest))
+    print_unbroken(console, markup("published [bold]{}[/] with {} members at {}", published.selection_id,
+                                   len(selection.members), published.path))
 
 
 def _stages() -> Progress:
     return Progress(
-        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
         console=console, transient=True,
     )
 
 
-def _summary(selection: Selection, manifest: dict) -> Table:
-    table = Table(title=f"{selection.request.method} selection, budget {selection.request.budget.text}",
-                  caption=selection.rule)
+def _summary(selection: Selection, manifest: dict) -> TextTable:
+    table = TextTable(title=plain(f"{selection.request.method} selection, budget {selection.request.budget.text}"),
+                      caption=plain(selection.rule))
     fitted = bool(selection.fits)
     extra = ("alpha", "beta", "r²", "cut z") if fitted else ("excluded", "last score")
     for name in ("domain", "pool", "k", *extra):

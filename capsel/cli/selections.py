@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rich.table import Table
-
 from capsel.cli.common import DbOption, JsonOption, console, json_output, settings_for
 from capsel.cli.tables import print_table
 from capsel.db import open_db
 from capsel.db.records import fetch_records
 from capsel.publish.destination import destination, is_present
 from capsel.publish.reconcile import Reconciled, find_disagreements, reconcile_selections
+from capsel.terminal_text import TextTable, markup
 
 
 def selections(json_out: JsonOption = False, db: DbOption = None) -> None:
@@ -30,7 +29,7 @@ def selections(json_out: JsonOption = False, db: DbOption = None) -> None:
         output.emit({"selections": [{**row, "present": is_present(destination(row["out_dir"]))} for row in rows],
                      "reconciled": reconciled.as_dict()})
         for line in reconciled.lines():
-            console.print(f"[yellow]reconcile:[/] {line}")
+            console.print(markup("[yellow]reconcile:[/] {}", line))
         print_selections(rows)
 
 
@@ -55,7 +54,7 @@ def print_selections(rows: list[dict]) -> None:
     if not rows:
         console.print("no selections published yet; run `capsel select`")
         return
-    table = Table(title=f"{len(rows)} published selection(s)")
+    table = TextTable(title=f"{len(rows)} published selection(s)")
     for name in ("selection", "method", "budget", "members", "model", "config", "created (UTC)", "path"):
         table.add_column(name, justify="right" if name == "members" else "left")
     for row in rows:

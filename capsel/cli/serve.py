@@ -11,6 +11,7 @@ from capsel.cli.common import console, settings_for
 from capsel.cli.wrapping import print_unbroken
 from capsel.errors import CapselError
 from capsel.output_server import output_server, server_url
+from capsel.terminal_text import markup
 
 
 def serve(
@@ -29,7 +30,7 @@ def serve(
     except OSError as exc:
         raise CapselError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
     url = server_url(server)
-    print_unbroken(console, f"serving {folder} read-only at {url} (Ctrl-C stops it)")
+    print_unbroken(console, markup("serving {} read-only at {} (Ctrl-C stops it)", folder, url))
     print_unbroken(console, f"set CAPSEL_OUTPUTS_URL={url} for the flows' artifact links to point here")
     with server:
         try:

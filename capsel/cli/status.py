@@ -6,7 +6,6 @@ from dataclasses import asdict
 from pathlib import Path
 
 from rich import box
-from rich.table import Table
 
 from capsel.cli.common import DbOption, JsonOption, console, json_output, settings_for
 from capsel.cli.tables import print_table
@@ -16,6 +15,7 @@ from capsel.db.connection import DatabaseLockedError
 from capsel.publish.funnel import funnel_lines
 from capsel.quarantine import quarantine_reasons
 from capsel.status import DomainStatus, LatestFunnel, SourceTotals, domain_status, latest_funnel, source_totals
+from capsel.terminal_text import TextTable, markup, plain
 
 
 def status(json_out: JsonOption = False, db: DbOption = None) -> None:
@@ -49,12 +49,13 @@ def print_writer(db_path: Path, locked: DatabaseLockedError, json_out: bool) -> 
         output.emit({"db": db_path, "held_by": {"pid": locked.holder_pid,
                                                 "progress": None if progress is None else progress.as_dict()}})
         if progress is None:
-            print_unbroken(console, f"{db_path} is held for writing by process {locked.holder_pid}, which reports "
-                                    "no progress (not a capsel run, or one from before progress files)")
+            print_unbroken(console, markup("{} is held for writing by process {}, which reports no progress (not a "
+                                           "capsel run, or one from before progress files)", db_path,
+                                           locked.holder_pid))
             return
-        print_unbroken(console, f"{db_path} is being written by process {progress.pid} on {progress.host}: "
-                                f"`{progress.command}`")
-        print_unbroken(console, f"run {progress.run_id or '-'}: {progress.summary()}")
+        print_unbroken(console, markup("{} is being written by process {} on {}: `{}`", db_path, progress.pid,
+                                       progress.host, progress.command))
+        print_unbroken(console, markup("run {}: {}", progress.run_id or "-", progress.summary()))
         console.print("The store's counts are shown once it ends: DuckDB lets no other process read it meanwhile.")
 
 
@@ -62,9 +63,9 @@ def print_status(db_path: Path, totals: SourceTotals, domains: list[DomainStatus
                  latest: LatestFunnel | None) -> None:
     """Totals, the per-domain table, the quarantine reasons with the command that shows their rows, and the
     newest selection's funnel."""
-    print_unbroken(console, f"{db_path}: {totals.n_sources:,} source files, {totals.n_rows_read:,} rows read, "
-                            f"{totals.n_bytes / 2**20:,.1f} MiB")
-    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True)
+    print_unbroken(console, markup("{}: {:,} source files, {:,} rows read, {:,.1f} MiB", db_path, totals.n_sources,
+                                   totals.n_rows_read, totals.n_bytes / 2**20))
+    table = TextTable(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True)
     headers = ["domain", "candidates", "duplicates", "quarantined", "sampled out", "scored", "selections"]
     for header in headers:
         table.add_column(header, justify="left" if header == "domain" else "right", min_width=len(header))
@@ -75,8 +76,10 @@ def print_status(db_path: Path, totals: SourceTotals, domains: list[DomainStatus
     print_table(console, table)
     if reasons:
         counts = ", ".join(f"{row['reason']} {row['n_rows']:,}" for row in reasons)
-        print_unbroken(console, f"quarantined by reason: {counts}; the rows: `capsel quarantine --reason REASON`")
+        print_unbroken(console, markup("quarantined by reason: {}; the rows: `capsel quarantine --reason REASON`",
+                                       counts))
     if latest is not None:
-        console.print(f"funnel of the newest selection {latest.selection_id} (its dropped rows: excluded.parquet):")
+        console.print(markup("funnel of the newest selection {} (its dropped rows: excluded.parquet):",
+                             latest.selection_id))
         for line in funnel_lines(latest.funnel):
-            console.print("  " + line, markup=False, highlight=False)
+            console.print(plain("  " + line))

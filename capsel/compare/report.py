@@ -114,7 +114,7 @@ def _heatmap(matrix: pd.DataFrame, title: str, low: float, high: float) -> Figur
             axes.text(column, row, "–" if pd.isna(value) else f"{value:.2f}", ha="center", va="center",
                       color="white" if not pd.isna(value) and value < (low + high) / 2 else "black", fontsize=8)
     figure.colorbar(image, ax=axes, shrink=0.8)
-    axes.set_title(title)
+    axes.set_title(title, parse_math=False)  # it can name a domain: data, never TeX
     return figure
 
 
@@ -132,7 +132,7 @@ def _boxplots(distributions: pd.DataFrame, column: str, label: str, log: bool) -
         axes.tick_params(axis="x", labelrotation=45)
         if log:
             axes.set_yscale("log")
-        axes.set_title(domain)
+        axes.set_title(domain, parse_math=False)  # data, never TeX
         axes.set_ylabel(label if index == 1 else "")
     return figure
 

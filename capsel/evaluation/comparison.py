@@ -60,7 +60,7 @@ def comparison_figure(table: pd.DataFrame, size_per_panel: tuple[float, float] =
             axes.axhline(float(base["mean"].iloc[0]), color="tab:red", linestyle="--", label=BASE_LABEL)
             axes.legend(loc="best", fontsize=8)
         kind, _, path = str(eval_spec).partition(":")
-        axes.set_title(f"{kind}:{Path(path).name}: {metric}", fontsize=9)
+        axes.set_title(f"{kind}:{Path(path).name}: {metric}", fontsize=9, parse_math=False)  # a file name: never TeX
         axes.set_ylabel(metric)
         # differences between methods are small next to the metric itself: show the range they span
         values = [*(methods["mean"] - methods["std"]), *(methods["mean"] + methods["std"]), *base["mean"]]

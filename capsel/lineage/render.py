@@ -1,43 +1,41 @@
-"""Lineage as a rich tree for the terminal."""
+"""Lineage as a rich tree for the terminal (its labels quote the store as plain text: names are data)."""
 
 from __future__ import annotations
 
-from rich.markup import escape
-from rich.tree import Tree
-
 from capsel.lineage.trace import CandidateLineage, Record, SelectionLineage
 from capsel.publish.funnel import funnel_lines
+from capsel.terminal_text import TextTree, markup
 
 _PREVIEW_CHARS = 100
 
 
-def lineage_tree(lineage: CandidateLineage | SelectionLineage) -> Tree:
+def lineage_tree(lineage: CandidateLineage | SelectionLineage) -> TextTree:
     """Render a candidate's or a selection's lineage as a tree."""
     if isinstance(lineage, SelectionLineage):
         return _selection_tree(lineage)
     return _candidate_tree(lineage)
 
 
-def _candidate_tree(lineage: CandidateLineage) -> Tree:
+def _candidate_tree(lineage: CandidateLineage) -> TextTree:
     row = lineage.candidate
-    tree = Tree(f"[bold]candidate {row['candidate_id']}[/] (domain {escape(row['domain'])})")
+    tree = TextTree(markup("[bold]candidate {}[/] (domain {})", row["candidate_id"], row["domain"]))
     text = tree.add("text")
     for field in ("instruction", "input", "response"):
         if row[field]:
-            text.add(f"{field}: {escape(_preview(row[field]))}")
+            text.add(f"{field}: {_preview(row[field])}")
     if lineage.images:
         images = tree.add(f"images ({len(lineage.images)}, in <image> order)")
         for image in lineage.images:
             images.add(f"{image['position']}. sha256 {image['sha256']}: {image['format']} {image['width']}x"
-                       f"{image['height']}, {image['n_bytes']:,} bytes, {escape(image['path'])}")
+                       f"{image['height']}, {image['n_bytes']:,} bytes, {image['path']}")
     source = tree.add("source")
-    source.add(f"file {escape(str(row['source_path']))}, row {row['source_row']}")
+    source.add(f"file {row['source_path']}, row {row['source_row']}")
     source.add(f"sha256 {row['source_sha256']}")
     source.add(f"ingest run {row['ingest_run_id']} ({row['ingest_status']}, code {row['ingest_code_version']})")
     if lineage.duplicates:
         dups = tree.add(f"{len(lineage.duplicates)} duplicate row(s) dropped in its favour")
         for dup in lineage.duplicates[:10]:
-            dups.add(f"{escape(str(dup['source_path']))} row {dup['source_row']}")
+            dups.add(f"{dup['source_path']} row {dup['source_row']}")
     generations = tree.add(f"generations ({len(lineage.generations)})")
     for gen in lineage.generations:
         status = gen["excluded_reason"] or f"{gen['n_generated_tokens']} tokens"
@@ -56,15 +54,15 @@ def _candidate_tree(lineage: CandidateLineage) -> Tree:
     for sel in lineage.selections:
         selections.add(
             f"{sel['selection_id']}: {sel['method']} budget {sel['budget']}, rank {sel['rank']}, "
-            f"z {_num(sel['z'])} → {escape(str(sel['out_dir']))}"
+            f"z {_num(sel['z'])} → {sel['out_dir']}"
         )
     return tree
 
 
 def _score_line(score: Record) -> str:
     head = (
-        f"model {score['model_fingerprint']} ({escape(str(score['model_name']))}, {score['model_dtype']}), "
-        f"config {score['config_hash']} {escape(str(score['scoring_config']))}"
+        f"model {score['model_fingerprint']} ({score['model_name']}, {score['model_dtype']}), "
+        f"config {score['config_hash']} {score['scoring_config']}"
     )
     if score["excluded_reason"]:
         body = f"excluded: {score['excluded_reason']}"
@@ -90,27 +88,25 @@ def _baseline_line(score: Record) -> str:
     if score["excluded_reason"] and score["score"] is not None:
         value += f" (score {_num(score['score'])})"
     return (
-        f"{score['method']}: scorer {score['model_fingerprint']} ({escape(str(score['model_name']))}), "
+        f"{score['method']}: scorer {score['model_fingerprint']} ({score['model_name']}), "
         f"config {score['config_hash']}: {value}; run {score['score_run_id']} ({score['score_run_status']})"
     )
 
 
-def _selection_tree(lineage: SelectionLineage) -> Tree:
+def _selection_tree(lineage: SelectionLineage) -> TextTree:
     sel = lineage.selection
-    tree = Tree(
-        f"[bold]selection {sel['selection_id']}[/]: {sel['method']}, budget {sel['budget']} "
-        f"({sel['budget_mode']}), {sel['n_members']} members"
-    )
-    tree.add(f"published at {escape(str(sel['out_dir']))} on {sel['created_at']}")
-    tree.add(f"model {sel['model_fingerprint']} ({escape(str(sel['model_name']))}, {sel['model_dtype']})")
-    tree.add(f"scoring config {sel['config_hash']} {escape(str(sel['scoring_config']))}")
+    tree = TextTree(markup("[bold]selection {}[/]: {}, budget {} ({}), {} members", sel["selection_id"],
+                           sel["method"], sel["budget"], sel["budget_mode"], sel["n_members"]))
+    tree.add(f"published at {sel['out_dir']} on {sel['created_at']}")
+    tree.add(f"model {sel['model_fingerprint']} ({sel['model_name']}, {sel['model_dtype']})")
+    tree.add(f"scoring config {sel['config_hash']} {sel['scoring_config']}")
     tree.add(
         f"select run {sel['select_run_id']} ({sel['select_run_status']}, code {sel['select_code_version']}, "
         f"prefect flow run {sel['select_prefect_flow_run_id'] or '-'}, flow run {sel['select_parent_run_id'] or '-'})"
     )
     sources = tree.add(f"sources ({len(lineage.sources)})")
     for src in lineage.sources:
-        sources.add(f"{escape(str(src['source_path']))} sha256 {src['source_sha256']}: {src['n_members']} members")
+        sources.add(f"{src['source_path']} sha256 {src['source_sha256']}: {src['n_members']} members")
     runs = tree.add(f"runs behind the members ({len(lineage.runs)})")
     for run in lineage.runs:
         shards = f" in {run['n_shards']} shards" if run["n_shards"] else ""
@@ -124,11 +120,11 @@ def _selection_tree(lineage: SelectionLineage) -> Tree:
     if lineage.funnel:
         funnel = tree.add("funnel: rows read down to members (the dropped rows: excluded.parquet beside it)")
         for line in funnel_lines(lineage.funnel):
-            funnel.add(escape(line))
+            funnel.add(line)
     return tree
 
 
-def _finetune_branch(tree: Tree, records: list[Record]) -> None:
+def _finetune_branch(tree: TextTree, records: list[Record]) -> None:
     """One branch per model fine-tuned on the selection, with its evaluations' overall metrics under it."""
     by_id: dict[str, list[Record]] = {}
     for record in records:
@@ -137,13 +133,13 @@ def _finetune_branch(tree: Tree, records: list[Record]) -> None:
     for finetune_id, rows in by_id.items():
         first = rows[0]
         model = branch.add(
-            f"{finetune_id}: {escape(str(first['base_model']))} ({first['base_fingerprint']}), {first['profile']} "
-            f"profile, config {first['config_hash']}, seed {first['seed']}, {escape(str(first['trainer']))}, run "
-            f"{first['run_id']}, at {escape(str(first['model_dir']))}"
+            f"{finetune_id}: {first['base_model']} ({first['base_fingerprint']}), {first['profile']} "
+            f"profile, config {first['config_hash']}, seed {first['seed']}, {first['trainer']}, run "
+            f"{first['run_id']}, at {first['model_dir']}"
         )
         for row in rows:
             if row["metric"] is not None:
-                model.add(f"{escape(str(row['eval_spec']))}: {row['metric']} {_num(row['value'])} (n {row['n']})")
+                model.add(f"{row['eval_spec']}: {row['metric']} {_num(row['value'])} (n {row['n']})")
 
 
 def _preview(text: str) -> str:

@@ -1,4 +1,7 @@
-"""What a flow run did, as Markdown and table rows (the flows publish them as Prefect artifacts)."""
+"""What a flow run did, as Markdown and table rows (the flows publish them as Prefect artifacts).
+
+Names and texts from the pool enter the Markdown through markdown_text: shown as typed, never as markup.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ from capsel.orchestration.version_diff import VersionDiff
 from capsel.publish.funnel import funnel_rows
 from capsel.publish.publish import PublishedSelection
 from capsel.runner.progress import RunSummary
+from capsel.safe_text import markdown_text
 from capsel.selection.residualize import DomainFit
 from capsel.selection.scoring_key import ScoringKey
 
@@ -75,7 +79,7 @@ def summary_markdown(report: FlowReport) -> str:
     lines = [f"# capsel {report.flow}: run `{report.run_id}`", ""]
     if report.prefect_flow_run_id:
         lines += [f"Prefect flow run `{report.prefect_flow_run_id}`.", ""]
-    lines += [f"- {note}" for note in report.notes] + ([""] if report.notes else [])
+    lines += [f"- {markdown_text(note)}" for note in report.notes] + ([""] if report.notes else [])
     if report.ingest is not None:
         lines += _ingest_section(report.ingest)
     if report.scoring is not None:
@@ -87,10 +91,11 @@ def summary_markdown(report: FlowReport) -> str:
         lines += [
             "## Selection", "",
             f"`{report.published.selection_id}`: {manifest['n_members']} members ({manifest['method']}, "
-            f"budget {manifest['budget']} {manifest['budget_mode']}), published at `{report.published.path}`; "
+            f"budget {manifest['budget']} {manifest['budget_mode']}), published at "
+            f"{markdown_text(report.published.path)}; "
             f"gate passed {manifest['gate']['n_expectations']} expectations.", "",
         ]
-        funnel = [[_cell(cell) for cell in row] for row in funnel_rows(manifest["funnel"])]
+        funnel = [[markdown_text(cell) for cell in row] for row in funnel_rows(manifest["funnel"])]
         lines += _table("Funnel: rows read to members (each dropped row is in excluded.parquet)",
                         ["stage", "rows", "left", "reasons"], funnel)
     if report.change is not None:
@@ -100,7 +105,8 @@ def summary_markdown(report: FlowReport) -> str:
     if report.examples:
         lines += _table(
             "Top and bottom examples by z", ["domain", "side", "candidate", "z", "instruction"],
-            [[e["domain"], e["side"], f"`{e['candidate_id']}`", _num(e["z"]), _cell(preview(e["instruction"]))]
+            [[markdown_text(e["domain"]), e["side"], f"`{e['candidate_id']}`", _num(e["z"]),
+              markdown_text(preview(e["instruction"]))]
              for e in report.examples],
         )
     return "\n".join(lines)
@@ -108,10 +114,11 @@ def summary_markdown(report: FlowReport) -> str:
 
 def gate_failure_markdown(run_id: str, failures: Sequence[str], report_path: str) -> str:
     """Why the data-quality gate refused the selection, one failing expectation per line."""
-    listing = [f"- {_cell(failure)}" for failure in failures]
+    listing = [f"- {markdown_text(failure)}" for failure in failures]
     return "\n".join([
         f"# Data-quality gate failed: run `{run_id}`", "",
-        f"{len(failures)} expectation(s) failed; nothing was published. gate report: `{report_path}`", "",
+        f"{len(failures)} expectation(s) failed; nothing was published. gate report: {markdown_text(report_path)}",
+        "",
         *listing,
     ])
 
@@ -142,7 +149,7 @@ def _ingest_section(ingest: IngestReport) -> list[str]:
         "## Ingest", "",
         f"{counters['files_ingested']} file(s) ingested, {counters['files_skipped']} already ingested (skipped).", "",
     ]
-    rows = [list(row.values()) for row in ingest_rows(ingest)]
+    rows = [[markdown_text(row["domain"]), *list(row.values())[1:]] for row in ingest_rows(ingest)]
     return head + _table(None, list(INGEST_COLUMNS.values()), rows)
 
 
@@ -171,7 +178,7 @@ def _scoring_section(scoring: RunSummary, key: ScoringKey | None) -> list[str]:
 def _fits_section(fits: Sequence[DomainFit], published: PublishedSelection | None) -> list[str]:
     entries = {e["domain"]: e for e in published.manifest["domains"]} if published else {}
     rows = [
-        [fit.domain, fit.n_eligible, _num(fit.alpha), _num(fit.beta), _num(fit.r2),
+        [markdown_text(fit.domain), fit.n_eligible, _num(fit.alpha), _num(fit.beta), _num(fit.r2),
          entries.get(fit.domain, {}).get("k", ""), _num(entries.get(fit.domain, {}).get("z_cut"))]
         for fit in fits
     ]
@@ -183,10 +190,6 @@ def _table(title: str | None, header: list[str], rows: list[list]) -> list[str]:
     out += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     out += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
     return out + [""]
-
-
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|")
 
 
 def _num(value: float | None) -> str:

@@ -26,7 +26,8 @@ def plot_profile(profile: RankProfile, verdict: Verdict, path: Path) -> Path:
     hidden_axis.set_ylabel("hidden-state stable rank / dim", color="tab:red")
     hidden_axis.axvline(verdict.trough_depth, color="tab:red", linestyle=":", linewidth=1)
     status = "U-shape present" if verdict.present else "no U-shape"
-    weights_axis.set_title(f"{profile.model}: {status} (trough at block {verdict.trough_layer})", fontsize=10)
+    weights_axis.set_title(f"{profile.model}: {status} (trough at block {verdict.trough_layer})", fontsize=10,
+                           parse_math=False)  # a model path: never TeX
     lines = weights_axis.get_lines()[:1] + hidden_axis.get_lines()[:1]
     weights_axis.legend(lines, [str(line.get_label()) for line in lines], loc="upper center", fontsize=8)
     fig.tight_layout()

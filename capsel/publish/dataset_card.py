@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import html
 from pathlib import PurePosixPath, PureWindowsPath
 
 from huggingface_hub import DatasetCard, DatasetCardData
 
 from capsel.publish.data_files import PARQUET_FILE
 from capsel.publish.funnel import funnel_rows
+from capsel.safe_text import markdown_text, visible
 
 # The Hub's size_categories buckets, in order: the first whose bound exceeds the row count (n<1K under 10³).
 SIZE_BUCKETS = ("n<1K", "1K<n<10K", "10K<n<100K", "100K<n<1M", "1M<n<10M", "10M<n<100M", "100M<n<1B",
@@ -45,8 +45,11 @@ def size_category(n_rows: int) -> str:
 
 
 def source_label(source: dict) -> str:
-    """A source file by its own name and sha256: its local path would publish the publisher's directories."""
-    name = _file_name(source["path"])
+    """A source file by its own name and sha256: its local path would publish the publisher's directories.
+
+    Control characters in the name are written out: YAML would keep a bidi override raw in the card's header.
+    """
+    name = visible(_file_name(source["path"]))
     return f"{name} (sha256 {source['sha256']})" if source.get("sha256") else name
 
 
@@ -57,7 +60,7 @@ def model_label(model: dict) -> str:
     if not path:
         return f"`{fingerprint}`" if fingerprint else "none (nothing was scored)"
     local = path.startswith(("/", "~", ".", "file:")) or PureWindowsPath(path).is_absolute()
-    return f"{_text(_file_name(path) if local else path)}, fingerprint `{fingerprint}`"
+    return f"{markdown_text(_file_name(path) if local else path)}, fingerprint `{fingerprint}`"
 
 
 def _body(manifest: dict) -> list[str]:
@@ -69,7 +72,7 @@ def _body(manifest: dict) -> list[str]:
         "",
         f"{manifest['n_members']} supervised fine-tuning examples selected by capsel with method "
         f"`{manifest['method']}` (budget `{manifest['budget']}`, {manifest['budget_mode'].replace('_', ' ')}{seed}) "
-        f"from {_text(manifest['pool'])}.",
+        f"from {markdown_text(manifest['pool'])}.",
         "",
         "```python",
         "from datasets import load_dataset",
@@ -93,29 +96,32 @@ def _body(manifest: dict) -> list[str]:
         "",
         "## Scoring",
         "",
-        f"- model: {model_label(model)} (dtype {_text(model.get('dtype') or 'unknown')})",
+        f"- model: {model_label(model)} (dtype {markdown_text(model.get('dtype') or 'unknown')})",
         f"- scoring config: `{manifest['scoring_config']['config_hash']}`",
-        f"- selection rule: {_text(manifest['selection_rule'])}",
+        f"- selection rule: {markdown_text(manifest['selection_rule'])}",
         "",
         "## Domains",
         "",
         *_table(("domain", "candidates", "excluded", "pool", "budget k", "members", "α", "β", "r²", "cut z"),
                 "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
-                ([d["domain"], d["n_candidates"], d["n_excluded"], d["size"], d["k"], d["n_members"],
+                ([markdown_text(d["domain"]), d["n_candidates"], d["n_excluded"], d["size"], d["k"],
+                  d["n_members"],
                   _num(d.get("alpha")), _num(d.get("beta")), _num(d.get("r2")), _num(d.get("z_cut"))]
                  for d in manifest["domains"])),
         "",
-        *([f"- {_text(note)}" for note in manifest["notes"]] + [""] if manifest["notes"] else []),
+        *([f"- {markdown_text(note)}" for note in manifest["notes"]] + [""] if manifest["notes"] else []),
         "## Funnel",
         "",
         "Rows read, what each stage dropped (`excluded.parquet` lists them) and what was left.",
         "",
-        *_table(("stage", "rows", "left", "reasons"), "|---|---:|---:|---|", funnel_rows(manifest["funnel"])),
+        *_table(("stage", "rows", "left", "reasons"), "|---|---:|---:|---|",
+                ([markdown_text(cell) for cell in row] for row in funnel_rows(manifest["funnel"]))),
         "",
         "## Sources",
         "",
         *_table(("source", "sha256", "members"), "|---|---|---:|",
-                ([_file_name(s["path"]), f"`{s['sha256']}`", s["n_members"]] for s in manifest["sources"])),
+                ([markdown_text(_file_name(s["path"])), f"`{s['sha256']}`", s["n_members"]]
+                 for s in manifest["sources"])),
         "",
         "## Provenance",
         "",
@@ -150,22 +156,12 @@ def _table(header: tuple[str, ...], rule: str, rows) -> list[str]:
 
 
 def _row(cells) -> str:
-    return "| " + " | ".join(_cell(cell) for cell in cells) + " |"
+    # cells arrive as Markdown: data went through markdown_text, which also keeps a | from breaking the row
+    return "| " + " | ".join(str(cell) for cell in cells) + " |"
 
 
 def _num(value: object) -> str:
     return "" if value is None else f"{value:.4g}"
-
-
-def _cell(value: object) -> str:
-    # a | or a newline in a domain name would split the row; as an entity neither a parser nor a backslash
-    # before it (escaped too) can take it for a column break
-    return _text(value).replace("\\", "&#92;").replace("|", "&#124;")
-
-
-def _text(value: object) -> str:
-    # names come from the user's files: markup in them is shown, never run
-    return "<br>".join(html.escape(str(value), quote=False).splitlines())
 
 
 def _file_name(path: str) -> str:

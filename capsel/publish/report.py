@@ -16,6 +16,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from capsel.db import run_sql
+from capsel.safe_text import html_text
 from capsel.selection.residualize import DomainFit
 from capsel.selection.scoring_key import ScoringKey
 
@@ -81,7 +82,8 @@ def scatter_figure(fit: DomainFit, pool: pd.DataFrame, chosen: pd.DataFrame,
               label=f"OLS: {fit.alpha:.3g} + {fit.beta:.3g}·D_early (r²={fit.r2:.3f})")
     axes.set_xlabel("D_early")
     axes.set_ylabel("D_late")
-    axes.set_title(f"{fit.domain}: D_late on D_early (n={fit.n_eligible})")
+    # a domain is data: "$...$" in it is text, not TeX that could fail the publish (parse_math=False)
+    axes.set_title(f"{fit.domain}: D_late on D_early (n={fit.n_eligible})", parse_math=False)
     axes.legend(loc="best", fontsize=8)
     return figure
 
@@ -102,7 +104,7 @@ def z_figure(domain: str, pool: pd.DataFrame, chosen: pd.DataFrame, show_cut: bo
         axes.axvline(cut, color="#1f3b73", ls="--", lw=1.5, label=f"cut z = {cut:.3f}")
     axes.set_xlabel("z (CAP standardised within the domain)")
     axes.set_ylabel("candidates")
-    axes.set_title(f"{domain}: z")
+    axes.set_title(f"{domain}: z", parse_math=False)
     axes.legend(loc="best", fontsize=8)
     return figure
 
@@ -132,9 +134,9 @@ def _file_stem(domain: str) -> str:
 def _section(fit: DomainFit, scatter: str, histogram: str, sampled: bool, n_plotted: int) -> str:
     note = f"<p>Plots show a stable sample of {n_plotted} pool points.</p>" if sampled else ""
     return (
-        f"<section><h2>{html.escape(fit.domain)}</h2>{note}"
-        f'<img src="{scatter}" alt="D_early vs D_late for {html.escape(fit.domain)}">'
-        f'<img src="{histogram}" alt="z histogram for {html.escape(fit.domain)}"></section>'
+        f"<section><h2>{html_text(fit.domain)}</h2>{note}"
+        f'<img src="{scatter}" alt="D_early vs D_late for {html_text(fit.domain)}">'
+        f'<img src="{histogram}" alt="z histogram for {html_text(fit.domain)}"></section>'
     )
 
 
@@ -142,7 +144,7 @@ def _page(title: str, summary: Sequence[dict], sections: Sequence[str]) -> str:
     columns = ["domain", "n_candidates", "n_excluded", "size", "k", "n_members", "alpha", "beta", "r2", "z_cut"]
     head = "".join(f"<th>{name}</th>" for name in columns)
     rows = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(_cell(entry.get(name)))}</td>" for name in columns) + "</tr>"
+        "<tr>" + "".join(f"<td>{html_text(_cell(entry.get(name)))}</td>" for name in columns) + "</tr>"
         for entry in summary
     )
     return (

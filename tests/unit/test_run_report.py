@@ -31,7 +31,7 @@ def test_summary_lists_every_stage():
     assert "1 file(s) ingested, 1 already ingested" in text
     assert "| excluded: short_response | 2 |" in text and "| scored this run | 5 |" in text
     assert "| math | 3 | 0.25 | 0.5 | 0.9 |" in text
-    assert "a \\| b" in text and "- a note" in text and "pf1" in text
+    assert "a &#124; b" in text and "- a note" in text and "pf1" in text
     assert report.counters()["score"]["n_excluded"] == {"short_response": 2}
 
 
