@@ -26,6 +26,8 @@ class Reason(StrEnum):
     IMAGE_UNREADABLE = "image_unreadable"
     IMAGE_OVERSIZED = "image_oversized"
     IMAGE_PLACEHOLDER_MISMATCH = "image_placeholder_mismatch"
+    UNTERMINATED_QUOTE = "unterminated_quote"
+    OVERSIZED_RECORD = "oversized_record"
 
 
 REASON_HELP: dict[Reason, str] = {
@@ -47,6 +49,10 @@ REASON_HELP: dict[Reason, str] = {
     Reason.IMAGE_UNREADABLE: "an image is not one Pillow can open and verify (or not a path, URL or bytes)",
     Reason.IMAGE_OVERSIZED: "an image is over CAPSEL_MAX_IMAGE_BYTES bytes or CAPSEL_MAX_IMAGE_PIXELS pixels",
     Reason.IMAGE_PLACEHOLDER_MISMATCH: "the text holds <image> placeholders, but not one per image",
+    Reason.UNTERMINATED_QUOTE: "a CSV record opens a quoted field the file never closes; its first line alone is "
+    "quarantined and the lines after it are read as usual",
+    Reason.OVERSIZED_RECORD: "a CSV record over the header's fields x CAPSEL_MAX_FIELD_CHARS x 4 bytes, so a field of "
+    "it is over the limit; skipped to its end without being held in memory",
 }
 
 # Reasons only rows that carry images can get.
