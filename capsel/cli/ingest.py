@@ -134,7 +134,7 @@ def print_report(report: IngestReport, seconds: float) -> None:
                                     "quarantined rows)")
         else:
             print_unbroken(console, f"[green]ingested[/] {outcome.path}: {outcome.n_rows_read:,} rows "
-                                    f"(source {outcome.source_id})")
+                                    f"(source {outcome.source_id}){_blank_lines(outcome.n_blank_lines)}")
     for skipped in report.skipped:
         print_unbroken(console, f"[yellow]not read[/] {skipped.path}: {skipped.reason}")
     if not report.domains:
@@ -157,6 +157,13 @@ def print_report(report: IngestReport, seconds: float) -> None:
     print_table(console, table)
     for hint in report.hints:
         print_unbroken(console, f"[yellow]hint:[/] {hint.message()}")
+
+
+def _blank_lines(n_blank_lines: int) -> str:
+    # blank lines are no rows, so they are not in the table's counts: said here, or they would go unseen
+    if not n_blank_lines:
+        return ""
+    return f"; {n_blank_lines:,} blank line{'s' if n_blank_lines != 1 else ''} passed over, no rows"
 
 
 def report_json(report: IngestReport, seconds: float) -> dict:

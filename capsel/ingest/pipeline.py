@@ -216,7 +216,7 @@ def _ingest_copy(
     n_bytes = copy.n_bytes
     ids = {"source_id": source_id, "ingest_run_id": run_id}
     suffix = path.suffix.lower()  # the input's own suffix: a link's or an object's name says how to read it
-    n_rows = 0
+    n_rows = n_blank_lines = 0
     # Framing runs ahead of writing, so each chunk's progress is where its batch ended.
     batch_ends: deque[int] = deque()
     report_stage(f"ingest {path.name}", run_id, unit="bytes")
@@ -228,16 +228,19 @@ def _ingest_copy(
             progress(path, "ingest", n_read, n_bytes)
 
     with open(copy.path, "rb") as handle:
-        batches = _noting_ends(FORMATS[suffix].frame(handle, options.chunk_rows), handle, batch_ends)
+        frames = FORMATS[suffix].frame(handle, options.chunk_rows, options.max_field_chars)
+        batches = _noting_ends(frames, handle, batch_ends)
         max_in_flight = options.workers + 1  # one batch queued while each worker parses one
         for chunk in classified_chunks(batches, suffix, config, workers, max_in_flight):
             _write_chunk(con, chunk if retry is None else only_rows(chunk, retry), ids)
             n_rows += chunk.n_rows
+            n_blank_lines += chunk.n_blank_lines
             read_up_to(batch_ends.popleft())
     read_up_to(n_bytes)
     if retry is not None:
-        return FileOutcome(path, source_id, n_rows, already_ingested_by=known_by, n_retried=len(retry))
-    return FileOutcome(path, source_id, n_rows)
+        return FileOutcome(path, source_id, n_rows, already_ingested_by=known_by, n_retried=len(retry),
+                           n_blank_lines=n_blank_lines)
+    return FileOutcome(path, source_id, n_rows, n_blank_lines=n_blank_lines)
 
 
 def _take_quarantined(con: duckdb.DuckDBPyConnection, source_id: str, run_id: str) -> pa.Array:
