@@ -24,7 +24,7 @@ from capsel.images.database import database_image_root
 from capsel.ingest.chunks import Chunk, ClassifyConfig, only_rows
 from capsel.ingest.field_hint import field_hints
 from capsel.ingest.image_loading import ImageConfig
-from capsel.ingest.inputs import InputFile, input_size, resolve_inputs
+from capsel.ingest.inputs import EMPTY_FILE, InputFile, Skipped, input_size, resolve_inputs
 from capsel.ingest.local_copy import LocalCopy, local_copy
 from capsel.ingest.readers import FORMATS, Batch, bytes_through
 from capsel.ingest.records import FieldMap
@@ -125,10 +125,11 @@ def ingest(
     ):
         units = [[path] for path in files] if options.sample_size is None else [files]
         outcomes: list[FileOutcome] = []
+        skipped = list(inputs.skipped)
         for unit in units:
-            outcomes.extend(_ingest_unit(con, unit, options, run_id, workers, progress))
+            outcomes.extend(_ingest_unit(con, unit, options, run_id, workers, progress, skipped))
         report = IngestReport(run_id, outcomes, run_summary(con, run_id),
-                              field_hints(con, outcomes, options.fields), inputs.skipped)
+                              field_hints(con, outcomes, options.fields), skipped)
         counters.update(report.counters())
     return report
 
@@ -140,13 +141,19 @@ def _ingest_unit(
     run_id: str,
     workers: ParseWorkers | None,
     progress: ProgressFn | None,
+    skipped: list[Skipped],
 ) -> list[FileOutcome]:
+    """Ingest a unit's files in one transaction; its empty files join `skipped`."""
     outcomes: list[FileOutcome] = []
     image_root = database_image_root(con)
     with transaction(con):
         for path in unit:
             config = options.classify_config(image_root, _folder_of(path))
-            outcomes.append(_ingest_file(con, path, config, options, run_id, workers, progress))
+            outcome = _ingest_file(con, path, config, options, run_id, workers, progress)
+            if isinstance(outcome, Skipped):
+                skipped.append(outcome)
+            else:
+                outcomes.append(outcome)
         if options.sample_size is not None:
             _draw_sample(con, run_id, options)
         recorded = [_record_counts(con, outcome) for outcome in outcomes]
@@ -168,9 +175,11 @@ def _ingest_file(
     run_id: str,
     workers: ParseWorkers | None,
     progress: ProgressFn | None,
-) -> FileOutcome:
+) -> FileOutcome | Skipped:
     """Stream one file into candidates, duplicates and quarantine, unless its content is already a source;
-    with --reingest, a known source's quarantined rows are streamed again (and only those)."""
+    with --reingest, a known source's quarantined rows are streamed again (and only those). An empty file is
+    skipped whatever its format: it has no rows, and recorded as a source its sha256 (every empty file's) would
+    make the next empty file of any format 'already ingested'."""
     if not isinstance(path, Path):
         report_stage(f"download {path.name}", run_id, unit="bytes")
         report_progress(total=path.size)
@@ -181,6 +190,8 @@ def _ingest_file(
             progress(path, "download", done, input_size(path))
 
     with local_copy(path, downloaded) as copy:
+        if copy.n_bytes == 0:
+            return Skipped(path if isinstance(path, Path) else str(path), EMPTY_FILE)
         return _ingest_copy(con, path, copy, config, options, run_id, workers, progress)
 
 

@@ -8,7 +8,7 @@ import duckdb
 
 from capsel.db import run_sql
 from capsel.ingest.field_hint import FieldHint
-from capsel.ingest.inputs import InputFile, Skipped
+from capsel.ingest.inputs import EMPTY_FILE, InputFile, Skipped
 
 
 @dataclass(frozen=True)
@@ -69,6 +69,7 @@ class IngestReport:
             "files_skipped": sum(f.already_ingested_by is not None and f.n_retried is None for f in self.files),
             "rows_retried": sum(f.n_retried or 0 for f in self.files),
             "blank_lines": sum(f.n_blank_lines for f in self.files),
+            "files_empty": sum(1 for skipped in self.skipped if skipped.reason == EMPTY_FILE),
             "domains": {d.domain: {k: v for k, v in asdict(d).items() if k != "domain"} for d in self.domains},
         }
 
