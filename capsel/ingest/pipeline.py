@@ -30,7 +30,7 @@ from capsel.ingest.readers import FORMATS, Batch, bytes_through
 from capsel.ingest.records import FieldMap
 from capsel.ingest.summary import FileOutcome, IngestReport, run_summary
 from capsel.ingest.workers import ParseWorkers, classified_chunks, worker_pool
-from capsel.runs import recorded_run
+from capsel.runs import finish_run, recorded_run
 
 # (file, bytes done, bytes total), called after every chunk is written.
 # (input, step, bytes done, bytes in all): step is 'download' for an object in storage, then 'ingest'
@@ -126,11 +126,18 @@ def ingest(
         units = [[path] for path in files] if options.sample_size is None else [files]
         outcomes: list[FileOutcome] = []
         skipped = list(inputs.skipped)
-        for unit in units:
-            outcomes.extend(_ingest_unit(con, unit, options, run_id, workers, progress, skipped))
-        report = IngestReport(run_id, outcomes, run_summary(con, run_id),
-                              field_hints(con, outcomes, options.fields), skipped)
-        counters.update(report.counters())
+        for position, unit in enumerate(units, 1):
+            with transaction(con):
+                outcomes.extend(_ingest_unit(con, unit, options, run_id, workers, progress, skipped))
+                if position == len(units):
+                    # the run closes in its last unit's transaction: a kill after this commit leaves it completed,
+                    # as its data is, not 'interrupted'
+                    report = IngestReport(run_id, outcomes, run_summary(con, run_id),
+                                          field_hints(con, outcomes, options.fields), skipped)
+                    counters.update(report.counters())
+                    finish_run(con, run_id, "completed", counters)
+                fault_point("ingest.before_commit")
+            fault_point("ingest.after_commit")
     return report
 
 
@@ -143,23 +150,19 @@ def _ingest_unit(
     progress: ProgressFn | None,
     skipped: list[Skipped],
 ) -> list[FileOutcome]:
-    """Ingest a unit's files in one transaction; its empty files join `skipped`."""
+    """Ingest a unit's files inside the caller's transaction; its empty files join `skipped`."""
     outcomes: list[FileOutcome] = []
     image_root = database_image_root(con)
-    with transaction(con):
-        for path in unit:
-            config = options.classify_config(image_root, _folder_of(path))
-            outcome = _ingest_file(con, path, config, options, run_id, workers, progress)
-            if isinstance(outcome, Skipped):
-                skipped.append(outcome)
-            else:
-                outcomes.append(outcome)
-        if options.sample_size is not None:
-            _draw_sample(con, run_id, options)
-        recorded = [_record_counts(con, outcome) for outcome in outcomes]
-        fault_point("ingest.before_commit")
-    fault_point("ingest.after_commit")
-    return recorded
+    for path in unit:
+        config = options.classify_config(image_root, _folder_of(path))
+        outcome = _ingest_file(con, path, config, options, run_id, workers, progress)
+        if isinstance(outcome, Skipped):
+            skipped.append(outcome)
+        else:
+            outcomes.append(outcome)
+    if options.sample_size is not None:
+        _draw_sample(con, run_id, options)
+    return [_record_counts(con, outcome) for outcome in outcomes]
 
 
 def _folder_of(path: InputFile) -> str:
