@@ -87,7 +87,7 @@ class CsvSplitter:
     block, an unterminated quote): a stream that cannot seek is read as long as it meets none of them.
     """
 
-    def __init__(self, handle: BinaryIO, max_record_bytes: int, skip_bytes: int = 8 * 2**20):
+    def __init__(self, handle: BinaryIO, max_record_bytes: int, skip_bytes: int = 2**20):
         self.handle = handle
         self.max_record_bytes = max_record_bytes
         self._skip_bytes = skip_bytes
@@ -99,8 +99,8 @@ class CsvSplitter:
     def _start_record(self) -> None:
         self._state = _FIELD_START
         self._start_line = self._line
-        self._held: list[bytes] = []
-        self._n_held = self._n_bytes = 0
+        self._held: list[bytes] = []  # the record's bytes; once it is over the limit, its first line only
+        self._n_bytes = 0
         self._first_line_end: int | None = None  # offset just past the record's first line, once read
 
     def records(self) -> Iterator[CsvRecord | BrokenRecord]:
@@ -190,29 +190,30 @@ class CsvSplitter:
                 return
 
     def _hold(self, data: bytes, start: int, end: int) -> None:
-        """Add data[start:end] to the record; past the limit it is only counted (the start stays for quarantine)."""
+        """Add data[start:end] to the record; once it is over the limit, only its first line is kept (for the
+        quarantine row) and the rest is only counted."""
+        was_within = self._n_bytes <= self.max_record_bytes
         self._n_bytes += end - start
-        room = self.max_record_bytes - self._n_held
-        if room > 0:
-            part = data[start:min(end, start + room)]  # the whole piece is no copy
-            self._held.append(part)
-            self._n_held += len(part)
+        if self._n_bytes <= self.max_record_bytes:
+            self._held.append(data[start:end])  # the whole piece is no copy
+        elif was_within:
+            self._held = [_first_line([*self._held, data[start:min(end, start + self.max_record_bytes)]],
+                                      self.max_record_bytes)]
 
     def _finish(self) -> CsvRecord | BrokenRecord:
         """The record just ended (on the current line): whole, or skipped when it grew over the limit."""
-        data = b"".join(self._held)
         if self._n_bytes <= self.max_record_bytes:
-            return CsvRecord(self._start_line, data)
+            return CsvRecord(self._start_line, b"".join(self._held))
         lines = f"line {self._line:,}" if self._line == self._start_line else \
             f"lines {self._start_line:,}-{self._line:,}"
-        return BrokenRecord(self._start_line, _first_line(data), Reason.OVERSIZED_RECORD, (
+        return BrokenRecord(self._start_line, self._held[0], Reason.OVERSIZED_RECORD, (
             f"a record of {self._n_bytes:,} bytes on {lines}, over the limit of {self.max_record_bytes:,} bytes "
             "(the header's fields x CAPSEL_MAX_FIELD_CHARS x 4 bytes a character), so one of its fields is over "
             "CAPSEL_MAX_FIELD_CHARS; it was skipped without being held"))
 
     def _unterminated(self) -> BrokenRecord:
         line = self._start_line
-        return BrokenRecord(line, _first_line(b"".join(self._held)), Reason.UNTERMINATED_QUOTE, (
+        return BrokenRecord(line, _first_line(self._held, self.max_record_bytes), Reason.UNTERMINATED_QUOTE, (
             f"a quoted field opens on line {line:,} and the file ends before it closes; line {line:,} alone is "
             f"quarantined, and the rows from line {line + 1:,} on are read as usual"))
 
@@ -224,6 +225,12 @@ class CsvSplitter:
         self._start_record()
 
 
-def _first_line(data: bytes) -> bytes:
-    end = data.find(b"\n")
-    return data if end < 0 else data[:end + 1]
+def _first_line(parts: list[bytes], max_bytes: int) -> bytes:
+    """The first line of the bytes `parts` hold in turn, at most `max_bytes` of it, joined without joining the rest."""
+    line = []
+    for part in parts:
+        end = part.find(b"\n")
+        line.append(part if end < 0 else part[:end + 1])
+        if end >= 0:
+            break
+    return b"".join(line)[:max_bytes]
