@@ -192,7 +192,7 @@ def frame_parquet(
 ) -> Iterator[Batch]:
     """One Arrow record batch per Batch, read from the file one batch at a time.
 
-    Parquet has no rows to quarantine when its structure breaks: an empty, truncated or corrupt file is a
+    Parquet has no rows to quarantine when its structure breaks: a truncated or corrupt file is a
     CapselError (the file's transaction rolls back).
     """
     first_row = 1
