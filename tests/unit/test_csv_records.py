@@ -136,6 +136,17 @@ def test_a_record_over_the_limit_is_skipped_to_its_end_and_the_next_is_read():
     assert rows[1].row == 2 and rows[1].value == {"instruction": "q", "output": "a"}
 
 
+def test_a_field_longer_than_the_csv_modules_default_limit_is_read_whole():
+    long = "x" * 200_000
+    before = csv.field_size_limit(131_072)  # the module's default, as in a fresh parse worker
+    try:
+        [row] = read_rows(io.BufferedReader(io.BytesIO(f'instruction,output\n"{long}",a\n'.encode())),
+                          FORMATS[".csv"])
+    finally:
+        csv.field_size_limit(max(before, csv.field_size_limit()))
+    assert row.value == {"instruction": long, "output": "a"}
+
+
 @pytest.mark.parametrize(("header", "message"), [
     (b"instruction,output,instruction\n", "names column 'instruction' twice (columns 1 and 3)"),
     (b'"instruction,output\nq,a\n', "header on line 1 opens a quoted field that the file never closes"),
