@@ -36,7 +36,8 @@ class Settings(BaseSettings):
         "else to file:// paths"
     )
     max_field_chars: int = Field(
-        1_000_000, gt=0, description="a text field longer than this is quarantined as oversized"
+        1_000_000, gt=0, description="a text field longer than this is quarantined as oversized (a CSV record over "
+        "the header's fields x this x 4 bytes too, without being held)"
     )
     max_image_bytes: int = Field(
         20 * 2**20, gt=0, description="an image file larger than this many bytes is quarantined as oversized"

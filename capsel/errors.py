@@ -15,6 +15,8 @@ from typing import Callable
 FIELD = re.compile(r"\[\[([a-z_.]+)\]\]")
 # A write refused for lack of space: the disk, the file size limit, the quota.
 DISK_FULL_ERRNOS = (errno.ENOSPC, errno.EFBIG, errno.EDQUOT)
+# Access refused by permissions or a read-only mount (EPERM is left out: os.kill raises it too).
+UNWRITABLE_ERRNOS = (errno.EACCES, errno.EROFS)
 _QUOTED_FILE = re.compile(r'file "([^"]+)"')
 
 
@@ -60,22 +62,51 @@ def disk_full_error(exc: BaseException) -> CapselError | None:
 
     OSError carries its errno; DuckDB and Arrow only say it in their message (with DuckDB naming the file).
     """
+    refused = _refused_write(exc, DISK_FULL_ERRNOS)
+    if refused is None:
+        return None
+    path, reason = refused
+    where = f"writing {path}" if path else "writing a file"
+    return CapselError(f"disk full while {where} ({reason}); nothing of the work in progress was committed: free "
+                       "space and run the same command again")
+
+
+def unwritable_error(exc: BaseException) -> CapselError | None:
+    """A CapselError naming the folder when `exc`, or an error it was raised from, is an access refused by
+    permissions or a read-only file system; else None.
+
+    DuckDB opens a database it may write without writing, and fails at the first commit, when it creates the
+    write-ahead log beside the database: a read-only folder shows up only then.
+    """
+    refused = _refused_write(exc, UNWRITABLE_ERRNOS)
+    if refused is None:
+        return None
+    path, reason = refused
+    if not path:
+        return CapselError(f"{reason}; nothing of the work in progress was committed: fix the permissions, or "
+                           "choose places this user may write")
+    folder = os.path.dirname(os.path.abspath(str(path)))
+    if str(path).endswith(".wal"):
+        return CapselError(f"cannot write {path} ({reason}): DuckDB writes its log beside the database, so the "
+                           f"folder {folder} must be writable; nothing was committed: make it writable, or move "
+                           "the database ([[db_path]])")
+    return CapselError(f"{path}: {reason} (in {folder}); nothing of the work in progress was committed: fix the "
+                       "permissions, or choose a place this user may write")
+
+
+def _refused_write(exc: BaseException, errnos: tuple[int, ...]) -> tuple[object, str] | None:
+    """(the file, why) when `exc` or an error in its chain is an OSError with one of `errnos`, or a message that
+    says one; the file is None when nothing names it."""
     seen: set[int] = set()
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
         seen.add(id(current))
-        if isinstance(current, OSError) and current.errno in DISK_FULL_ERRNOS:
-            return _disk_full(current.filename, os.strerror(current.errno))
+        if isinstance(current, OSError) and current.errno in errnos:
+            return current.filename, os.strerror(current.errno)
         text = str(current)
-        for code in DISK_FULL_ERRNOS:
+        for code in errnos:
             if os.strerror(code) in text:
                 quoted = _QUOTED_FILE.search(text)
-                return _disk_full(quoted.group(1) if quoted else None, os.strerror(code))
+                return (quoted.group(1) if quoted else None), os.strerror(code)
         current = current.__cause__ or current.__context__
     return None
-
-
-def _disk_full(path: object, reason: str) -> CapselError:
-    where = f"writing {path}" if path else "writing a file"
-    return CapselError(f"disk full while {where} ({reason}); nothing of the work in progress was committed: free "
-                       "space and run the same command again")

@@ -16,7 +16,7 @@ FAULT_POINTS = (
     "ingest.after_framing",          # a batch framed, nothing of it written
     "ingest.mid_chunk",              # a chunk's duplicates inserted, its candidates not yet
     "ingest.before_commit",          # a unit's rows and counts written, not committed
-    "ingest.after_commit",           # a unit committed, its run not yet closed
+    "ingest.after_commit",           # a unit committed (the last one with its run closed)
     "generate.mid_batch",            # a batch's y-hat generated, not written
     "generate.before_commit",        # a batch's y-hat written, not committed
     "generate.after_commit",         # a batch committed

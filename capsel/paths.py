@@ -18,13 +18,25 @@ def typed_path(user_path: str | Path) -> Path:
 
 
 def typed_destination(typed: str) -> Path | RemoteFolder:
-    """An --out typed at the command line: a storage URL as given, a local path as `typed_path` takes it."""
-    return RemoteFolder(typed) if is_url(typed) else typed_path(local_path_text(typed))
+    """An --out typed at the command line: a storage URL as given, a local path as `typed_path` takes it (a
+    folder, or one that can be made)."""
+    return RemoteFolder(typed) if is_url(typed) else output_folder(typed_path(local_path_text(typed)))
 
 
 def typed_or_default(typed: str | Path | None, root: Path, default: str | Path) -> Path:
     """A typed `--out` as typed; without one, `default` inside the output root, where a bare command writes."""
-    return typed_path(typed) if typed is not None else inside_root(root, default)
+    return output_folder(typed_path(typed) if typed is not None else inside_root(root, default))
+
+
+def output_folder(path: Path) -> Path:
+    """`path` when it is a folder or can be made one; a CapselError when it, or a folder above it, is a file."""
+    for place in (path, *path.parents):
+        if place.is_dir():
+            return path
+        if place.exists():
+            problem = "is a file, not a folder" if place == path else f"cannot be made: {place} is a file"
+            raise CapselError(f"[[out]] {path} {problem}; name a folder (a missing one is made)")
+    return path
 
 
 def inside_root(root: Path, user_path: str | Path) -> Path:

@@ -57,7 +57,7 @@ def finish_run(
     counters: dict | None = None,
     error: str | None = None,
 ) -> None:
-    """Close a run with its final status, counters and error message."""
+    """Close a run with its final status, counters and error message; a run already closed keeps its outcome."""
     run_sql(con, "runs/runs_finish", {
         "run_id": run_id,
         "status": status,
@@ -72,7 +72,9 @@ def recorded_run(
 ) -> Iterator[str]:
     """Run a block as a recorded run: completed on success, interrupted on Ctrl-C, failed otherwise.
 
-    `counters` is a dict the block fills in; its final state is stored with the run.
+    `counters` is a dict the block fills in; its final state is stored with the run. A block may close the run
+    itself, inside the transaction that commits its last work (ingest does), so a kill after that commit does
+    not leave it 'running'; the close here then changes nothing.
     """
     run_id = start_run(con, kind, **start_kwargs)
     report_stage(kind, run_id)

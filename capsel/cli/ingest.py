@@ -153,8 +153,9 @@ def print_report(report: IngestReport, seconds: float) -> None:
                 "[yellow]skipped[/] {}: same sha256 as source {}, already ingested by run {} (--reingest retries its "
                 "quarantined rows)", outcome.path, outcome.source_id, outcome.already_ingested_by))
         else:
-            print_unbroken(console, markup("[green]ingested[/] {}: {:,} rows (source {})",
-                                           outcome.path, outcome.n_rows_read, outcome.source_id))
+            print_unbroken(console, markup("[green]ingested[/] {}: {:,} rows (source {}){}", outcome.path,
+                                           outcome.n_rows_read, outcome.source_id,
+                                           _blank_lines(outcome.n_blank_lines)))
     for skipped in report.skipped:
         print_unbroken(console, markup("[yellow]not read[/] {}: {}", skipped.path, skipped.reason))
     if not report.domains:
@@ -177,6 +178,13 @@ def print_report(report: IngestReport, seconds: float) -> None:
     print_table(console, table)
     for hint in report.hints:
         print_unbroken(console, markup("[yellow]hint:[/] {}", hint.message()))
+
+
+def _blank_lines(n_blank_lines: int) -> str:
+    # blank lines are no rows, so they are not in the table's counts: said here, or they would go unseen
+    if not n_blank_lines:
+        return ""
+    return f"; {n_blank_lines:,} blank line{'s' if n_blank_lines != 1 else ''} passed over, no rows"
 
 
 def report_json(report: IngestReport, seconds: float) -> dict:

@@ -14,7 +14,7 @@ import typer
 from capsel import __version__
 from capsel.cli.common import Interrupted, err_console, print_json
 from capsel.cli.metavars import ReadableTyper
-from capsel.errors import CapselError, CapselWarning, ExitCode, disk_full_error
+from capsel.errors import CapselError, CapselWarning, ExitCode, disk_full_error, unwritable_error
 
 # Command name -> (module, function); a bare module name is one in capsel.cli. Modules load only for the
 # command being run: the scoring, lab and report commands import torch, transformers and matplotlib
@@ -219,8 +219,10 @@ def main() -> None:
     except KeyboardInterrupt:  # before or after a command ran
         _fail("interrupted", ExitCode.INTERRUPTED, json_out)
     except Exception as exc:
-        if (full := disk_full_error(exc)) is not None:
-            _fail(full.render(), full.exit_code, json_out)
+        if (refused := disk_full_error(exc) or unwritable_error(exc)) is not None:
+            from capsel.cli.flags import flag
+
+            _fail(refused.render(flag), refused.exit_code, json_out)
         if not _Signals.received:
             raise
         _fail("interrupted: the work in progress was rolled back, finished work is kept; run the same command "

@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 from capsel.ingest.dedup_key import candidate_id, dedup_key, with_images
 from capsel.ingest.image_loading import ImageConfig, load_images
 from capsel.ingest.image_refs import place_images
-from capsel.ingest.readers import FORMATS, Batch, RawRow, raw_text
+from capsel.ingest.readers import BLANK_LINE, FORMATS, Batch, RawRow, raw_text
 from capsel.ingest.reasons import Rejection
 from capsel.ingest.records import FieldMap, Fields, extract_fields
 
@@ -59,11 +59,13 @@ class ClassifyConfig:
 
 
 class Chunk(NamedTuple):
-    """Classified rows of one batch: candidate rows, quarantine rows, and how many rows were read."""
+    """Classified rows of one batch: candidate rows, quarantine rows, how many rows were read and how many blank
+    lines (no rows) were passed over."""
 
     staged: pa.Table
     quarantined: pa.Table
     n_rows: int
+    n_blank_lines: int = 0
 
 
 @contextmanager
@@ -94,10 +96,13 @@ def _classify(rows: Iterable[RawRow], config: ClassifyConfig) -> Chunk:
     # Within-chunk first occurrences are cheap here and spare SQL a window over every chunk.
     seen: set[str] = set()
     fields, domain_option, max_chars = config.fields, config.domain_option, config.max_field_chars
-    n_rows = 0
+    n_rows = n_blank_lines = 0
     for row in rows:
-        n_rows += 1
         value = row.value
+        if value is BLANK_LINE:
+            n_blank_lines += 1
+            continue
+        n_rows += 1
         if not isinstance(value, Rejection):
             value = extract_fields(value, fields, domain_option, max_chars)
         if isinstance(value, Fields):
@@ -123,7 +128,7 @@ def _classify(rows: Iterable[RawRow], config: ClassifyConfig) -> Chunk:
         pa.array([stored_at.get(index) for index in range(len(staged))], STORED_IMAGES) if stored_at
         else pa.nulls(len(staged), STORED_IMAGES)
     ))
-    return Chunk(staged_table, _columns(quarantined, QUARANTINE_SCHEMA), n_rows)
+    return Chunk(staged_table, _columns(quarantined, QUARANTINE_SCHEMA), n_rows, n_blank_lines)
 
 
 def _with_images(fields: Fields, config: ClassifyConfig) -> tuple[str, str, list[dict] | None] | Rejection:
@@ -168,7 +173,7 @@ def only_rows(chunk: Chunk, rows: pa.Array) -> Chunk:
     staged = staged.set_column(staged.schema.get_field_index("is_first_in_chunk"), "is_first_in_chunk",
                                pa.array(first, pa.bool_()))
     quarantined = chunk.quarantined.filter(pc.is_in(chunk.quarantined["source_row"], value_set=rows))
-    return Chunk(staged, quarantined, chunk.n_rows)
+    return chunk._replace(staged=staged, quarantined=quarantined)
 
 
 def _first_positions(ids: list[str]) -> list[int]:

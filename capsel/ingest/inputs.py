@@ -22,6 +22,8 @@ from capsel.storage.urls import is_url, local_path_text
 
 # A file on this machine, or an object in storage.
 InputFile = Path | RemoteFile
+# Why a file of 0 bytes is not read, in any format: it holds no rows (and Parquet not even a footer).
+EMPTY_FILE = "an empty file (0 bytes), no rows to read"
 
 
 @dataclass(frozen=True)

@@ -25,13 +25,13 @@ from capsel.ingest.chunks import Chunk, ClassifyConfig, only_rows
 from capsel.ingest.field_hint import field_hints
 from capsel.ingest.image_access import ImageAccess
 from capsel.ingest.image_loading import ImageConfig
-from capsel.ingest.inputs import InputFile, input_size, resolve_inputs
+from capsel.ingest.inputs import EMPTY_FILE, InputFile, Skipped, input_size, resolve_inputs
 from capsel.ingest.local_copy import LocalCopy, local_copy
 from capsel.ingest.readers import FORMATS, Batch, bytes_through
 from capsel.ingest.records import FieldMap
 from capsel.ingest.summary import FileOutcome, IngestReport, run_summary
 from capsel.ingest.workers import ParseWorkers, classified_chunks, worker_pool
-from capsel.runs import recorded_run
+from capsel.runs import finish_run, recorded_run
 
 # (file, bytes done, bytes total), called after every chunk is written.
 # (input, step, bytes done, bytes in all): step is 'download' for an object in storage, then 'ingest'
@@ -136,11 +136,19 @@ def ingest(
     ):
         units = [[path] for path in files] if options.sample_size is None else [files]
         outcomes: list[FileOutcome] = []
-        for unit in units:
-            outcomes.extend(_ingest_unit(con, unit, options, run_id, workers, progress))
-        report = IngestReport(run_id, outcomes, run_summary(con, run_id),
-                              field_hints(con, outcomes, options.fields), inputs.skipped)
-        counters.update(report.counters())
+        skipped = list(inputs.skipped)
+        for position, unit in enumerate(units, 1):
+            with transaction(con):
+                outcomes.extend(_ingest_unit(con, unit, options, run_id, workers, progress, skipped))
+                if position == len(units):
+                    # the run closes in its last unit's transaction: a kill after this commit leaves it completed,
+                    # as its data is, not 'interrupted'
+                    report = IngestReport(run_id, outcomes, run_summary(con, run_id),
+                                          field_hints(con, outcomes, options.fields), skipped)
+                    counters.update(report.counters())
+                    finish_run(con, run_id, "completed", counters)
+                fault_point("ingest.before_commit")
+            fault_point("ingest.after_commit")
     return report
 
 
@@ -151,19 +159,21 @@ def _ingest_unit(
     run_id: str,
     workers: ParseWorkers | None,
     progress: ProgressFn | None,
+    skipped: list[Skipped],
 ) -> list[FileOutcome]:
+    """Ingest a unit's files inside the caller's transaction; its empty files join `skipped`."""
     outcomes: list[FileOutcome] = []
     image_root = database_image_root(con)
-    with transaction(con):
-        for path in unit:
-            config = options.classify_config(image_root, _folder_of(path))
-            outcomes.append(_ingest_file(con, path, config, options, run_id, workers, progress))
-        if options.sample_size is not None:
-            _draw_sample(con, run_id, options)
-        recorded = [_record_counts(con, outcome) for outcome in outcomes]
-        fault_point("ingest.before_commit")
-    fault_point("ingest.after_commit")
-    return recorded
+    for path in unit:
+        config = options.classify_config(image_root, _folder_of(path))
+        outcome = _ingest_file(con, path, config, options, run_id, workers, progress)
+        if isinstance(outcome, Skipped):
+            skipped.append(outcome)
+        else:
+            outcomes.append(outcome)
+    if options.sample_size is not None:
+        _draw_sample(con, run_id, options)
+    return [_record_counts(con, outcome) for outcome in outcomes]
 
 
 def _folder_of(path: InputFile) -> str:
@@ -179,9 +189,11 @@ def _ingest_file(
     run_id: str,
     workers: ParseWorkers | None,
     progress: ProgressFn | None,
-) -> FileOutcome:
+) -> FileOutcome | Skipped:
     """Stream one file into candidates, duplicates and quarantine, unless its content is already a source;
-    with --reingest, a known source's quarantined rows are streamed again (and only those)."""
+    with --reingest, a known source's quarantined rows are streamed again (and only those). An empty file is
+    skipped whatever its format: it has no rows, and recorded as a source its sha256 (every empty file's) would
+    make the next empty file of any format 'already ingested'."""
     if not isinstance(path, Path):
         report_stage(f"download {path.name}", run_id, unit="bytes")
         report_progress(total=path.size)
@@ -192,6 +204,8 @@ def _ingest_file(
             progress(path, "download", done, input_size(path))
 
     with local_copy(path, downloaded) as copy:
+        if copy.n_bytes == 0:
+            return Skipped(path if isinstance(path, Path) else str(path), EMPTY_FILE)
         return _ingest_copy(con, path, copy, config, options, run_id, workers, progress)
 
 
@@ -227,7 +241,7 @@ def _ingest_copy(
     n_bytes = copy.n_bytes
     ids = {"source_id": source_id, "ingest_run_id": run_id}
     suffix = path.suffix.lower()  # the input's own suffix: a link's or an object's name says how to read it
-    n_rows = 0
+    n_rows = n_blank_lines = 0
     # Framing runs ahead of writing, so each chunk's progress is where its batch ended.
     batch_ends: deque[int] = deque()
     report_stage(f"ingest {path.name}", run_id, unit="bytes")
@@ -239,16 +253,19 @@ def _ingest_copy(
             progress(path, "ingest", n_read, n_bytes)
 
     with open(copy.path, "rb") as handle:
-        batches = _noting_ends(FORMATS[suffix].frame(handle, options.chunk_rows), handle, batch_ends)
+        frames = FORMATS[suffix].frame(handle, options.chunk_rows, options.max_field_chars)
+        batches = _noting_ends(frames, handle, batch_ends)
         max_in_flight = options.workers + 1  # one batch queued while each worker parses one
         for chunk in classified_chunks(batches, suffix, config, workers, max_in_flight):
             _write_chunk(con, chunk if retry is None else only_rows(chunk, retry), ids)
             n_rows += chunk.n_rows
+            n_blank_lines += chunk.n_blank_lines
             read_up_to(batch_ends.popleft())
     read_up_to(n_bytes)
     if retry is not None:
-        return FileOutcome(path, source_id, n_rows, already_ingested_by=known_by, n_retried=len(retry))
-    return FileOutcome(path, source_id, n_rows)
+        return FileOutcome(path, source_id, n_rows, already_ingested_by=known_by, n_retried=len(retry),
+                           n_blank_lines=n_blank_lines)
+    return FileOutcome(path, source_id, n_rows, n_blank_lines=n_blank_lines)
 
 
 def _take_quarantined(con: duckdb.DuckDBPyConnection, source_id: str, run_id: str) -> pa.Array:

@@ -4,7 +4,8 @@ A framer cuts a binary file handle into batches of at most `batch_rows` raw item
 CSV records, JSON elements, a Parquet record batch) without holding more than one batch;
 a decoder turns one batch into (row number, raw, parsed record or Rejection) rows. Row
 numbers are 1-based: the line for JSONL, the data record after the header for CSV, the
-element for a JSON array and the row for Parquet.
+element for a JSON array and the row for Parquet. A blank line (JSONL, CSV) is no row: its
+decoder yields it as BLANK_LINE, so it is counted apart instead of vanishing.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import csv
 import io
 import os
 from dataclasses import dataclass
-from itertools import islice
+from itertools import chain, islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, Callable, Iterator, NamedTuple
 
@@ -23,6 +24,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from capsel.errors import CapselError
+from capsel.ingest.csv_records import BrokenRecord, CsvRecord, CsvSplitter, is_blank
 from capsel.ingest.json_array import Unreadable, array_elements
 from capsel.ingest.json_text import parse_json_text
 from capsel.ingest.reasons import Reason, Rejection
@@ -33,17 +35,29 @@ if TYPE_CHECKING:
 _BOM = b"\xef\xbb\xbf"
 _JSON_WHITESPACE = b" \t\r\n"
 _NEWLINE = ord("\n")
+# CAPSEL_MAX_FIELD_CHARS's default, for the readers used outside an ingest (examples, --map hints)
+DEFAULT_MAX_FIELD_CHARS = 1_000_000
+
+
+class _BlankLine:
+    """The value of a blank line's row: no record, and no reason to quarantine it."""
+
+    def __repr__(self) -> str:
+        return "BLANK_LINE"
+
+
+BLANK_LINE = _BlankLine()
 
 
 class RawRow(NamedTuple):
-    """One source row: its number, its raw form (for quarantine), and the record or a Rejection.
+    """One source row: its number, its raw form (for quarantine), and the record, a Rejection or BLANK_LINE.
 
-    `raw` is the line's or element's bytes (JSONL, JSON array), the record's fields (CSV), or None
-    where the parsed record is the most faithful form left (Parquet rows).
+    `raw` is the line's, element's or record's bytes (JSONL, JSON array, CSV), or None where the
+    parsed record is the most faithful form left (Parquet rows).
     """
 
     row: int
-    raw: bytes | list[str] | None
+    raw: bytes | None
     value: object
 
 
@@ -55,11 +69,14 @@ class Batch(NamedTuple):
     header: list[str] | None = None
 
 
-def _batches(items: Iterator[Any], batch_rows: int, header: list[str] | None = None) -> Iterator[Batch]:
+def _batches(
+    items: Iterator[Any], batch_rows: int, header: list[str] | None = None, n_rows: Callable[[list], int] = len,
+) -> Iterator[Batch]:
+    """Batches of `batch_rows` items; the next batch's first row is `n_rows` of the items after this one's."""
     first_row = 1
     while chunk := list(islice(items, batch_rows)):
         yield Batch(first_row, chunk, header)
-        first_row += len(chunk)
+        first_row += n_rows(chunk)
 
 
 class FileRange(NamedTuple):
@@ -79,7 +96,7 @@ class FileRange(NamedTuple):
         return data
 
 
-def frame_jsonl(handle: BinaryIO, batch_rows: int) -> Iterator[Batch]:
+def frame_jsonl(handle: BinaryIO, batch_rows: int, max_field_chars: int = DEFAULT_MAX_FIELD_CHARS) -> Iterator[Batch]:
     """Batches of `batch_rows` whole lines (blank lines included, so numbering matches the file).
 
     A batch is a FileRange when the handle is a file on disk, so parse workers read their lines
@@ -135,17 +152,17 @@ def _jsonl_lines(items: bytes | FileRange) -> io.BytesIO:
 
 
 def decode_jsonl(batch: Batch) -> Iterator[RawRow]:
-    """Parse lines; blank lines are not records and yield nothing."""
+    """Parse lines; a blank line is not a record: its value is BLANK_LINE."""
     for number, line in enumerate(_jsonl_lines(batch.items), batch.first_row):
         if number == 1 and line.startswith(_BOM):
             line = line[len(_BOM):]
         value = parse_json_text(line)
         if isinstance(value, Rejection) and not line.strip():
-            continue
+            value = BLANK_LINE
         yield RawRow(number, line, value)
 
 
-def frame_json(handle: BinaryIO, batch_rows: int) -> Iterator[Batch]:
+def frame_json(handle: BinaryIO, batch_rows: int, max_field_chars: int = DEFAULT_MAX_FIELD_CHARS) -> Iterator[Batch]:
     """Batches of a JSON array's elements, as raw bytes; a .json file not starting with '[' is JSONL.
 
     An element that is not valid JSON is one not_json row and the next element is read as usual. Where
@@ -170,10 +187,12 @@ def decode_elements(batch: Batch) -> Iterator[RawRow]:
             yield RawRow(number, element, parse_json_text(element))
 
 
-def frame_parquet(handle: BinaryIO, batch_rows: int) -> Iterator[Batch]:
+def frame_parquet(
+    handle: BinaryIO, batch_rows: int, max_field_chars: int = DEFAULT_MAX_FIELD_CHARS,
+) -> Iterator[Batch]:
     """One Arrow record batch per Batch, read from the file one batch at a time.
 
-    Parquet has no rows to quarantine when its structure breaks: an empty, truncated or corrupt file is a
+    Parquet has no rows to quarantine when its structure breaks: a truncated or corrupt file is a
     CapselError (the file's transaction rolls back).
     """
     first_row = 1
@@ -193,55 +212,116 @@ def decode_parquet(batch: Batch) -> Iterator[RawRow]:
         yield RawRow(number, None, record)
 
 
-def frame_csv(handle: BinaryIO, batch_rows: int) -> Iterator[Batch]:
-    """Batches of CSV records (lists of fields) after the header row."""
-    # Pool rows can be far longer than csv's 128 KiB default; oversized_field judges size instead.
-    csv.field_size_limit(max(csv.field_size_limit(), 2**31 - 1))
-    # surrogateescape keeps undecodable bytes so one bad record is quarantined, not the file.
-    text = io.TextIOWrapper(handle, encoding="utf-8-sig", errors="surrogateescape", newline="")
-    records = csv.reader(text)
-    header = next(records, None)
-    if header is not None:
-        yield from _batches(_csv_records(records), batch_rows, header)
+def frame_csv(handle: BinaryIO, batch_rows: int, max_field_chars: int = DEFAULT_MAX_FIELD_CHARS) -> Iterator[Batch]:
+    """Batches of raw CSV records (capsel.ingest.csv_records) after the header, none larger than a record whose
+    fields all stay within `max_field_chars` can be.
+
+    A header that cannot be read, or that names a column twice, is a CapselError: it decides every row of the
+    file, so the file is refused whole (the JSON equivalent, an object repeating a key, costs that row alone).
+    """
+    name = getattr(handle, "name", "the file")
+    splitter = CsvSplitter(handle, _max_record_bytes(1, max_field_chars))
+    records = splitter.records()
+    blank_lines = []
+    for record in records:
+        if is_blank(record):  # blank lines before the header are counted like any other
+            blank_lines.append(record)
+            continue
+        header = _csv_header(record, name)
+        splitter.max_record_bytes = _max_record_bytes(len(header), max_field_chars)
+        break
+    else:
+        header = []
+    if header or blank_lines:
+        yield from _batches(chain(blank_lines, records), batch_rows, header, _n_csv_rows)
 
 
-def _csv_records(records: Iterator[list[str]]) -> Iterator[list[str] | Rejection]:
-    while True:
-        try:
-            yield next(records)
-        except StopIteration:
-            return
-        except csv.Error as exc:
-            yield Rejection(Reason.BAD_CSV_ROW, str(exc))
+def _max_record_bytes(n_fields: int, max_field_chars: int) -> int:
+    # a longer record holds a field over max_field_chars however its bytes are spread: a character is at
+    # most 4 bytes (a doubled quote 2), plus a field's 2 quotes and comma, plus the line end
+    return n_fields * (4 * max_field_chars + 3) + 2
+
+
+def _n_csv_rows(records: list[CsvRecord | BrokenRecord]) -> int:
+    return sum(not is_blank(record) for record in records)
+
+
+def _csv_header(record: CsvRecord | BrokenRecord, name: str) -> list[str]:
+    """The header's column names; a CapselError when it cannot be read or repeats a name."""
+    if isinstance(record, BrokenRecord):
+        problem = "opens a quoted field that the file never closes" if record.reason == Reason.UNTERMINATED_QUOTE \
+            else "is longer than any header can be"
+        raise CapselError(f"{name}: the CSV header on line {record.line:,} {problem}; nothing of the file was read")
+    text = record.data.removeprefix(_BOM).decode("utf-8", errors="replace")
+    [header] = _parse_records([text])
+    if isinstance(header, Rejection):
+        raise CapselError(f"{name}: cannot read the CSV header on line {record.line:,} ({header.detail})")
+    first_at: dict[str, int] = {}
+    for position, column in enumerate(header, 1):
+        if column in first_at:
+            raise CapselError(
+                f"{name}: the CSV header names column {column!r} twice (columns {first_at[column]} and {position}); "
+                "which one holds a row's value cannot be known, so nothing of the file was read: rename or drop one"
+            )
+        first_at[column] = position
+    return header
 
 
 def decode_csv(batch: Batch) -> Iterator[RawRow]:
     """Records as {header: value} dicts; every value is a string ('' for an empty cell)."""
     header = batch.header or []
-    for number, fields in enumerate(batch.items, batch.first_row):
-        if isinstance(fields, Rejection):
-            yield RawRow(number, None, fields)
+    texts: list[str] = []
+    rows: list[tuple[int, bytes, object]] = []  # the value is None where the parsed text goes
+    number = batch.first_row
+    for record in batch.items:
+        if isinstance(record, BrokenRecord):
+            rows.append((number, record.raw, Rejection(record.reason, record.detail)))
+        elif is_blank(record):
+            rows.append((0, record.data, BLANK_LINE))
             continue
+        else:
+            try:
+                texts.append(record.data.decode("utf-8"))
+                rows.append((number, record.data, None))
+            except UnicodeDecodeError:
+                rows.append((number, record.data, Rejection(Reason.INVALID_UTF8,
+                                                            "the record holds bytes that are not UTF-8")))
+        number += 1
+    parsed = iter(_parse_records(texts))
+    for number, raw, value in rows:
+        if value is None:
+            value = _csv_value(next(parsed), header)
+        yield RawRow(number, raw, value)
+
+
+def _parse_records(texts: list[str]) -> list[list[str] | Rejection]:
+    """Each text's fields, parsed by one csv reader (three times cheaper than a reader a record)."""
+    # Pool rows can be far longer than csv's 128 KiB default: the splitter bounds records, oversized_field fields.
+    csv.field_size_limit(max(csv.field_size_limit(), 2**31 - 1))
+    reader = csv.reader(texts)
+    parsed: list[list[str] | Rejection] = []
+    for _ in texts:
         try:
-            "".join(fields).encode("utf-8")
-        except UnicodeEncodeError:
-            yield RawRow(number, fields, Rejection(Reason.INVALID_UTF8, "the record holds bytes that are not UTF-8"))
-            continue
-        if len(fields) != len(header):
-            detail = f"{len(fields)} fields, header has {len(header)}"
-            yield RawRow(number, fields, Rejection(Reason.BAD_CSV_ROW, detail))
-            continue
-        yield RawRow(number, fields, dict(zip(header, fields)))
+            parsed.append(next(reader))
+        except csv.Error as exc:
+            parsed.append(Rejection(Reason.BAD_CSV_ROW, str(exc)))
+        if reader.line_num != len(parsed):  # each text is one whole record, or the rows would shift
+            raise RuntimeError(f"CSV record {len(parsed)} of a batch was framed as part of a record")
+    return parsed
 
 
-def raw_text(raw: bytes | list[str] | None, value: object) -> str | None:
+def _csv_value(fields: list[str] | Rejection, header: list[str]) -> dict | Rejection:
+    if isinstance(fields, Rejection):
+        return fields
+    if len(fields) != len(header):
+        return Rejection(Reason.BAD_CSV_ROW, f"{len(fields)} fields, header has {len(header)}")
+    return dict(zip(header, fields))
+
+
+def raw_text(raw: bytes | None, value: object) -> str | None:
     """The row as text for the quarantine table; undecodable bytes become U+FFFD, never lost."""
     if isinstance(raw, bytes):
         return raw.decode("utf-8", errors="replace").rstrip("\r\n")
-    if isinstance(raw, list):
-        out = io.StringIO()
-        csv.writer(out, lineterminator="").writerow(raw)
-        return out.getvalue().encode("utf-8", "surrogateescape").decode("utf-8", "replace")
     if isinstance(value, Rejection):
         return None
     return orjson.dumps(value, default=_shown_in_json).decode()
@@ -266,7 +346,8 @@ class SourceFormat:
     """How one file format is framed (in the reading process) and decoded (in any process)."""
 
     name: str
-    frame: Callable[[BinaryIO, int], Iterator[Batch]]
+    # (handle, batch_rows, max_field_chars): only CSV's framer holds a record before it is parsed, and bounds it
+    frame: Callable[[BinaryIO, int, int], Iterator[Batch]]
     decode: Callable[[Batch], Iterator[RawRow]]
 
 
@@ -288,7 +369,12 @@ def format_for(path: Path | RemoteFile) -> SourceFormat:
     return found
 
 
-def read_rows(handle: BinaryIO, source_format: SourceFormat, batch_rows: int = 10_000) -> Iterator[RawRow]:
-    """Every row of a file in order, one batch in memory at a time (the in-process path)."""
-    for batch in source_format.frame(handle, batch_rows):
-        yield from source_format.decode(batch)
+def read_rows(
+    handle: BinaryIO, source_format: SourceFormat, batch_rows: int = 10_000,
+    max_field_chars: int = DEFAULT_MAX_FIELD_CHARS,
+) -> Iterator[RawRow]:
+    """Every row of a file in order, one batch in memory at a time (the in-process path); blank lines left out."""
+    for batch in source_format.frame(handle, batch_rows, max_field_chars):
+        for row in source_format.decode(batch):
+            if row.value is not BLANK_LINE:
+                yield row

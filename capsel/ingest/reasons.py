@@ -29,6 +29,8 @@ class Reason(StrEnum):
     IMAGE_REFUSED = "image_refused"
     IMAGE_NOT_A_FILE = "image_not_a_file"
     IMAGE_ROW_LIMIT = "image_row_limit"
+    UNTERMINATED_QUOTE = "unterminated_quote"
+    OVERSIZED_RECORD = "oversized_record"
 
 
 REASON_HELP: dict[Reason, str] = {
@@ -56,6 +58,10 @@ REASON_HELP: dict[Reason, str] = {
     Reason.IMAGE_NOT_A_FILE: "an image path names a folder, device, FIFO or socket, not a regular file",
     Reason.IMAGE_ROW_LIMIT: "a row names more than CAPSEL_MAX_IMAGES_PER_ROW images, or its images hold more than "
     "CAPSEL_MAX_ROW_IMAGE_BYTES bytes together",
+    Reason.UNTERMINATED_QUOTE: "a CSV record opens a quoted field the file never closes; its first line alone is "
+    "quarantined and the lines after it are read as usual",
+    Reason.OVERSIZED_RECORD: "a CSV record over the header's fields x CAPSEL_MAX_FIELD_CHARS x 4 bytes, so a field of "
+    "it is over the limit; skipped to its end without being held in memory",
 }
 
 # Reasons only rows that carry images can get.

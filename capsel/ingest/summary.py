@@ -8,7 +8,7 @@ import duckdb
 
 from capsel.db import run_sql
 from capsel.ingest.field_hint import FieldHint
-from capsel.ingest.inputs import InputFile, Skipped
+from capsel.ingest.inputs import EMPTY_FILE, InputFile, Skipped
 
 
 @dataclass(frozen=True)
@@ -28,7 +28,8 @@ class FileOutcome:
     """One input file: ingested now (n_rows_read rows), skipped because its sha256 is known, or (--reingest)
     known and its n_retried quarantined rows read again.
 
-    n_source_rows and n_quarantined are the source's totals after this run (0 for a skipped file).
+    n_source_rows and n_quarantined are the source's totals after this run (0 for a skipped file);
+    n_blank_lines counts the blank lines (JSONL, CSV) read past this time, which are no rows.
     """
 
     path: InputFile
@@ -38,6 +39,7 @@ class FileOutcome:
     n_retried: int | None = None
     n_source_rows: int = 0
     n_quarantined: int = 0
+    n_blank_lines: int = 0
 
     @property
     def all_quarantined(self) -> bool:
@@ -66,6 +68,8 @@ class IngestReport:
             "files_ingested": sum(f.already_ingested_by is None for f in self.files),
             "files_skipped": sum(f.already_ingested_by is not None and f.n_retried is None for f in self.files),
             "rows_retried": sum(f.n_retried or 0 for f in self.files),
+            "blank_lines": sum(f.n_blank_lines for f in self.files),
+            "files_empty": sum(1 for skipped in self.skipped if skipped.reason == EMPTY_FILE),
             "domains": {d.domain: {k: v for k, v in asdict(d).items() if k != "domain"} for d in self.domains},
         }
 

@@ -30,6 +30,7 @@ class SpilledChunk(NamedTuple):
     staged: str
     quarantined: str
     n_rows: int
+    n_blank_lines: int
 
 
 class ParseWorkers(NamedTuple):
@@ -106,7 +107,7 @@ def classify_to_files(suffix: str, batch: Batch, config: ClassifyConfig, stem: s
         with pa.OSFile(path, "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
             writer.write_table(table)
         paths.append(path)
-    return SpilledChunk(paths[0], paths[1], chunk.n_rows)
+    return SpilledChunk(paths[0], paths[1], chunk.n_rows, chunk.n_blank_lines)
 
 
 def load_spilled(spilled: SpilledChunk) -> Chunk:
@@ -116,4 +117,4 @@ def load_spilled(spilled: SpilledChunk) -> Chunk:
         # No `with`: the table's buffers keep the mapping alive after this function returns.
         tables.append(pa.ipc.open_file(pa.memory_map(path)).read_all())
         Path(path).unlink()
-    return Chunk(tables[0], tables[1], spilled.n_rows)
+    return Chunk(tables[0], tables[1], spilled.n_rows, spilled.n_blank_lines)

@@ -139,15 +139,25 @@ def ingest_line(ingest: IngestReport) -> str:
     counters, totals = ingest.counters(), ingest.totals()
     retried = f", {counters['rows_retried']} quarantined row(s) retried" if counters["rows_retried"] else ""
     return (f"ingest: {counters['files_ingested']} file(s) read, {counters['files_skipped']} already ingested"
-            f"{retried}; {totals.n_read} row(s): {totals.n_inserted} inserted, {totals.n_duplicates} duplicate(s), "
-            f"{totals.n_quarantined} quarantined, {totals.n_sampled_out} sampled out")
+            f"{retried}{_passed_over(counters)}; {totals.n_read} row(s): {totals.n_inserted} inserted, "
+            f"{totals.n_duplicates} duplicate(s), {totals.n_quarantined} quarantined, "
+            f"{totals.n_sampled_out} sampled out")
+
+
+def _passed_over(counters: dict) -> str:
+    """What was read but is no row, so not in the counts that add up: said, or it would go unseen."""
+    parts = [f"{counters[key]} {what}" for key, what in (("files_empty", "empty file(s) skipped"),
+                                                         ("blank_lines", "blank line(s) passed over"))
+             if counters.get(key)]
+    return "".join(f", {part}" for part in parts)
 
 
 def _ingest_section(ingest: IngestReport) -> list[str]:
     counters = ingest.counters()
     head = [
         "## Ingest", "",
-        f"{counters['files_ingested']} file(s) ingested, {counters['files_skipped']} already ingested (skipped).", "",
+        f"{counters['files_ingested']} file(s) ingested, {counters['files_skipped']} already ingested (skipped)"
+        f"{_passed_over(counters)}.", "",
     ]
     rows = [[markdown_text(row["domain"]), *list(row.values())[1:]] for row in ingest_rows(ingest)]
     return head + _table(None, list(INGEST_COLUMNS.values()), rows)

@@ -9,6 +9,7 @@ from typing import BinaryIO
 
 import orjson
 
+from capsel.paths import output_folder
 from capsel.storage.remote_folder import RemoteFolder
 from capsel.storage.urls import is_url
 
@@ -63,5 +64,5 @@ def build_root(out_dir: Destination) -> Path:
     temp dir (its `.tmp-<selection_id>` is removed with the staging; one a kill leaves is the system's to clear)."""
     if isinstance(out_dir, RemoteFolder):
         return Path(tempfile.gettempdir())
-    out_dir.mkdir(parents=True, exist_ok=True)
+    output_folder(out_dir).mkdir(parents=True, exist_ok=True)
     return out_dir

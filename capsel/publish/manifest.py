@@ -22,11 +22,13 @@ def build_manifest(
     gate: GateResult,
     data_files: Sequence[Path],
     funnel: list[dict],
+    domains: list[dict],
     images: dict | None = None,
 ) -> dict:
     """The manifest of a selection about to be published (paths in it are relative to its directory).
 
-    `images` (count, bytes, folder of the copied image files) is recorded only for a selection that has some.
+    `domains` is `domain_entries(selection)`, as the gate checked it. `images` (count, bytes, folder of the copied
+    image files) is recorded only for a selection that has some.
     """
     key = selection.key
     split = key.split_read() if key else None
@@ -53,7 +55,7 @@ def build_manifest(
         "layer_split": split.as_dict() if split else None,
         "n_members": int(len(selection.members)),
         "members_sha256": members_sha256,
-        "domains": domain_entries(selection),
+        "domains": domains,
         "notes": list(selection.notes),
         # rows read -> duplicates -> quarantined -> ... -> selected; excluded.parquet holds every dropped row
         "funnel": funnel,
@@ -71,7 +73,8 @@ def domain_entries(selection: Selection) -> list[dict]:
     """Per domain: pool counts, the fitted alpha/beta/r², quota and the z of the last member taken."""
     fits = {fit.domain: fit for fit in selection.fits}
     quotas = {quota.domain: quota for quota in selection.quotas}
-    members = selection.members.groupby("domain")["z"].agg(["count", "min"])
+    # size, not count: count skips a null z, and every member of a random or baseline selection has one
+    members = selection.members.groupby("domain")["z"].agg(["size", "min"])
     entries = []
     for pool in selection.pools:
         fit, quota = fits.get(pool.domain), quotas[pool.domain]
@@ -81,7 +84,7 @@ def domain_entries(selection: Selection) -> list[dict]:
             "requested": quota.requested,
             "k": quota.k,
             "capped": quota.capped,
-            "n_members": int(taken["count"]) if taken is not None else 0,
+            "n_members": int(taken["size"]) if taken is not None else 0,
             "z_cut": _float(taken["min"]) if taken is not None and selection.request.method == "cap" else None,
             **({
                 "alpha": fit.alpha, "beta": fit.beta, "r2": fit.r2, "cap_std": fit.cap_std,

@@ -19,7 +19,7 @@ from capsel.publish.dataset_card import dataset_card
 from capsel.publish.destination import MANIFEST, Destination, build_root
 from capsel.publish.excluded import EXCLUDED_FILE, write_excluded
 from capsel.publish.images import copy_member_images
-from capsel.publish.manifest import build_manifest
+from capsel.publish.manifest import build_manifest, domain_entries
 from capsel.publish.record import forget_selection, mark_published, record_selection
 from capsel.publish.report import report_points, write_report
 from capsel.publish.selection_id import members_digest, new_selection_id
@@ -86,6 +86,7 @@ def publish_selection(
         # copied before the gate, which checks that every listed image is in the folder
         member_ids = selection.members["candidate_id"].astype(str).tolist()
         images = copy_member_images(con, member_ids, staging)
+        domains = domain_entries(selection)
         gate = check_selection(
             con,
             selection.members,
@@ -96,6 +97,8 @@ def publish_selection(
             selection_id,
             images.files if images else None,
             images.placeholder_counts(selection.members) if images else None,
+            # the counts the manifest and the dataset card will state, checked against the members themselves
+            published_counts={domain["domain"]: domain["n_members"] for domain in domains},
         )
         if not gate.success:
             raise GateFailedError(gate, _keep_rejected(staging, out_dir, selection_id, gate))
@@ -104,7 +107,7 @@ def publish_selection(
         funnel = write_excluded(con, selection, staging / EXCLUDED_FILE)
         notify(staging / EXCLUDED_FILE)
         manifest = build_manifest(selection, selection_id, created_at, digest, run_id, gate,
-                                  [*data_files, staging / EXCLUDED_FILE], funnel,
+                                  [*data_files, staging / EXCLUDED_FILE], funnel, domains,
                                   images.summary() if images else None)
         _write_report(con, selection, staging / "report", selection_id, manifest, report_max_points, notify)
         _write(staging / "README.md", dataset_card(manifest).encode(), notify)

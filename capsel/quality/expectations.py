@@ -100,14 +100,17 @@ def member_expectations(spec: GateSpec) -> list:
     return checks
 
 
-def domain_expectations(spec: GateSpec) -> list:
-    """Checks per domain: member count equals the quota; z is standardised over the scored pool (CAP)."""
+def domain_expectations(spec: GateSpec, published: bool = False) -> list:
+    """Checks per domain: member count equals the quota (and, when `published`, the count the manifest and dataset
+    card state); z is standardised over the scored pool (CAP)."""
     import great_expectations.expectations as gxe
 
     checks = [
         gxe.ExpectColumnValuesToBeInSet(column="domain", value_set=sorted(spec.quotas)),
         gxe.ExpectColumnPairValuesToBeEqual(column_A="n_members", column_B="k"),
     ]
+    if published:
+        checks.append(gxe.ExpectColumnPairValuesToBeEqual(column_A="n_published", column_B="n_members"))
     if spec.scored and spec.z_standardised:
         checks += [
             *(gxe.ExpectColumnValuesToNotBeNull(column=column) for column in FIT_COLUMNS),
@@ -146,19 +149,22 @@ def image_row_expectations() -> list:
 
 
 def domain_table(
-    members_domains: Sequence[str], quotas: dict[str, int], domain_stats: Mapping[str, Mapping[str, float | None]]
+    members_domains: Sequence[str], quotas: dict[str, int], domain_stats: Mapping[str, Mapping[str, float | None]],
+    published_counts: Mapping[str, int] | None = None,
 ) -> list[dict]:
-    """Rows of the per-domain table the domain checks run on: counts, and the fit's stats (FIT_COLUMNS)."""
+    """Rows of the per-domain table the domain checks run on: counts, the fit's stats (FIT_COLUMNS) and, when
+    given, the member counts to be published (`n_published`)."""
     counts: dict[str, int] = {}
     for domain in members_domains:
         counts[domain] = counts.get(domain, 0) + 1
-    domains = sorted(set(quotas) | set(counts))
+    domains = sorted(set(quotas) | set(counts) | set(published_counts or {}))
     return [
         {
             "domain": domain,
             "k": quotas.get(domain, 0),
             "n_members": counts.get(domain, 0),
             **{column: _null_if_nan(domain_stats.get(domain, {}).get(column)) for column in FIT_COLUMNS},
+            **({"n_published": published_counts.get(domain, 0)} if published_counts is not None else {}),
         }
         for domain in domains
     ]

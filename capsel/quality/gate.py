@@ -48,6 +48,7 @@ def check_selection(
     run_name: str,
     images: pd.DataFrame | None = None,
     image_rows: pd.DataFrame | None = None,
+    published_counts: Mapping[str, int] | None = None,
 ) -> GateResult:
     """Validate `members` against `spec`; lineage is re-read from the DB, not trusted from the frame.
 
@@ -57,6 +58,8 @@ def check_selection(
     whatever the outcome. `images` (capsel.publish.images.FILE_COLUMNS, one row per image file the members
     list) adds a table whose checks say each file is in the selection folder, whole; `image_rows` (one row per
     member: candidate_id, n_images, n_placeholders) one that says each member's text places all its images.
+    `published_counts` (domain -> members, as the manifest and dataset card will state them) must equal the
+    members counted per domain.
     """
     fresh = member_lineage(con, members["candidate_id"].dropna().astype(str).tolist(), key)[
         ["candidate_id", *LINEAGE_COLUMNS]
@@ -68,13 +71,14 @@ def check_selection(
         if column in checked.columns:
             # GX 1.24 does not know pandas 3's "str" dtype; on object columns it checks each value's type
             checked[column] = checked[column].astype(object)
+    published = published_counts is not None
     domains = pd.DataFrame(
-        domain_table(checked["domain"].tolist(), spec.quotas, domain_stats),
-        columns=["domain", "k", "n_members", *FIT_COLUMNS],
+        domain_table(checked["domain"].tolist(), spec.quotas, domain_stats, published_counts),
+        columns=["domain", "k", "n_members", *FIT_COLUMNS, *(["n_published"] if published else [])],
     )
     tables = {
         "members": (checked, member_expectations(spec), "candidate_id"),
-        "domains": (domains, domain_expectations(spec), "domain"),
+        "domains": (domains, domain_expectations(spec, published), "domain"),
     }
     if images is not None:
         tables["images"] = (images.astype({"path": object}), image_expectations(), "path")

@@ -10,6 +10,7 @@ import pytest
 from PIL import Image
 
 from capsel.db import open_db
+from capsel.publish.manifest import domain_entries
 from capsel.quality.expectations import GateSpec
 from capsel.quality.gate import check_selection
 from capsel.selection.budget import parse_budget
@@ -198,6 +199,21 @@ def test_a_fit_that_is_not_the_ols_line_or_stands_on_no_spread_fails(store, tmp_
         assert '"domain":"math"' in failing[column] and '"domain":"code"' not in failing[column]
     untouched = check_selection(con, selection.members, spec, key, selection.domain_stats, tmp_path / "ok", RUN_NAME)
     assert untouched.success, untouched.failures
+
+
+def test_per_domain_counts_to_be_published_must_be_the_members_counted(store, tmp_path):
+    con, key, selection = store
+    spec = GateSpec(quotas={q.domain: q.k for q in selection.quotas}, scored=True)
+    # what a manifest that counted non-null z said of a random selection: no member in any domain
+    stated = {domain["domain"]: domain["n_members"] for domain in domain_entries(selection)}
+    assert stated == selection.members.groupby("domain").size().to_dict()
+    assert check_selection(con, selection.members, spec, key, selection.domain_stats, tmp_path / "ok", RUN_NAME,
+                           published_counts=stated).success
+    wrong = check_selection(con, selection.members, spec, key, selection.domain_stats, tmp_path / "g", RUN_NAME,
+                            published_counts={domain: 0 for domain in stated})
+    assert not wrong.success
+    [failure] = wrong.failures
+    assert "expect_column_pair_values_to_be_equal(column_A='n_published', column_B='n_members')" in failure
 
 
 def test_the_stats_of_a_real_fit_match_numpy(store):

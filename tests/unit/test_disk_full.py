@@ -1,10 +1,11 @@
-"""A write refused for lack of space, found in an error or the errors it was raised from, becomes one CapselError."""
+"""A write refused for lack of space or by permissions, found in an error or the errors it was raised from, becomes one
+CapselError."""
 
 import errno
 
 import pytest
 
-from capsel.errors import ExitCode, disk_full_error
+from capsel.errors import ExitCode, disk_full_error, unwritable_error
 
 
 def raised_from(outer: ValueError, inner: OSError) -> ValueError:
@@ -38,3 +39,18 @@ def test_disk_full_is_recognised_with_the_file_it_was_writing(exc, where):
 ])
 def test_other_errors_are_not_disk_full(exc):
     assert disk_full_error(exc) is None
+
+
+@pytest.mark.parametrize(("exc", "expected"), [
+    # DuckDB in a read-only folder: it fails at the first commit, creating its log
+    (RuntimeError('TransactionContext Error: Failed to commit: Cannot open file "/ro/c.duckdb.wal": '
+                  "Permission denied"), "cannot write /ro/c.duckdb.wal (Permission denied): DuckDB writes its log "
+                                        "beside the database, so the folder /ro must be writable"),
+    (raised_from(ValueError("publish"), OSError(errno.EROFS, "Read-only file system", "/mnt/o/sel")),
+     "/mnt/o/sel: Read-only file system (in /mnt/o)"),
+])
+def test_a_write_refused_by_permissions_names_the_folder(exc, expected):
+    error = unwritable_error(exc)
+    assert error is not None and error.exit_code == ExitCode.DATA and disk_full_error(exc) is None
+    assert str(error).startswith(expected), str(error)
+    assert unwritable_error(OSError(errno.ENOSPC, "No space left on device", "/x")) is None

@@ -4,7 +4,7 @@ import pytest
 
 from capsel.config import load_settings
 from capsel.errors import CapselError
-from capsel.paths import inside_root, typed_or_default, typed_path
+from capsel.paths import inside_root, output_folder, typed_or_default, typed_path
 from capsel.pipeline_config import PipelineConfig
 from capsel.store.results import ResultKey
 
@@ -64,3 +64,12 @@ def test_a_flow_selection_out_lands_inside_the_root(tmp_path):
                                             "selection": {"out": "sels"}})
     request = _select_request(config, load_settings(output_root=tmp_path / "root"), ResultKey("cap", "fp", "hash"))
     assert request.out_dir == (tmp_path / "root" / "sels").resolve()
+
+
+def test_an_output_folder_that_is_a_file_or_lies_under_one_is_refused(tmp_path):
+    (tmp_path / "somefile").write_text("x")
+    assert output_folder(tmp_path / "new" / "deeper") == tmp_path / "new" / "deeper"
+    with pytest.raises(CapselError, match="somefile is a file, not a folder"):
+        output_folder(tmp_path / "somefile")
+    with pytest.raises(CapselError, match="sub cannot be made: .*somefile is a file"):
+        output_folder(tmp_path / "somefile" / "sub")

@@ -205,3 +205,16 @@ def test_a_line_range_of_a_file_that_shrank_is_an_error(tmp_path):
     path.write_bytes(b'{"a": 1}\n')
     with pytest.raises(CapselError, match="shrank"):
         list(FORMATS[".jsonl"].decode(batch))
+
+
+@pytest.mark.parametrize(("suffix", "data"), [
+    (".jsonl", b'{"a": 1}\n\n  \r\n{"a": 2}\n\n'),
+    (".csv", b'a\n\n1\n  \r\n2\n\n'),
+])
+def test_blank_lines_are_no_rows_but_are_counted_the_same_in_jsonl_and_csv(suffix, data):
+    batches = FORMATS[suffix].frame(io.BufferedReader(io.BytesIO(data)), 100)
+    rows = [row for batch in batches for row in FORMATS[suffix].decode(batch)]
+    assert sum(row.value is readers.BLANK_LINE for row in rows) == 3
+    assert [row.value for row in rows if row.value is not readers.BLANK_LINE] in ([{"a": 1}, {"a": 2}],
+                                                                                  [{"a": "1"}, {"a": "2"}])
+    assert len(rows_of(data, suffix)) == 2  # read_rows, as examples and --map hints read files, leaves them out

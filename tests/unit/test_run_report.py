@@ -2,6 +2,7 @@
 
 from pathlib import Path
 
+from capsel.ingest.inputs import EMPTY_FILE, Skipped
 from capsel.ingest.summary import DomainCounts, FileOutcome, IngestReport
 from capsel.orchestration.run_report import (
     FlowReport,
@@ -71,3 +72,12 @@ def test_summary_says_what_changed_since_the_previous_version():
     text = summary_markdown(FlowReport("rescore", "r", change=change))
     assert "since `sel-old`: 1 member(s) added, 2 dropped, Jaccard overlap 0.500" in text
     assert "- added: `c9`" in text and "- dropped: `c1`, `c2`" in text
+
+
+def test_blank_lines_and_empty_files_are_said_though_they_are_no_rows():
+    ingest = IngestReport("ing", [FileOutcome(Path("/a.csv"), "s1", 2, n_blank_lines=3)], [],
+                          skipped=[Skipped(Path("/e.parquet"), EMPTY_FILE)])
+    assert ingest_line(ingest).startswith("ingest: 1 file(s) read, 0 already ingested, 1 empty file(s) skipped, "
+                                          "3 blank line(s) passed over; 0 row(s)")
+    assert "skipped), 1 empty file(s) skipped, 3 blank line(s) passed over." in summary_markdown(
+        FlowReport("select", "r", ingest=ingest))
