@@ -53,6 +53,9 @@ def sft(
         "--gsm8k", min=0, help="real pool: also run lm-eval's GSM8K on the first N held-out rows (about 48 s a "
         "question on CPU; 0: loss only).")] = 0,
     profile: Annotated[str, typer.Option("--profile", help="real pool: the training recipe.")] = "cpu-small",
+    late: Annotated[Optional[str], typer.Option(
+        "--late", help="real pool: one more method, CAP with D_late over these blocks (as `capsel select --late`, "
+        "e.g. last:3; `capsel lab split-sweep` chooses one).", show_default=False)] = None,
     threads: Annotated[int, typer.Option("--threads", min=1, help=THREADS_HELP)] = 1,
     out: Annotated[Optional[Path], typer.Option(
         "--out", help="Folder for the pool DB, sft.json and sft.png (default: lab_sft inside the output root).",
@@ -62,7 +65,8 @@ def sft(
     if pool == "real":
         out_dir = typed_or_default(out, settings_for().output_root, "lab_sft_real")
         torch.set_num_threads(threads)
-        run_real(model, n_pool, n_heldout, gsm8k, (budgets or "10%").split(",")[0], seeds or 3, profile, out_dir)
+        run_real(model, n_pool, n_heldout, gsm8k, (budgets or "10%").split(",")[0], seeds or 3, profile, out_dir,
+                 late)
         return
     if pool != "world":
         raise CapselError(f"--pool is world or real, not {pool!r}")

@@ -67,6 +67,12 @@ class RealSftSpec:
     prompt_format: str = "auto"
     n_gsm8k: int = 0            # held-out questions also run through lm-eval's GSM8K (0: loss only)
     methods: tuple[str, ...] = tuple(METHODS)
+    late: str | None = None     # one more row: CAP with D_late re-averaged over these blocks (`select --late`)
+
+    def method_options(self) -> dict[str, dict]:
+        """Each method of this run's table and what `capsel select` is asked for."""
+        chosen = {name: METHODS[name] for name in self.methods}
+        return {**chosen, f"cap, late {self.late}": {"method": "cap", "late": self.late}} if self.late else chosen
 
 
 @dataclass
@@ -121,7 +127,7 @@ def _score_pool(ctx: RunContext, spec: RealSftSpec, files: LabFiles, say: Callab
     say(f"ingesting {files.pool} and scoring it with {spec.model} (CAP, then PPL from CAP's run, then IFD)")
     ingest(IngestRequest([str(files.pool)], IngestOptions()), ctx)
     model = ModelSpec(path=spec.model, prompt_format=spec.prompt_format)
-    wanted = {entry["method"] for name, entry in METHODS.items() if name in spec.methods}
+    wanted = {entry["method"] for entry in spec.method_options().values()}
     score(ScoreRequest(CapSpec(model=model)), ctx)
     if "ppl" in wanted:
         score(ScoreRequest(PplSpec(model=model)), ctx)
@@ -137,8 +143,8 @@ def _publish_selections(ctx: RunContext, spec: RealSftSpec, out_dir: Path,
     remembered = out_dir / SELECTIONS_FILE
     known = json.loads(remembered.read_text()) if remembered.is_file() else {}
     selections: dict[tuple[str, int], dict] = {}
-    asked = [(name, METHODS[name], spec.budget) for name in spec.methods] + [(FULL_POOL, {"method": "random"},
-                                                                               "100%")]
+    asked = [(name, options, spec.budget) for name, options in spec.method_options().items()]
+    asked.append((FULL_POOL, {"method": "random"}, "100%"))
     for name, options, budget in asked:
         for seed in spec.seeds:
             draws_per_seed = name in SEEDED or name == FULL_POOL

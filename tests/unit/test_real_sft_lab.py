@@ -7,7 +7,7 @@ import json
 import pytest
 
 from capsel_lab.real_sft.estimate import estimate
-from capsel_lab.real_sft.experiment import summarise
+from capsel_lab.real_sft.experiment import METHODS, RealSftSpec, summarise
 from capsel_lab.real_sft.pool import N_DEMONSTRATIONS, write_lab_files
 
 
@@ -41,3 +41,10 @@ def test_the_estimate_adds_up_its_parts():
     guess = estimate("smollm2-135m-instruct", 200, 0.05, 100, 0, 0.1, 6, 3)
     assert guess.total_s == pytest.approx(guess.scoring_s + guess.training_s + guess.evaluation_s)
     assert estimate("gemma3-270m", 200, 0.05, 100, 0, 0.1, 6, 3).total_s == pytest.approx(2.5 * guess.total_s)
+
+
+def test_a_late_split_adds_one_cap_method_that_selects_with_it_and_keeps_the_others():
+    plain = RealSftSpec(model="m").method_options()
+    assert plain == METHODS
+    split = RealSftSpec(model="m", late="last:3").method_options()
+    assert split == {**METHODS, "cap, late last:3": {"method": "cap", "late": "last:3"}}
