@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 from rich.progress import TaskID
 
-from capsel.cli.common import console
+from capsel.cli.common import checked_model_name, console
 from capsel.cli.progress import progress_bar
 from capsel.safe_text import visible
 from capsel.stages.finetune import TrainProgress
@@ -25,7 +25,7 @@ OutOption = Annotated[Optional[Path], typer.Option(
     "capsel_out).", show_default=False)]
 FinetuneModelOption = Annotated[Optional[str], typer.Option(
     "--model", help="Base model to fine-tune: an installed model's name or a folder (default: $CAPSEL_MODEL).",
-    show_default=False)]
+    show_default=False, callback=checked_model_name)]
 
 
 class TrainingBar:

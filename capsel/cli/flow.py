@@ -14,7 +14,7 @@ import orjson
 import typer
 from pydantic import BaseModel, ValidationError
 
-from capsel.cli.common import DbOption, LicenseOption, console
+from capsel.cli.common import DbOption, LicenseOption, checked_model_name, console
 from capsel.cli.flow_evaluate import evaluate
 from capsel.cli.flow_state import flow_failure
 from capsel.cli.metavars import ReadableTyper
@@ -48,7 +48,8 @@ MapOption = Annotated[Optional[str], typer.Option(
 MethodOption = Annotated[Optional[MethodChoice], typer.Option(
     "--method", help="What to score and select by (default cap; random scores CAP and draws the seeded control).")]
 ModelOption = Annotated[Optional[str], typer.Option(
-    "--model", help="Causal LM of cap, ppl, ifd and less: folder, installed name or hub id.")]
+    "--model", help="Causal LM of cap, ppl, ifd and less: folder, installed name or hub id.",
+    callback=checked_model_name)]
 EncoderOption = Annotated[Optional[str], typer.Option("--encoder", help="kcenter: local encoder folder.")]
 RaterOption = Annotated[Optional[str], typer.Option("--rater", help="qurating: local sequence-classifier folder.")]
 TargetOption = Annotated[Optional[Path], typer.Option("--target", help="less: file of examples to select toward.")]

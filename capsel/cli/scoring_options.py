@@ -9,7 +9,7 @@ import duckdb
 import typer
 from pydantic import ValidationError
 
-from capsel.cli.common import Interrupted, console, settings_for
+from capsel.cli.common import Interrupted, checked_model_name, console, settings_for
 from capsel.cli.wrapping import print_unbroken
 from capsel.config import Settings
 from capsel.db import open_db
@@ -22,7 +22,7 @@ from capsel.threads import available_cores, use_torch_threads
 
 ModelOption = Annotated[Optional[str], typer.Option(
     "--model", help="Model folder, hub id or installed model name (`capsel models list`; default: $CAPSEL_MODEL).",
-    show_default=False)]
+    show_default=False, callback=checked_model_name)]
 HorizonOption = Annotated[int, typer.Option(
     "--horizon", help="R: response tokens compared, and the most tokens generated.")]
 PromptTokensOption = Annotated[int, typer.Option("--prompt-tokens", help="P: keep the last P prompt token ids.")]

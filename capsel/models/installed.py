@@ -6,6 +6,7 @@ each is the folder of that name in the models dir ($CAPSEL_MODELS_DIR).
 
 from __future__ import annotations
 
+import difflib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,6 +58,13 @@ def parse_install_name(name: str) -> tuple[RegistryModel, str] | None:
         if base != name and base in REGISTRY:
             return REGISTRY[base], dtype
     return None
+
+
+def near_install_name(name: str) -> str | None:
+    """The registry name (or `demo`) `name` looks like a slip of, e.g. smolm2-135m-instruct; None when none is close."""
+    names = [DEMO_MODEL_NAME, *(install_name(entry, dtype) for entry in REGISTRY for dtype in INSTALL_DTYPES)]
+    near = difflib.get_close_matches(name.lower(), names, n=1, cutoff=0.8)
+    return near[0] if near else None
 
 
 def installed(entry: RegistryModel, dtype: str, root: Path | None = None) -> InstalledModel:

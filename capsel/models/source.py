@@ -9,7 +9,7 @@ from pathlib import Path
 
 from capsel.errors import CapselError
 from capsel.models.folder_safety import checked_weights
-from capsel.models.installed import installed_model_path
+from capsel.models.installed import installed_model_path, near_install_name
 from capsel.versioning import config_hash, file_sha256
 
 # Files besides the weights that change what the method computes: architecture, EOS, tokenisation,
@@ -49,6 +49,9 @@ def resolve_model(name_or_path: str, revision: str | None = None, allow_pickle: 
         local_dir, resolved_revision = path.resolve(), revision
     elif path.exists() or not _HUB_ID.match(name_or_path):
         raise CapselError(f"model {name_or_path!r} is neither a model folder nor a hub id like 'org/name'")
+    elif near := near_install_name(name_or_path):  # a slip of a name: answered before any network lookup
+        raise CapselError(f"no model named {name_or_path!r}: did you mean {near!r}? (`capsel models list` shows "
+                          "the models capsel installs)")
     else:
         local_dir = _hub_snapshot(name_or_path, revision, allow_pickle)
         resolved_revision = local_dir.name
