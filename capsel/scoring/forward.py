@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
@@ -67,7 +69,7 @@ def _prefill_multimodal(
     cache.activate_past_recording()
     tensors = {name: value.to(loaded.input_device) if isinstance(value, torch.Tensor) else value
                for name, value in vision.items()}
-    logits = _call(loaded, keep_last=1, input_ids=ids, past_key_values=cache, **tensors)
+    logits = _call(loaded, keep_last=1, cache=cache, input_ids=ids, **tensors)
     mask = torch.ones_like(ids)
     return PromptState(cache, mask, mask.sum(-1), logits[:, -1], model_positions=True)
 
@@ -91,7 +93,7 @@ def extend(
         if not bool(mask.all()):
             raise ValueError("a multimodal row is fed unpadded")
         # No mask, no positions: the model counts the cache (and adds its rotary offsets) itself.
-        logits = _call(loaded, keep_last, input_ids=ids, past_key_values=state.cache)
+        logits = _call(loaded, keep_last, cache=state.cache, input_ids=ids)
         state.mask = torch.cat([state.mask, mask.to(state.mask.device)], dim=1)
         state.fed += width
         return logits
@@ -112,10 +114,18 @@ def rewind(state: PromptState) -> PromptState:
 
 
 def _forward(loaded, ids, mask, positions, cache, keep_last: int) -> torch.Tensor:
-    return _call(loaded, keep_last, input_ids=ids, attention_mask=mask, position_ids=positions, past_key_values=cache)
+    return _call(loaded, keep_last, cache=cache, input_ids=ids, attention_mask=mask, position_ids=positions)
 
 
-def _call(loaded: LoadedModel, keep_last: int, **inputs: Any) -> torch.Tensor:
+def _call(loaded: LoadedModel, keep_last: int, cache: Any, **inputs: Any) -> torch.Tensor:
     kwargs = {"logits_to_keep": keep_last} if loaded.supports_logits_to_keep else {}
+    inputs[_cache_keyword(type(loaded.model).forward)] = cache
     logits = loaded.model(**inputs, use_cache=True, **kwargs).logits
     return logits[:, -keep_last:] if keep_last and not loaded.supports_logits_to_keep else logits
+
+
+@functools.lru_cache(maxsize=None)
+def _cache_keyword(forward: Any) -> str:
+    # transformers 5.x names it `cache` and warns on every call under the old name (a FutureWarning per
+    # batch in the user's terminal); the 4.x releases capsel also supports know only `past_key_values`
+    return "cache" if "cache" in inspect.signature(forward).parameters else "past_key_values"
