@@ -95,7 +95,7 @@ demo: $(VENV)/.installed
 	$(VENV)/bin/capsel models install gemma3-270m
 	$(VENV)/bin/capsel demo
 
-# Lint and type-check first: a style or typing slip fails fast, before the 10-minute suite.
+# Lint and type-check first: a style or typing slip fails fast, before the suite (about 35 min on 2 idle cores).
 lint: $(VENV)/.installed-dev
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy capsel capsel_lab flows tasks
