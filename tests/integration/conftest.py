@@ -6,7 +6,7 @@ import pytest
 
 from capsel.db import open_db
 
-# real registry models, installed once into <repo>/.cache/models (slow tests only)
+# real registry models, installed once into $CAPSEL_MODELS_DIR or <repo>/.cache/models (slow tests only)
 from tests.fixtures.real_models import (  # noqa: F401
     gemma3_270m_dir,
     real_models_env,
