@@ -112,7 +112,11 @@ def _select(config) -> dict:
     """Run the select flow in-process on a temporary Prefect server; its counters, or a one-line failure."""
     console.rule("select_flow: ingest → generate + score → residualize → gate → publish")
     from capsel.flows.select_flow import select_flow  # Prefect only here: the library and `capsel --help` stay light
+    from capsel.run_parameters import trust_typed
 
+    # the demo staged its pool and chose its folders itself: they are this command line's, not a run's
+    trust_typed(config.db_path, config.output_root, *config.sources.paths,
+                *(model.path for model in config.scoring.models().values()))
     use_temporary_server()
     state = select_flow(**config.parameters(), return_state=True)
     if not state.is_completed():

@@ -81,6 +81,8 @@ def main() -> None:
     env = {key: value for key, value in os.environ.items() if not key.startswith("CAPSEL_")} | {
         "PREFECT_API_URL": f"http://127.0.0.1:{port}/api", "PREFECT_HOME": str(work / "prefect"),
         "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "PREFECT_UI_API_URL": f"http://127.0.0.1:{port}/api",
+        # the deployment's roots: the flow's parameters (db, outputs, sources, model) all lie in the work folder
+        "CAPSEL_OUTPUT_ROOT": str(work), "CAPSEL_SOURCE_ROOTS": str(work), "CAPSEL_MODEL_ROOTS": str(work),
     }
     os.environ.update({key: env[key] for key in ("PREFECT_API_URL", "PREFECT_HOME")})
     server = start_group([str(Path(sys.executable).with_name("prefect")), "server", "start", "--host", "127.0.0.1",
