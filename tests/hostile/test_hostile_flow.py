@@ -68,5 +68,5 @@ def test_a_run_leaving_the_roots_is_refused_and_a_hostile_pool_is_quarantined_ro
         con.close()
     assert reasons == [("image_refused",)] * 6  # the device too: /dev lies outside the pool's folder
     assert SALAD in domains  # stored exactly as the pool wrote it: only what is printed is escaped
-    (published,) = (root / "selections").glob("sel-*")
+    (published,) = (root / "out" / "selections").glob("sel-*")
     assert orjson.loads((published / "manifest.json").read_bytes())["gate"]["success"]
