@@ -18,6 +18,7 @@ from capsel.db import open_db
 from capsel.lineage import trace
 from capsel.lineage.render import lineage_tree
 from capsel.profile.check import check_model
+from tests.e2e.conftest import run_roots
 from tests.support.flow_pool import flow_config, tiny_flow_model, write_pool_file
 from tests.support.openlineage_schema import validate_event
 
@@ -51,7 +52,9 @@ def incremental(tmp_path_factory, prefect_server):
     incoming = root / "incoming"
     first = write_pool_file(incoming / "a.jsonl", 12, seed=1)
     settings = {PREFECT_API_URL: prefect_server.api_url, PREFECT_LOGGING_TO_API_ENABLED: False}
-    with temporary_settings(updates=settings):
+    with temporary_settings(updates=settings), pytest.MonkeyPatch.context() as patch:
+        for key, value in run_roots(prefect_server.allowed_root).items():  # the deployment these runs belong to
+            patch.setenv(key, value)
         v1 = select_flow(**flow_config(root / "live", model, [str(incoming)]).parameters())
         second = write_pool_file(incoming / "b.jsonl", 8, seed=2)
         # two rows of the second file repeat the first file's instructions: dedup against the pool

@@ -25,6 +25,9 @@ def test_a_flow_ingests_from_a_prefix_and_publishes_under_a_storage_root(prefect
         if key.startswith("AWS_"):
             monkeypatch.setenv(key, value)
     monkeypatch.setenv("CAPSEL_OUTPUT_ROOT", str(tmp_path / "local-root"))  # where the lineage file goes
+    # the deployment lets its runs read the incoming prefix, publish under the selections root and use its database
+    monkeypatch.setenv("CAPSEL_STORAGE_ROOTS", "s3://flow-pool/incoming,s3://flow-sels/root")
+    monkeypatch.setenv("CAPSEL_DB_PATH", str(tmp_path / "capsel.duckdb"))
     fs = s3_filesystem(s3_server)
     fs.mkdir("flow-pool")
     fs.mkdir("flow-sels")
