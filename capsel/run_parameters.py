@@ -17,9 +17,9 @@ from typing import Iterable
 
 from capsel.config import Settings
 from capsel.errors import CapselError
-from capsel.models.installed import DEMO_MODEL_NAME, parse_install_name
+from capsel.models.installed import is_install_name
 from capsel.scorers.specs import PACKAGED_ENCODER, LessSpec, ScorerSpec
-from capsel.storage.urls import is_url, local_path_text
+from capsel.storage.urls import is_url, local_path_text, under_prefix
 
 # Values typed at this process's command line (`capsel flow` runs its flow in-process); a worker has none.
 _TYPED: set[str] = set()
@@ -117,13 +117,13 @@ def _inside(value: str, roots: Iterable[Path]) -> bool:
 
 
 def _under_url(value: str, root: str) -> bool:
-    root = root.rstrip("/")
-    parts = value[len(root):].split("/")
-    return (value == root or value.startswith(root + "/")) and ".." not in parts
+    # the root itself names a place too; `..` could climb back out of it
+    inside = value.rstrip("/") == root.rstrip("/") or under_prefix(value, root)
+    return inside and ".." not in value.split("://", 1)[-1].split("/")
 
 
 def _is_registry_name(value: str) -> bool:
     # an existing path is loaded as a path, whatever its name: it must pass the folder check
     if Path(value).expanduser().exists():
         return False
-    return value == DEMO_MODEL_NAME or value == PACKAGED_ENCODER or parse_install_name(value) is not None
+    return value == PACKAGED_ENCODER or is_install_name(value)

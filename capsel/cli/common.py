@@ -98,11 +98,11 @@ def json_output(enabled: bool) -> Iterator[JsonReport]:
 
 def checked_model_name(value: str | None) -> str | None:
     """--model's check: a slip of an installed model's name is answered at once, before any model code loads."""
-    from capsel.models.installed import DEMO_MODEL_NAME, near_install_name, parse_install_name
+    from capsel.models.installed import is_install_name, near_install_name
 
     if value is None or "/" in value or Path(value).expanduser().exists():
         return value
-    if value != DEMO_MODEL_NAME and parse_install_name(value) is None and (near := near_install_name(value)):
+    if not is_install_name(value) and (near := near_install_name(value)):
         raise typer.BadParameter(f"no model named {value!r}: did you mean {near!r}? (`capsel models list` shows "
                                  "the models capsel installs)")
     return value

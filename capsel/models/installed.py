@@ -60,6 +60,11 @@ def parse_install_name(name: str) -> tuple[RegistryModel, str] | None:
     return None
 
 
+def is_install_name(name: str) -> bool:
+    """True when `name` names the bundled demo model or a registry model (in any install dtype)."""
+    return name == DEMO_MODEL_NAME or parse_install_name(name) is not None
+
+
 def near_install_name(name: str) -> str | None:
     """The registry name (or `demo`) `name` looks like a slip of, e.g. smolm2-135m-instruct; None when none is close."""
     names = [DEMO_MODEL_NAME, *(install_name(entry, dtype) for entry in REGISTRY for dtype in INSTALL_DTYPES)]
