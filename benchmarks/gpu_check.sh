@@ -15,7 +15,10 @@
 #                                             # (pip --target), capsel is built from this tree, and the vllm route
 #                                             # runs only if that Python has vLLM (else it says it skipped it)
 #
-# Environment: N_CANDIDATES (pool size of each benchmark run, default 2048), VLLM_SPEC (default vllm==0.32.0, the
+# Environment: BEFORE_TREE (a folder holding an earlier capsel tree, e.g. from `git archive`: its own
+# benchmarks/gpu_throughput.py runs on the same machine right after this tree's, so an engine change is measured
+# before and after in one call; BEFORE_LABEL names it in the saved file), PROFILE=1 (one more run of this tree
+# with --profile), VLM=1 (benchmarks/multimodal_throughput.py, Llava-1.5-7B shape), N_CANDIDATES (pool size of each benchmark run, default 2048), VLLM_SPEC (default vllm==0.32.0, the
 # release whose CPU build passes the parity tests here; capsel is installed within infra/vllm-constraints.txt),
 # GPU_VENV (default .venv-gpu), WHEELS (a folder of wheels: install from it alone, for a machine without a registry),
 # GPU_PY (use this Python instead of building a venv), RESULTS_DIR (where the benchmark JSON goes, default
@@ -69,9 +72,12 @@ elif [[ "$MODE" == lent ]]; then
     # capsel is built from this tree (sql/, flows/ and tasks/ only become capsel.sql etc. in a build) and goes,
     # with the wheels, into a scratch folder ahead of the tree on PYTHONPATH; the tree still provides tests/.
     site=$(mktemp -d)
-    "$PY" -m pip install -q --no-index --no-deps --no-build-isolation --no-cache-dir --target "$site" . \
-        ${WHEELS:+"$WHEELS"/*.whl}
-    export PYTHONPATH="$site:$PWD${PYTHONPATH:+:$PYTHONPATH}"
+    WHEEL_SITE=$(mktemp -d)
+    "$PY" -m pip install -q --no-index --no-deps --no-build-isolation --no-cache-dir --target "$site" .
+    if [[ -n "${WHEELS:-}" ]]; then
+        "$PY" -m pip install -q --no-index --no-deps --no-cache-dir --target "$WHEEL_SITE" "$WHEELS"/*.whl
+    fi
+    export PYTHONPATH="$site:$WHEEL_SITE:$PWD${PYTHONPATH:+:$PYTHONPATH}"
     "$PY" -c "import torch, transformers; assert torch.cuda.is_available(), 'no CUDA GPU visible'; \
 print('torch', torch.__version__, 'transformers', transformers.__version__, torch.cuda.get_device_name(0))"
 else
@@ -99,7 +105,7 @@ LOGS=$(mktemp -d)
 throughput() {
     local name=$1 results=$2 saved
     shift 2
-    if ! "$PY" benchmarks/gpu_throughput.py "$@" --save --results-dir "$results" > "$LOGS/$name.log" 2>&1; then
+    if ! "$PY" "${PY_SCRIPT:-benchmarks/gpu_throughput.py}" "$@" --save --results-dir "$results" > "$LOGS/$name.log" 2>&1; then
         tail -30 "$LOGS/$name.log"
         return 1
     fi
@@ -134,6 +140,29 @@ else
     fi
     step "gpu_throughput.py, Llama-3-8B shape, fused HF route, $N_CANDIDATES candidates"
     throughput fused "$RESULTS_DIR" --n-candidates "$N_CANDIDATES" --generator fused
-    echo "goal: 50 candidates/s end to end; logs in $LOGS"
+    if [[ -n "${BEFORE_TREE:-}" ]]; then
+        step "the same run on the earlier tree in $BEFORE_TREE (${BEFORE_LABEL:-before})"
+        before_site=$(mktemp -d)
+        "$PY" -m pip install -q --no-index --no-deps --no-build-isolation --no-cache-dir --target "$before_site" \
+            "$BEFORE_TREE"
+        before_results=$(mktemp -d)
+        # Only the earlier build on the path: this tree's capsel must not shadow it.
+        PYTHONPATH="$before_site:$WHEEL_SITE" PY_SCRIPT="$BEFORE_TREE/benchmarks/gpu_throughput.py" \
+            throughput before "$before_results" --n-candidates "$N_CANDIDATES" --generator fused
+        for file in "$before_results"/*.json; do
+            cp "$file" "$RESULTS_DIR/$(basename "$file" .json)-${BEFORE_LABEL:-before}.json"
+        done
+    fi
+    if [[ "${PROFILE:-0}" == 1 ]]; then
+        step "gpu_throughput.py --profile, fused HF route, 1024 candidates"
+        throughput profile "$RESULTS_DIR" --n-candidates 1024 --generator fused --profile
+    fi
+    if [[ "${VLM:-0}" == 1 ]]; then
+        step "multimodal_throughput.py, Llava-1.5-7B shape, 16 candidates"
+        "$PY" benchmarks/multimodal_throughput.py --n-candidates 16 > "$LOGS/vlm.log" 2>&1 || true
+        cp "$LOGS/vlm.log" "$RESULTS_DIR/multimodal_throughput-$(date +%F).log"
+        tail -40 "$LOGS/vlm.log"
+    fi
+    echo "goal: 120 candidates/s end to end; logs in $LOGS"
 fi
 step "done"

@@ -107,7 +107,7 @@ def response_perplexity(
     """exp(mean -log p(y_t | x, y_<t)) per row: the prompt's last logits predict y_1, y's own logits the rest.
 
     `vision`: a VLM's processor tensors for its one prompt."""
-    state = prefill(loaded, prompts, vision)
+    state = prefill(loaded, prompts, vision, room=max(map(len, responses), default=0))
     ids, mask = right_padded(responses, pad_id(loaded), loaded.input_device)
     logits = extend(loaded, state, ids, mask)
     predictors = torch.cat([state.last_logits[:, None], logits[:, :-1]], dim=1)

@@ -15,7 +15,7 @@ import torch
 from capsel.models.blocks import observe_blocks
 from capsel.models.loading import LoadedModel
 from capsel.scoring.batching import right_padded
-from capsel.scoring.decoding import GreedyRows, feed_last_tokens
+from capsel.scoring.decoding import GreedyRows, decode_while
 from capsel.scoring.divergence import BlockStates, DistancesTo, PairMeasure, token_nll
 from capsel.scoring.forward import PromptState, extend, pad_id, prefill, rewind
 
@@ -32,7 +32,7 @@ def compare_stored(
     `vision`: a VLM prompt's processor tensors (a batch of one), encoded once in the shared prefill.
     """
     n_aligned = [min(len(y), len(g)) for y, g in zip(responses, generated)]
-    state = prefill(loaded, prompts, vision)
+    state = prefill(loaded, prompts, vision, room=max(map(len, responses), default=0))
     first_logits = state.last_logits
     kept = BlockStates(len(loaded.blocks))
     ids, mask = right_padded([g[:n] for g, n in zip(generated, n_aligned)], pad_id(loaded), loaded.input_device)
@@ -50,17 +50,19 @@ def generate_and_compare(
     One extra step feeds y-hat's last token when that position is still needed for alignment.
     `vision` as in compare_stored.
     """
-    state = prefill(loaded, prompts, vision)
+    state = prefill(loaded, prompts, vision, room=max(horizon, *map(len, responses)))
     first_logits = state.last_logits
-    rows = GreedyRows(len(prompts), horizon, loaded.info.eos_token_ids)
+    rows = GreedyRows(len(prompts), horizon, loaded.info.eos_token_ids, first_logits.device, pad_id(loaded))
     rows.advance(first_logits)
+    response_lengths = torch.tensor([len(y) for y in responses], device=first_logits.device)
     kept = BlockStates(len(loaded.blocks))
     with observe_blocks(loaded.blocks, kept):
-        while _needs_step(rows, responses, state.fed):
-            feed_last_tokens(loaded, state, rows)
-            rows.advance(state.last_logits)
-    n_aligned = [min(len(y), len(g)) for y, g in zip(responses, rows.tokens)]
-    return rows.tokens, _against_reference(loaded, rewind(state), first_logits, responses, kept, n_aligned)
+        # Decode on while a row still generates or its last aligned y-hat token has not been fed yet.
+        decode_while(loaded, state, rows,
+                     lambda: (rows.running | (state.fed < torch.minimum(response_lengths, rows.lengths))).any())
+    tokens = rows.tokens
+    n_aligned = [min(len(y), len(g)) for y, g in zip(responses, tokens)]
+    return tokens, _against_reference(loaded, rewind(state), first_logits, responses, kept, n_aligned)
 
 
 def _against_reference(
@@ -76,14 +78,6 @@ def _against_reference(
     with observe_blocks(loaded.blocks, distances):
         real_logits = extend(loaded, state, ids, mask)
     return PairMeasure(distances.collect(), n_aligned, _response_nll(first_logits, real_logits, responses))
-
-
-def _needs_step(rows: GreedyRows, responses: Sequence[Sequence[int]], fed: int) -> bool:
-    """Decode on while a row still generates or its last aligned y-hat token has not been fed yet."""
-    return any(
-        not finished or fed < min(len(y), len(tokens))
-        for y, tokens, finished in zip(responses, rows.tokens, rows.finished)
-    )
 
 
 def _response_nll(

@@ -1,50 +1,61 @@
-"""Greedy decoding on a prefilled cache: argmax, at most R tokens, stopping before EOS."""
+"""Greedy decoding on a prefilled cache: argmax, at most R tokens, stopping before EOS.
+
+The bookkeeping (each row's tokens, length and whether it stopped) stays on the model's device, so a step
+launches without waiting for the previous one to reach the host; on CUDA the stop check trails one step
+behind (decode_while).
+"""
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import torch
 
 from capsel.models.loading import LoadedModel
-from capsel.scoring.batching import right_padded
 from capsel.scoring.forward import PromptState, extend, pad_id, prefill
 
 
 class GreedyRows:
-    """The greedy continuation of each row so far, and which rows have stopped (EOS or horizon)."""
+    """The greedy continuation of each row so far, and which rows have stopped (EOS or horizon), on a device."""
 
-    def __init__(self, n_rows: int, horizon: int, eos_ids: frozenset[int]):
-        self.tokens: list[list[int]] = [[] for _ in range(n_rows)]
-        self.finished = [False] * n_rows
+    def __init__(self, n_rows: int, horizon: int, eos_ids: frozenset[int], device: torch.device, pad: int = 0):
         self.horizon = horizon
-        self.eos_ids = eos_ids
+        self.ids = torch.full((n_rows, horizon), pad, dtype=torch.long, device=device)
+        self.lengths = torch.zeros(n_rows, dtype=torch.long, device=device)
+        self.finished = torch.zeros(n_rows, dtype=torch.bool, device=device)
+        self.eos_ids = torch.tensor(sorted(eos_ids), dtype=torch.long, device=device)
+        self.pad = pad
+        self.steps = 0
 
     def advance(self, next_logits: torch.Tensor) -> None:
         """Append each running row's argmax token, or stop the row on EOS / at the horizon."""
-        for row, token in enumerate(next_logits.argmax(-1).tolist()):
-            if self.finished[row]:
-                continue
-            if token in self.eos_ids:
-                self.finished[row] = True
-                continue
-            self.tokens[row].append(token)
-            if len(self.tokens[row]) >= self.horizon:
-                self.finished[row] = True
+        if self.steps >= self.horizon:  # every row has stopped by now
+            return
+        token = next_logits.argmax(-1).to(self.ids.device)
+        running = ~self.finished
+        stops = running & torch.isin(token, self.eos_ids)
+        grows = running & ~stops
+        # A running row has grown at every step so far, so its next token goes in column `steps`.
+        self.ids[:, self.steps] = torch.where(grows, token, self.ids[:, self.steps])
+        self.lengths += grows
+        self.finished |= stops | (self.lengths >= self.horizon)
+        self.steps += 1
 
-    def token_at(self, position: int) -> list[int | None]:
-        """Each row's token at 0-based response position, or None past its end."""
-        return [tokens[position] if position < len(tokens) else None for tokens in self.tokens]
+    def column(self, position: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """(ids, mask) of shape [rows, 1]: each row's token at 0-based response position, a masked pad past its end."""
+        present = position < self.lengths
+        ids = torch.where(present, self.ids[:, position], self.pad)
+        return ids[:, None], present.long()[:, None]
 
     @property
-    def all_finished(self) -> bool:
-        """True once no row can grow any more."""
-        return all(self.finished)
+    def tokens(self) -> list[list[int]]:
+        """Each row's tokens, on the host (one copy for the batch)."""
+        return [row[:length] for row, length in zip(self.ids.tolist(), self.lengths.tolist())]
 
-
-def step_tensors(tokens: Sequence[int | None], pad: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
-    """One column of ids and mask from per-row tokens (None: a masked pad)."""
-    return right_padded([[] if token is None else [token] for token in tokens], pad, device, width=1)
+    @property
+    def running(self) -> torch.Tensor:
+        """True for each row that can still grow (on the device)."""
+        return ~self.finished
 
 
 def greedy_generate(
@@ -53,16 +64,45 @@ def greedy_generate(
     """Greedy continuation of each prompt: one prefill (with a VLM prompt's `vision` tensors), then cached steps."""
     if not prompts:
         return []
-    state = prefill(loaded, prompts, vision)
-    rows = GreedyRows(len(prompts), horizon, loaded.info.eos_token_ids)
+    state = prefill(loaded, prompts, vision, room=horizon)
+    rows = GreedyRows(len(prompts), horizon, loaded.info.eos_token_ids, state.last_logits.device, pad_id(loaded))
     rows.advance(state.last_logits)
-    while not rows.all_finished:
+    decode_while(loaded, state, rows, lambda: rows.running.any())
+    return rows.tokens
+
+
+def decode_while(
+    loaded: LoadedModel, state: PromptState, rows: GreedyRows, needed: Callable[[], torch.Tensor]
+) -> None:
+    """Feed each row's newest token and advance while `needed()` (a device flag) holds, at most to the horizon.
+
+    On CUDA the host reads a step's flag only after launching the next step, so the device never idles
+    waiting for the host; the one step that may run past the end feeds tokens no result reads (aligned
+    positions are counted from the tokens, and a later branch starts from the rewound prompt). A VLM row
+    (fed unpadded, batch of one) checks each step, since a step past its end would feed a pad.
+    """
+    trailing = state.last_logits.device.type == "cuda" and not state.model_positions
+    if not bool(needed()):
+        return
+    unread: tuple[torch.Tensor, Any] | None = None
+    while state.fed < rows.horizon:
         feed_last_tokens(loaded, state, rows)
         rows.advance(state.last_logits)
-    return rows.tokens
+        flag = needed()
+        if not trailing:
+            if not bool(flag):
+                return
+            continue
+        latest = (flag.to("cpu", non_blocking=True), torch.cuda.Event())
+        latest[1].record()
+        if unread is not None:
+            unread[1].synchronize()
+            if not bool(unread[0]):
+                return
+        unread = latest
 
 
 def feed_last_tokens(loaded: LoadedModel, state: PromptState, rows: GreedyRows) -> None:
     """Feed each row's newest token (finished rows get a masked pad) and keep the next logits."""
-    ids, mask = step_tensors(rows.token_at(state.fed), pad_id(loaded), loaded.input_device)
-    state.last_logits = extend(loaded, state, ids, mask, keep_last=1)[:, -1]
+    ids, mask = rows.column(state.fed)
+    state.last_logits = extend(loaded, state, ids.to(loaded.input_device), mask, keep_last=1)[:, -1]

@@ -35,38 +35,43 @@ def pad_id(loaded: LoadedModel) -> int:
 
 
 def prefill(
-    loaded: LoadedModel, prompts: Sequence[Sequence[int]], vision: Mapping[str, Any] | None = None
+    loaded: LoadedModel, prompts: Sequence[Sequence[int]], vision: Mapping[str, Any] | None = None, room: int = 0
 ) -> PromptState:
     """Run the prompts once; logits only at the last prompt position (it predicts the first response token).
 
     `vision` (a VLM's processor tensors for one prompt: pixel values, grids, token types) runs the vision
-    encoder here, once; the cache then holds the image and text prefix for every branch.
+    encoder here, once; the cache then holds the image and text prefix for every branch. `room`: the most
+    positions any one branch will feed after the prompt; the cache is allocated for the prompt plus that.
     """
-    from transformers import DynamicCache
-
     if vision is not None:
-        return _prefill_multimodal(loaded, prompts, vision)
+        return _prefill_multimodal(loaded, prompts, vision, room)
     ids, mask = left_padded(prompts, pad_id(loaded), loaded.input_device)
     # Left pads would get position -1; HF generate clamps them to 0 the same way.
     positions = (mask.cumsum(-1) - 1).clamp(min=0)
-    cache = DynamicCache(config=loaded.model.config)
-    # Sliding-window (and linear-attention) layers drop old states unless told to keep them for a crop.
-    cache.activate_past_recording()
+    cache = _cache(loaded, ids.shape[1] + room)
     logits = _forward(loaded, ids, mask, positions, cache, keep_last=1)
     return PromptState(cache, mask, mask.sum(-1), logits[:, -1])
 
 
-def _prefill_multimodal(
-    loaded: LoadedModel, prompts: Sequence[Sequence[int]], vision: Mapping[str, Any]
-) -> PromptState:
+def _cache(loaded: LoadedModel, capacity: int) -> Any:
     from transformers import DynamicCache
 
+    from capsel.scoring.kv_buffers import preallocate
+
+    cache = DynamicCache(config=loaded.model.config)
+    # Sliding-window (and linear-attention) layers drop old states unless told to keep them for a crop.
+    cache.activate_past_recording()
+    return preallocate(cache, capacity)
+
+
+def _prefill_multimodal(
+    loaded: LoadedModel, prompts: Sequence[Sequence[int]], vision: Mapping[str, Any], room: int
+) -> PromptState:
     if len(prompts) != 1:
         raise ValueError(f"a multimodal prompt is prefilled alone, got a batch of {len(prompts)}")
     ids = torch.tensor([list(prompts[0])], dtype=torch.long, device=loaded.input_device)
     _forget_rope_deltas(loaded.model)
-    cache = DynamicCache(config=loaded.model.config)
-    cache.activate_past_recording()
+    cache = _cache(loaded, ids.shape[1] + room)
     tensors = {name: value.to(loaded.input_device) if isinstance(value, torch.Tensor) else value
                for name, value in vision.items()}
     logits = _call(loaded, keep_last=1, cache=cache, input_ids=ids, **tensors)

@@ -27,7 +27,7 @@ def test_right_padding_to_a_fixed_width():
 
 
 def test_greedy_rows_stop_before_eos_and_at_the_horizon():
-    rows = GreedyRows(3, horizon=2, eos_ids=frozenset({9}))
+    rows = GreedyRows(3, horizon=2, eos_ids=frozenset({9}), device=torch.device("cpu"), pad=0)
 
     def logits(*tokens):
         out = torch.zeros(len(tokens), 10)
@@ -35,10 +35,13 @@ def test_greedy_rows_stop_before_eos_and_at_the_horizon():
         return out
 
     rows.advance(logits(9, 4, 4))
-    assert rows.tokens == [[], [4], [4]] and rows.finished == [True, False, False]
+    assert rows.tokens == [[], [4], [4]] and rows.running.tolist() == [False, True, True]
     rows.advance(logits(4, 9, 5))
-    assert rows.tokens == [[], [4], [4, 5]] and rows.all_finished
-    assert rows.token_at(1) == [None, None, 5]
+    assert rows.tokens == [[], [4], [4, 5]] and not rows.running.any()
+    ids, mask = rows.column(1)
+    assert ids.tolist() == [[0], [0], [5]] and mask.tolist() == [[0], [0], [1]]
+    rows.advance(logits(6, 6, 6))  # past the horizon every row has stopped: nothing changes
+    assert rows.tokens == [[], [4], [4, 5]]
 
 
 def test_strip_eos_only_drops_a_final_stop_token():

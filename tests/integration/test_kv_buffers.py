@@ -1,0 +1,106 @@
+"""The preallocated KV cache gives the logits of transformers' own DynamicCache, bit for bit, without regrowing.
+
+Each family runs a left-padded prompt batch, greedy-style steps, a crop back to the prompt and a second
+branch, once through capsel's prefill/extend (buffered layers) and once through a stock DynamicCache driven
+the same way here.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+import torch
+import transformers as tf
+from transformers import DynamicCache
+from transformers.cache_utils import DynamicSlidingWindowLayer
+
+from capsel.models.loading import describe_model, load_model
+from capsel.scoring.batching import left_padded, right_padded
+from capsel.scoring.forward import extend, prefill, rewind
+from capsel.scoring.kv_buffers import BufferedLayer, BufferedSlidingWindowLayer
+from tests.fixtures.pool import tiny_model_dir
+from tests.fixtures.tiny_models import FAMILIES, _common, build_tokenizer, save_model_dir
+
+PROMPTS = [[5, 6, 7, 8, 9, 10, 11], [12, 13], [14, 15, 16, 17]]
+STEPS = [[20, 21, 22], [23, 24, 25], [26, 27, 28]]
+RESPONSES = [[30, 31], [32, 33, 34, 35], [36]]
+ROOM = 4
+
+
+def _gemma3(folder, sliding_window: int):
+    torch.manual_seed(3)
+    config = tf.Gemma3TextConfig(**_common(32, 4), num_key_value_heads=2, head_dim=8,
+                                 sliding_window=sliding_window, layer_types=["sliding_attention", "full_attention"] * 2)
+    return save_model_dir(folder, tf.AutoModelForCausalLM.from_config(config, dtype=torch.float32).eval(),
+                          build_tokenizer())
+
+
+def _cache(model, cache) -> dict:
+    # transformers 5.x takes `cache` (and warns on the old name); 4.x knows only `past_key_values`
+    name = "cache" if "cache" in inspect.signature(type(model).forward).parameters else "past_key_values"
+    return {name: cache, "use_cache": True}
+
+
+def _stock_run(model, pad: int):
+    """The same feeds through a stock DynamicCache: prompt, three steps, crop, the response branch."""
+    ids, mask = left_padded(PROMPTS, pad, torch.device("cpu"))
+    cache = DynamicCache(config=model.config)
+    cache.activate_past_recording()
+    lengths = mask.sum(-1)
+    outputs = [model(input_ids=ids, attention_mask=mask, position_ids=(mask.cumsum(-1) - 1).clamp(min=0),
+                     **_cache(model, cache)).logits[:, -1]]
+    for step in range(len(STEPS[0])):
+        mask = torch.cat([mask, torch.ones(len(PROMPTS), 1, dtype=torch.long)], dim=1)
+        column = torch.tensor([[row[step]] for row in STEPS])
+        outputs.append(model(input_ids=column, attention_mask=mask, position_ids=lengths[:, None] + step,
+                             **_cache(model, cache)).logits[:, -1])
+    cache.crop(-len(STEPS[0]))
+    mask = mask[:, : -len(STEPS[0])]
+    response, response_mask = right_padded(RESPONSES, pad, torch.device("cpu"))
+    mask = torch.cat([mask, response_mask], dim=1)
+    positions = lengths[:, None] + torch.arange(response.shape[1])[None, :]
+    outputs.append(model(input_ids=response, attention_mask=mask, position_ids=positions,
+                         **_cache(model, cache)).logits)
+    return outputs
+
+
+def _capsel_run(loaded, pad: int):
+    state = prefill(loaded, PROMPTS, room=ROOM)
+    buffers = {index: layer.key_buffer.data_ptr() for index, layer in enumerate(state.cache.layers)
+               if isinstance(layer, (BufferedLayer, BufferedSlidingWindowLayer))}
+    outputs = [state.last_logits]
+    for step in range(len(STEPS[0])):
+        column = torch.tensor([[row[step]] for row in STEPS])
+        outputs.append(extend(loaded, state, column, torch.ones_like(column), keep_last=1)[:, -1])
+    response, response_mask = right_padded(RESPONSES, pad, torch.device("cpu"))
+    outputs.append(extend(loaded, rewind(state), response, response_mask))
+    moved = [index for index, pointer in buffers.items() if state.cache.layers[index].key_buffer.data_ptr() != pointer]
+    return outputs, state.cache.layers, moved
+
+
+@pytest.mark.parametrize("family", [*FAMILIES, "gemma3-window-8", "gemma3-window-512"])
+def test_buffered_cache_gives_the_dynamic_caches_logits(family, tmp_path):
+    if family.startswith("gemma3"):
+        folder = _gemma3(tmp_path / family, int(family.rsplit("-", 1)[1]))
+    else:
+        folder = tiny_model_dir(tmp_path / family, family)
+    loaded = load_model(describe_model(str(folder), dtype="float32", device="cpu"))
+    pad = 0
+    with torch.inference_mode():
+        stock = _stock_run(loaded.model, pad)
+        ours, layers, moved = _capsel_run(loaded, pad)
+
+    for expected, got in zip(stock, ours):
+        assert torch.equal(expected, got)
+    assert moved == [], "a buffer was reallocated: the batch's capacity was miscounted"
+    kinds = {type(layer) for layer in layers}
+    # A window shorter than prompt + room keeps its sliding layers dynamic; every other layer is buffered.
+    if family == "gemma3-window-8":
+        assert kinds == {BufferedLayer, DynamicSlidingWindowLayer}
+    elif family == "gemma3-window-512":
+        assert kinds == {BufferedLayer, BufferedSlidingWindowLayer}
+    elif family == "mistral":
+        assert kinds == {BufferedSlidingWindowLayer}
+    else:
+        assert kinds == {BufferedLayer}
