@@ -95,7 +95,7 @@ step "CUDA tests (pytest -m gpu; they skip without a GPU)"
 # Only the files that hold CUDA tests are collected: a machine with no registry lacks the server-side packages
 # (Prefect, great-expectations) that other test files import.
 mapfile -t GPU_TEST_FILES < <(grep -rl 'mark\.gpu' tests --include='test_*.py' | sort)
-"$PY" -m pytest -q -rs -m gpu -p no:cacheprovider "${GPU_TEST_FILES[@]}"
+"$PY" -m pytest -q -rs -m gpu -p no:cacheprovider "${GPU_TEST_FILES[@]}" || echo "CUDA tests FAILED (the runs below go on)"
 
 step "bf16-vs-float32 rank correlation (Spearman of CAP >= 0.99)"
 "$PY" -m pytest -q -p no:cacheprovider tests/integration/test_bf16_ranks.py

@@ -1,10 +1,10 @@
 """KV caches that write into buffers sized once per batch, so a greedy step copies only its own token's states.
 
-transformers' DynamicCache grows by concatenation: each greedy step copies the whole cache of every layer
-(on an 8B model at batch 256, gigabytes per step; the first H100 profile was dominated by it). Here each
-layer allocates [rows, heads, capacity, dim] at the prompt's prefill and gives attention a view of its filled
-part. The keys and values are the same numbers the dynamic cache holds, so the scores do not change;
-cropping a branch off stays a slice of the view.
+transformers' DynamicCache grows by concatenation: each greedy step copies the whole cache of every layer.
+Here each layer allocates [rows, heads, capacity, dim] at the prompt's prefill and gives attention a view of
+its filled part. The keys and values are the same numbers the dynamic cache holds, so the scores do not
+change; cropping a branch off stays a slice of the view. forward.py uses it where it was measured faster
+(CPU); benchmarks/README.md has the figures.
 """
 
 from __future__ import annotations
