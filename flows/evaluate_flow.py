@@ -9,11 +9,13 @@ from prefect.states import Failed, State
 
 from capsel.config import load_settings
 from capsel.db import open_db
+from capsel.db.progress_file import name_job
 from capsel.db.records import fetch_records
 from capsel.errors import CapselError
 from capsel.evaluation.flow_config import EvaluateFlowConfig, EvaluationParams, FinetuneParams
 from capsel.evaluation.targets import BASE_PREFIX
 from capsel.flows.artifacts import artifact_keys, publish_evaluation_artifacts
+from capsel.flows.job_name import flow_job
 from capsel.flows.stage_lineage import StageLineage
 from capsel.flows.stage_progress import StageProgress
 from capsel.runs import new_run_id, recorded_run
@@ -53,6 +55,7 @@ def evaluate_flow(
 
 def _run(config: EvaluateFlowConfig) -> dict:
     config.check_parameters(load_settings())  # before anything is read or written
+    name_job(flow_job())
     settings = config.settings()
     keys = artifact_keys("evaluate", settings)
     specs, options, model = config.eval_specs(settings), config.options(settings), config.base_model(settings)

@@ -16,9 +16,11 @@ from prefect.states import Failed, State
 
 from capsel.config import Settings, load_settings
 from capsel.db import open_db
+from capsel.db.progress_file import name_job, report_stage
 from capsel.errors import CapselError
 from capsel.faults import fault_point
 from capsel.flows.artifacts import artifact_keys, publish_gate_failure, publish_run_artifacts, start_progress
+from capsel.flows.job_name import flow_job
 from capsel.flows.score_flow import score_flow_for
 from capsel.lineage.openlineage_events import FlowDatasets, ParentJob, event_emitter, run_event
 from capsel.models.loading import describe_model
@@ -61,6 +63,7 @@ def run_pipeline(parameters: dict, flow_key: str, publish_unchanged: bool) -> di
 
 def _run(config: PipelineConfig, flow_key: str, publish_unchanged: bool) -> dict:
     config.check_parameters(load_settings())  # before anything is read or written
+    name_job(flow_job())
     settings = config.settings()
     report = FlowReport(flow_key, run_id=new_run_id(), prefect_flow_run_id=_prefect_id())
     keys = artifact_keys(flow_key, settings)
@@ -166,6 +169,7 @@ def _warn_without_u_shape(con, model: ModelSpec, source: ModelSource, report: Fl
         report.notes.append(f"rank profile: the verdict of {kept.surveyed_at:%Y-%m-%d %H:%M} for these model files "
                             f"(U-shape {'present' if verdict.present else 'absent'})")
     else:
+        report_stage("rank survey", report.run_id, unit="layers")
         try:
             verdict = check_rank_profile(model.path, model.trust_remote_code, model.prompt_format,
                                          model.allow_pickle)

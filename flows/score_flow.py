@@ -12,7 +12,9 @@ from prefect.task_runners import ThreadPoolTaskRunner
 
 from capsel.config import Settings, load_settings
 from capsel.db import open_db
+from capsel.db.progress_file import name_job
 from capsel.flows.artifacts import ProgressArtifact, artifact_keys
+from capsel.flows.job_name import flow_job
 from capsel.pipeline_config import RunnerParams, ScoreFlowConfig
 from capsel.runner.work import workers_spec
 from capsel.scorers.generators import pre_pass_for
@@ -79,6 +81,8 @@ def score_flow(config: ScoreFlowConfig, parent_run_id: str | None = None,
     `progress_artifact_id` is that run's progress artifact, so the user sees scoring on the run they opened.
     """
     config.check_parameters(load_settings())  # before anything is read or written
+    if parent_run_id is None:  # a subflow keeps the name its parent flow gave the process
+        name_job(flow_job())
     con = open_db(config.settings().db_path, must_exist=True)
     try:
         return score_sharded(con, config.settings(), config.scoring, config.runner, config.scope(), parent_run_id,

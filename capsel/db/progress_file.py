@@ -88,7 +88,7 @@ class ProgressFile:
     def __init__(self, db_path: str | Path):
         self.path = progress_path(db_path)
         now = time.time()
-        self.progress = RunProgress(os.getpid(), this_host(), " ".join(["capsel", *sys.argv[1:]]), now)
+        self.progress = RunProgress(os.getpid(), this_host(), _job or " ".join(["capsel", *sys.argv[1:]]), now)
         self.written_at = 0.0
         self.write(force=True)
 
@@ -105,7 +105,8 @@ class ProgressFile:
         if total is not None:
             progress.total = total
         progress.done = (progress.done if done is None else done) + advance
-        self.write(force=total is not None)
+        # a stage's last count is always written, so a reader never sees a finished stage short of its total
+        self.write(force=total is not None or (progress.total is not None and progress.done >= progress.total))
 
     def write(self, force: bool = False) -> None:
         """Replace the file whole; a failure to write it never stops the work it describes."""
@@ -128,6 +129,18 @@ class ProgressFile:
 
 
 _current: ProgressFile | None = None
+# What this process is, for readers of its progress, when its command line does not say (a Prefect flow run
+# started by a worker or a served deployment runs under the worker's own command).
+_job: str | None = None
+
+
+def name_job(job: str) -> None:
+    """Name what this process is doing, in place of its command line, in every progress file it writes."""
+    global _job
+    _job = job
+    if _current is not None:
+        _current.progress.command = job
+        _current.write(force=True)
 
 
 def announce_writer(db_path: str | Path) -> None:

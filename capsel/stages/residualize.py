@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
+from capsel.db.progress_file import report_stage
 from capsel.db.records import fetch_records
 from capsel.selection.residualize import DomainFit, fit_domains
 from capsel.selection.scoring_key import ScoringKey
@@ -23,6 +24,7 @@ def residualize(
     ctx: RunContext, key: ScoringKey, domains: Sequence[str] | None = None, n_examples: int = 3
 ) -> ResidualizeSummary:
     """Fit every domain of `key` (a degenerate one raises with the reason) and pick `n_examples` per end."""
+    report_stage("residualize", ctx.parent_run_id, unit="domains")
     fits = fit_domains(ctx.con, key, domains)
     examples = fetch_records(ctx.con, "selection/extreme_examples", {
         "model_fingerprint": key.model_fingerprint, "config_hash": key.config_hash, "n_examples": n_examples,

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Callable
 
 from capsel.baselines.less.target import target_scores_hash
+from capsel.db.progress_file import report_stage
 from capsel.errors import OptionError
 from capsel.faults import fault_point
 from capsel.publish.destination import Destination
@@ -77,6 +78,7 @@ def select_and_publish(
         counters.update(n_members=len(selection.members), n_domains=len(selection.quotas))
         fault_point("select.before_publish")
         on_step("data-quality gate and publish")
+        report_stage("data-quality gate and publish", run_id, unit="files")
         published = publish_selection(ctx.con, selection, request.out_dir, run_id, ctx.settings.report_max_points,
                                       on_file_written=lambda path: on_step(f"wrote {path.name}"))
         counters["selection_id"] = published.selection_id

@@ -19,6 +19,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from capsel.db.progress_file import read_progress
 from capsel.faults import FAULT_POINT_ENV, FAULT_POINTS
 from tests.support.flow_pool import HORIZON, flow_config, tiny_flow_model, write_pool_file
 from tests.support.store_state import duplicate_keys, selection_rows, store_state
@@ -165,6 +166,9 @@ def _assert_folders_agree_with_rows(cwd: Path) -> None:
 # Every point between the flow's stages (inside them, the stages are the library calls the CLI sweep above
 # already kills at every point).
 FLOW_SWEPT = [point for point in FAULT_POINTS if point.startswith("flow.")]
+# the stage a flow's progress file names at each flow point
+PROGRESS_STAGE_AT = {"flow.after_ingest": "ingest pool.jsonl", "flow.after_score": "score",
+                     "flow.before_select": "residualize"}
 
 
 def _flow(prefect_server, run: Path, reference: Reference, fault: str | None = None) -> subprocess.CompletedProcess:
@@ -182,6 +186,11 @@ def test_flow_killed_between_stages_then_rerun_ends_like_an_uninterrupted_run(po
                                                                               tmp_path):
     killed = _flow(prefect_server, tmp_path, reference, fault=point)
     assert killed.returncode == -signal.SIGKILL, killed.stdout[-1500:] + killed.stderr[-1500:]
+    # what `capsel status` showed when the kill came: the flow by name, the stage it had reached, complete
+    left = read_progress(tmp_path / "capsel.duckdb")
+    assert left.command.startswith("flow capsel-select run "), left.command
+    assert left.stage.startswith(PROGRESS_STAGE_AT[point]), left.stage
+    assert left.total is None or left.done == left.total, left.summary()
     rerun = _flow(prefect_server, tmp_path, reference)
     assert rerun.returncode == 0, rerun.stdout[-2000:] + rerun.stderr[-2000:]
 

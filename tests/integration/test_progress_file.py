@@ -91,3 +91,25 @@ def test_rate_and_eta_are_counts_over_the_stage_time():
     assert progress.rate == 5.0 and progress.eta_s == 20.0
     assert RunProgress(pid=1, host="h", command="c", started_at=0.0, done=0, total=10).eta_s is None
     assert progress_path("/x/capsel.duckdb") == Path("/x/capsel.duckdb.progress.json")
+
+
+def test_a_named_job_replaces_the_command_line_and_a_stages_last_count_is_always_written(tmp_path):
+    db = tmp_path / "capsel.duckdb"
+    writer = holding(db, f"""
+        from capsel.db import open_db
+        from capsel.db.progress_file import name_job, report_progress, report_stage
+        con = open_db({str(db)!r})
+        name_job("flow capsel-select run brave-otter")
+        report_stage("ingest pool.jsonl", "run1", unit="bytes")
+        report_progress(total=500)
+        report_progress(done=100)  # within half a second of the last write: kept back
+        report_progress(done=500)  # the stage's last count: written at once all the same
+    """)
+    try:
+        progress = read_progress(db)
+        assert progress.pid == writer.pid
+        assert progress.command == "flow capsel-select run brave-otter"
+        assert (progress.stage, progress.done, progress.total) == ("ingest pool.jsonl", 500, 500)
+    finally:
+        writer.kill()
+        writer.wait()
