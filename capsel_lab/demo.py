@@ -10,7 +10,6 @@ checkpoint, raw prompts) the pool is a cut of the bundled real pool (GSM8K, Huma
 from __future__ import annotations
 
 import json
-import math
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,13 +30,34 @@ from capsel_lab.real_pool import real_pool_dir
 
 DB_FILE, POOL_DIR, SELECTIONS_DIR, PROFILE_DIR = "capsel.duckdb", "pool", "selections", "profile"
 TOY_MODEL, DEFAULT_MODEL = "demo", "gemma3-270m"
-# candidates/s the demo's flow scored the real pool at (GSM8K and HumanEval cut, float32, batch 32, 2 idle
-# CPU cores); they size the default pool and the time the demo announces
-MEASURED_RATES = {"gemma3-270m": 0.7, "smollm2-135m-instruct": 1.5, TOY_MODEL: 20.0}
-# `make demo` must finish in 8 minutes on a fresh 2-core machine: about 2 for setup, 1.5 for the model
-# install, and the demo's own minute of model loads, rank profile and Prefect leave this much scoring
-SCORING_SECONDS = 150
-REAL_DOMAINS, JUNK_SHARE = 2, 0.05
+
+
+@dataclass(frozen=True)
+class DemoPace:
+    """What each step of `capsel demo --model M` took on the reference machine: seconds, and the scoring rate."""
+
+    survey_s: float      # the rank survey (model load and its texts)
+    start_s: float       # the flow before scoring: Prefect's server, ingest, the scoring model's load
+    rate: float          # candidates/s the flow scored at
+    compare_s: float     # after the flow: PPL from CAP's stored values and the compared selections
+
+    def seconds(self, n_candidates: int, survey: bool = True) -> float:
+        """The whole demo for `n_candidates`, every step counted."""
+        return (self.survey_s if survey else 0.0) + self.start_s + n_candidates / self.rate + self.compare_s
+
+
+# Measured on the reference machine with `capsel demo --json --model M` (its `steps_s` and the flow's rate; the
+# flow's start is its time less the scoring at that rate): an idle 2-core x86-64 VM, float32, batch 32. They
+# are what the demo announces; a user's machine may differ, and the demo says how long each step took there.
+REFERENCE_MACHINE = "an idle 2-core VM (2026-11-26)"
+MEASURED_PACE = {
+    "gemma3-270m": DemoPace(survey_s=24.0, start_s=37.0, rate=0.81, compare_s=6.0),
+    "smollm2-135m-instruct": DemoPace(survey_s=21.0, start_s=17.0, rate=1.25, compare_s=1.0),
+    TOY_MODEL: DemoPace(survey_s=4.0, start_s=16.0, rate=46.0, compare_s=1.0),
+}
+# Clean rows per domain the real demo takes by default: about 2.5 minutes of scoring at the rates measured when
+# the demo was sized (0.7 and 1.5 candidates/s); another model gets Gemma's share
+DEFAULT_PER_DOMAIN = {"gemma3-270m": 50, "smollm2-135m-instruct": 107}
 
 
 @dataclass(frozen=True)
@@ -64,16 +84,14 @@ class DemoOptions:
         return str(demo_model_path()) if self.toy else self.model
 
     def real_pool_size(self) -> int:
-        """Clean rows per domain the real demo takes: asked for, or sized from the model's measured rate."""
+        """Clean rows per domain the real demo takes: asked for, or the model's default share."""
         if self.per_domain is not None:
             return self.per_domain
-        rate = MEASURED_RATES.get(Path(self.model).name, MEASURED_RATES[DEFAULT_MODEL])
-        return max(8, math.floor(rate * SCORING_SECONDS / (REAL_DOMAINS * (1 + JUNK_SHARE))))
+        return DEFAULT_PER_DOMAIN.get(Path(self.model).name, DEFAULT_PER_DOMAIN[DEFAULT_MODEL])
 
-    def expected_seconds(self, n_candidates: int) -> float | None:
-        """Scoring time at the measured rate, when the model's rate is known."""
-        rate = MEASURED_RATES.get(TOY_MODEL if self.toy else Path(self.model).name)
-        return n_candidates / rate if rate else None
+    def pace(self) -> DemoPace | None:
+        """The reference machine's pace for this model, when it was measured."""
+        return MEASURED_PACE.get(TOY_MODEL if self.toy else Path(self.model).name)
 
 
 @dataclass

@@ -68,10 +68,9 @@ class ProgressArtifact:
         self.done += report.n_candidates
         assert self.artifact_id is not None  # the runner starts a sink before it advances it
         update_progress_artifact(self.artifact_id, progress=round(100.0 * self.done / max(self.total, 1), 2))
-        get_run_logger().info(
-            "merged a shard of %d candidates (%d measured, excluded %s): %d/%d",
-            report.n_candidates, report.n_done, report.excluded or "none", self.done, self.total,
-        )
+        # short enough for an 80-column terminal after the time stamp; the reasons are in the run's summary
+        get_run_logger().info("merged a shard: %d/%d (%d measured, %d excluded)", self.done, self.total,
+                              report.n_done, report.n_candidates - report.n_done)
 
 
 def publish_run_artifacts(report: FlowReport, keys: ArtifactKeys, settings: Settings) -> None:

@@ -97,7 +97,7 @@ def _stages(con, config: PipelineConfig, settings: Settings, report: FlowReport,
     if files:
         report.ingest = ingest_task(IngestRequest(files, config.sources.ingest_options(settings)), ctx)
         datasets.source_files = ingested_files(con, report.ingest)
-        logger.info(ingest_line(report.ingest))
+        logger.info(ingest_line(report.ingest, between="\n"))
     else:
         report.notes.append(f"no input files in {paths}" if paths else "no sources, and CAPSEL_INCOMING_DIR is unset")
     fault_point("flow.after_ingest")

@@ -134,12 +134,13 @@ def ingest_rows(ingest: IngestReport) -> list[dict]:
             for counts in [*ingest.domains, ingest.totals()]]
 
 
-def ingest_line(ingest: IngestReport) -> str:
-    """The ingest in one readable log line: files, then the row totals."""
+def ingest_line(ingest: IngestReport, between: str = "; ") -> str:
+    """The ingest in one readable log line: files, `between`, then the row totals (a flow's log puts a line
+    break there, so each half fits a terminal)."""
     counters, totals = ingest.counters(), ingest.totals()
     retried = f", {counters['rows_retried']} quarantined row(s) retried" if counters["rows_retried"] else ""
     return (f"ingest: {counters['files_ingested']} file(s) read, {counters['files_skipped']} already ingested"
-            f"{retried}{_passed_over(counters)}; {totals.n_read} row(s): {totals.n_inserted} inserted, "
+            f"{retried}{_passed_over(counters)}{between}{totals.n_read} row(s): {totals.n_inserted} inserted, "
             f"{totals.n_duplicates} duplicate(s), {totals.n_quarantined} quarantined, "
             f"{totals.n_sampled_out} sampled out")
 

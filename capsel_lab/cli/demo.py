@@ -10,9 +10,10 @@ where each kind of junk went under CAP and under PPL, and what each method's sel
 from __future__ import annotations
 
 import math
+import os
 import time
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Callable, Optional, TypeVar
 
 import orjson
 import typer
@@ -29,10 +30,20 @@ from capsel.paths import typed_or_default
 from capsel.profile.check import check_model
 from capsel.profile.report import write_profile
 from capsel.publish.funnel import funnel_rows
-from capsel_lab.demo import DEFAULT_MODEL, PROFILE_DIR, TOY_MODEL, DemoOptions, DemoResult, demo_result, prepare_demo
+from capsel_lab.demo import (
+    DEFAULT_MODEL,
+    PROFILE_DIR,
+    REFERENCE_MACHINE,
+    TOY_MODEL,
+    DemoOptions,
+    DemoResult,
+    demo_result,
+    prepare_demo,
+)
 from capsel_lab.noise.stats import METHOD_NAMES
 
 DEMO_DIR, MULTIMODAL_DIR, SUMMARY_FILE = "demo", "demo-multimodal", "demo.json"
+T = TypeVar("T")
 SELECTION_NAMES = {**METHOD_NAMES, "random": "random control"}
 
 
@@ -45,8 +56,9 @@ def demo(
         "$CAPSEL_OUTPUT_ROOT).",
         show_default=False)] = None,
     limit: Annotated[Optional[int], typer.Option(
-        "--limit", min=1, help="Clean rows per domain (default: sized from the model's measured rate to about "
-        "2.5 minutes of scoring; the lab model: its whole pool).", show_default=False)] = None,
+        "--limit", min=1, help="Clean rows per domain (default: 50 for Gemma 3 270M and other models, 107 for "
+        "SmolLM2, about 2 minutes of scoring on 2 idle cores; the lab model: its whole pool).",
+        show_default=False)] = None,
     budget: Annotated[str, typer.Option("--budget", help="Members per domain: a count or a share like 10%.")] = "10%",
     prompt_format: PromptFormatOption = "auto",
     threads: ThreadsOption = None,
@@ -77,16 +89,22 @@ def _run_demo(model: str, out: Path | None, limit: int | None, budget: str, prom
     options = DemoOptions(root=root, model=model, per_domain=limit, budget=budget, prompt_format=prompt_format)
     installed_model_path(options.model_source)  # a model that is not installed fails before anything is written
     config, records = prepare_demo(options)
-    _announce(options, records)
-    profile_files = [] if skip_profile else _check_profile(options)
-    counters = _select(config)
+    n = sum(1 for record in records if record["lab_label"] != "duplicate")
+    estimate = _announce(options, n, not skip_profile)
+    steps = StepClock()
+    profile_files = [] if skip_profile else steps.time("rank survey", _check_profile, options)
+    counters = steps.time("flow", _select, config)
     with console.status("PPL baseline (from CAP's stored PPL) and the compared selections"):
-        result = demo_result(config, counters, records, options)
+        result = steps.time("comparisons", demo_result, config, counters, records, options)
     summary = write_summary(result)
+    wall_s = time.perf_counter() - started
     output.emit({"selection_id": result.selection_id, "gate_success": result.gate_success,
                  **orjson.loads(summary.read_bytes()), "paths": {**result.paths, "summary": summary},
-                 "profile": profile_files, "wall_s": round(time.perf_counter() - started, 1)})
-    _print_result(result, profile_files, summary, time.perf_counter() - started)
+                 "profile": profile_files, "wall_s": round(wall_s, 1),
+                 "steps_s": {name: round(seconds, 1) for name, seconds in steps.seconds.items()},
+                 "estimated_s": None if estimate is None else round(estimate, 1)})
+    _print_result(result, profile_files, summary)
+    console.print(steps.line(wall_s, estimate, result.counts["candidates_per_s"]))
 
 
 def _run_multimodal_demo(out: Path | None, budget: str, threads: int | None, output: JsonReport) -> None:
@@ -105,12 +123,17 @@ def _run_multimodal_demo(out: Path | None, budget: str, threads: int | None, out
                  **orjson.loads(summary.read_bytes()), "paths": {**result.paths, "summary": summary},
                  "wall_s": round(time.perf_counter() - started, 1)})
     print_table(console, _funnel_table(result))
-    _print_notes_and_paths(result, [], summary, time.perf_counter() - started)
+    _print_notes_and_paths(result, [], summary)
+    console.print(f"took {_minutes(time.perf_counter() - started)}")
 
 
 def _select(config) -> dict:
     """Run the select flow in-process on a temporary Prefect server; its counters, or a one-line failure."""
     console.rule("select_flow: ingest → generate + score → residualize → gate → publish")
+    # Prefect's run lines repeat the level and the run's name before each message, which pushes a progress line
+    # past 80 columns; the demo's one flow run needs neither (a user's own Prefect settings still win)
+    for part in ("FLOW_RUN_FMT", "TASK_RUN_FMT"):
+        os.environ.setdefault(f"PREFECT_LOGGING_FORMATTERS_STANDARD_{part}", "%(asctime)s | %(message)s")
     from capsel.flows.select_flow import select_flow  # Prefect only here: the library and `capsel --help` stay light
     from capsel.run_parameters import trust_typed
 
@@ -133,14 +156,47 @@ def write_summary(result: DemoResult) -> Path:
     return summary
 
 
-def _announce(options: DemoOptions, records: list[dict]) -> None:
-    n = sum(1 for record in records if record["lab_label"] != "duplicate")
-    seconds = options.expected_seconds(n)
-    pace = f"; at the measured {n / seconds:.1f} candidates/s on 2 CPU cores, about {math.ceil(seconds / 60)} min" \
-        if seconds else ""
-    console.print(f"demo: {options.model} scores {n} candidates of the bundled "
-                  f"{'lab' if options.toy else 'real (GSM8K, HumanEval)'} pool{pace}, "
-                  "plus about a minute to load the model and start Prefect")
+def _announce(options: DemoOptions, n: int, survey: bool) -> float | None:
+    """Say what the demo will do and how long each step took on the reference machine; returns that total."""
+    pool = "lab" if options.toy else "real (GSM8K, HumanEval)"
+    pace = options.pace()
+    if pace is None:
+        console.print(f"demo: {options.model} scores {n} candidates of the bundled {pool} pool (no measured pace "
+                      "for this model: its rate shows once scoring starts)")
+        return None
+    total = pace.seconds(n, survey)
+    steps = [f"rank survey {_minutes(pace.survey_s)}"] if survey else []
+    steps += [f"Prefect, ingest and model load {_minutes(pace.start_s)}",
+              f"scoring {_minutes(n / pace.rate)} at {pace.rate:g} candidates/s",
+              f"comparisons {_minutes(pace.compare_s)}"]
+    console.print(f"demo: {options.model} scores {n} candidates of the bundled {pool} pool. On {REFERENCE_MACHINE} "
+                  f"this took about {_minutes(total)}: {', '.join(steps)}. This machine may be faster or slower; "
+                  "the flow logs its own rate as it scores.")
+    return total
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.1f} min"
+
+
+class StepClock:
+    """Wall time of each named step the demo runs."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+
+    def time(self, name: str, step: Callable[..., T], *args: Any) -> T:
+        started = time.perf_counter()
+        try:
+            return step(*args)
+        finally:
+            self.seconds[name] = time.perf_counter() - started
+
+    def line(self, wall_s: float, estimate: float | None, rate: float) -> str:
+        """`took N min (estimated M): step by step`, the scoring rate included."""
+        said = "" if estimate is None else f" (estimated {_minutes(estimate)} from {REFERENCE_MACHINE})"
+        steps = ", ".join(f"{name} {_minutes(seconds)}" for name, seconds in self.seconds.items())
+        return f"took {_minutes(wall_s)}{said}: {steps}; scored at {rate:.2f} candidates/s"
 
 
 def _check_profile(options: DemoOptions) -> list[Path]:
@@ -156,11 +212,11 @@ def _check_profile(options: DemoOptions) -> list[Path]:
     return files
 
 
-def _print_result(result: DemoResult, profile_files: list[Path], summary: Path, wall_s: float) -> None:
+def _print_result(result: DemoResult, profile_files: list[Path], summary: Path) -> None:
     print_table(console, _funnel_table(result))
     print_table(console, _ranks_table(result))
     print_table(console, _selections_table(result))
-    _print_notes_and_paths(result, profile_files, summary, wall_s)
+    _print_notes_and_paths(result, profile_files, summary)
 
 
 def _funnel_table(result: DemoResult) -> Table:
@@ -184,7 +240,7 @@ def _funnel_table(result: DemoResult) -> Table:
     return table
 
 
-def _print_notes_and_paths(result: DemoResult, profile_files: list[Path], summary: Path, wall_s: float) -> None:
+def _print_notes_and_paths(result: DemoResult, profile_files: list[Path], summary: Path) -> None:
     for note in result.notes:
         console.print(f"[yellow]note:[/] {note}")
     for name, path in result.paths.items():
@@ -192,7 +248,6 @@ def _print_notes_and_paths(result: DemoResult, profile_files: list[Path], summar
     if profile_files:
         print_unbroken(console, f"{'profile':>10}: {', '.join(str(path) for path in profile_files)}", hang=4)
     print_unbroken(console, f"{'summary':>10}: {summary}", hang=4)
-    console.print(f"done in {wall_s / 60:.1f} min")
 
 
 def _ranks_table(result: DemoResult) -> Table:

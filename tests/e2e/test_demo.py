@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 
 import numpy as np
@@ -10,6 +11,7 @@ import pandas as pd
 import pytest
 
 from capsel.db import open_db
+from capsel_lab.demo import MEASURED_PACE, REFERENCE_MACHINE, TOY_MODEL
 from capsel_lab.demo_pool import MALFORMED_LINES, demo_pool_dir, read_pool, stage_demo_pool
 from capsel_lab.labels import candidate_labels
 from capsel_lab.noise.stats import percentiles_among
@@ -86,6 +88,13 @@ def test_demo_publishes_a_gated_selection_whose_counts_add_up(demo_run, tmp_path
     assert (shown["counts"]["duplicates"], shown["counts"]["quarantined"]) == (db["n_duplicates"], quarantined)
     assert shown["counts"]["selected"] == len(members) and shown["paths"]["data"] == str(selection / "data.jsonl")
     assert shown["paths"]["summary"] == str(folder / "demo.json")
+    # every step timed, and the estimate made of the reference machine's pace for every step, the survey included
+    assert set(shown["steps_s"]) == {"rank survey", "flow", "comparisons"}
+    assert sum(shown["steps_s"].values()) <= shown["wall_s"]
+    pace = MEASURED_PACE[TOY_MODEL]
+    n_scored = len(records) - labels["duplicate"]
+    assert shown["estimated_s"] == pytest.approx(
+        pace.survey_s + pace.start_s + n_scored / pace.rate + pace.compare_s, abs=0.1)
     # the funnel: rows read down to members, each stage's rows listed in excluded.parquet beside the selection
     funnel = {entry["stage"]: entry for entry in shown["funnel"]}
     assert shown["funnel"] == manifest["funnel"] == orjson.loads((folder / "demo.json").read_bytes())["funnel"]
@@ -114,6 +123,11 @@ def test_real_model_demo_reports_where_each_junk_kind_went(real_demo_run):
     assert summary["counts"]["duplicates"] == db["n_duplicates"] == 2
     assert summary["counts"]["quarantined"] == len(MALFORMED_LINES)
     assert summary["prompt_format"] == "chat" and "prompt format chat" in stdout  # auto: SmolLM2 has a template
+    # the announced time names where it was measured and every step; the last line says what each step took here
+    announced = " ".join(stdout.split())
+    assert f"On {REFERENCE_MACHINE} this took about" in announced and "rank survey" in announced
+    assert re.search(r"took [\d.]+ (s|min) \(estimated [\d.]+ (s|min) from .*\): rank survey [\d.]+ (s|min), "
+                     r"flow [\d.]+ (s|min), comparisons [\d.]+ (s|min); scored at [\d.]+ candidates/s$", announced)
 
     scores = db["scores"].merge(labels, on="candidate_id")
     eligible = scores[scores["excluded_reason"].isna()]

@@ -17,7 +17,7 @@ from tests.support.flow_pool import flow_config, tiny_flow_model, write_pool_fil
 from tests.support.processes import kill_group
 
 pytestmark = pytest.mark.e2e
-MERGED = "merged a shard"
+MERGED = "merged a shard:"
 
 
 def _flow_command(config_file) -> list[str]:

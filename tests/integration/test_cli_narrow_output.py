@@ -111,7 +111,7 @@ def test_demo_summary(root, narrow):
     profile = [root / "out" / "demo" / "profile" / name for name in ("profile.csv", "verdict.json")]
 
     summary = demo.write_summary(result)
-    demo._print_result(result, profile, summary, wall_s=150.0)
+    demo._print_result(result, profile, summary)
 
     output = narrow.file.getvalue()  # type: ignore[attr-defined]
     assert summary == root / "out" / "demo" / demo.SUMMARY_FILE and summary.is_file()
