@@ -130,10 +130,12 @@ def _run_multimodal_demo(out: Path | None, budget: str, threads: int | None, out
 def _select(config) -> dict:
     """Run the select flow in-process on a temporary Prefect server; its counters, or a one-line failure."""
     console.rule("select_flow: ingest → generate + score → residualize → gate → publish")
-    # Prefect's run lines repeat the level and the run's name before each message, which pushes a progress line
-    # past 80 columns; the demo's one flow run needs neither (a user's own Prefect settings still win)
-    for part in ("FLOW_RUN_FMT", "TASK_RUN_FMT"):
-        os.environ.setdefault(f"PREFECT_LOGGING_FORMATTERS_STANDARD_{part}", "%(asctime)s | %(message)s")
+    # Prefect's run lines repeat the level and the flow run's name before each message, which pushes a progress
+    # line past 80 columns; the demo's one flow run needs neither, a task's line keeps its task (a user's own
+    # Prefect settings still win)
+    os.environ.setdefault("PREFECT_LOGGING_FORMATTERS_STANDARD_FLOW_RUN_FMT", "%(asctime)s | %(message)s")
+    os.environ.setdefault("PREFECT_LOGGING_FORMATTERS_STANDARD_TASK_RUN_FMT",
+                          "%(asctime)s | %(task_run_name)s: %(message)s")
     from capsel.flows.select_flow import select_flow  # Prefect only here: the library and `capsel --help` stay light
     from capsel.run_parameters import trust_typed
 
