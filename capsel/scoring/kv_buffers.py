@@ -53,6 +53,23 @@ class _Buffered:
     keys: Any  # transformers declares them Optional; a buffered layer's are set once it holds a state
     values: Any
 
+    # set by the transformers layer this one is mixed into (annotations only: its own methods stay in force)
+    is_initialized: bool
+    lazy_initialization: Any
+
+    def update(
+        self, key_states: torch.Tensor, value_states: torch.Tensor, *args: Any, **kwargs: Any
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Write the new states into the buffer and return the filled part, as transformers' layers return."""
+        if not self.is_initialized:
+            self.lazy_initialization(key_states, value_states)
+        self._count(key_states.shape[-2])
+        self._append(key_states, value_states)
+        return self.keys, self.values
+
+    def _count(self, n_new: int) -> None:
+        """Count positions the layer type tracks besides its states (none for a full-attention layer)."""
+
     def _append(self, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
         filled = self.keys.shape[-2] if self.key_buffer is not None else 0
         needed = filled + key_states.shape[-2]
@@ -77,25 +94,11 @@ class _Buffered:
 class BufferedLayer(_Buffered, DynamicLayer):
     """A full-attention layer of a preallocated cache."""
 
-    def update(
-        self, key_states: torch.Tensor, value_states: torch.Tensor, *args: Any, **kwargs: Any
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        if not self.is_initialized:
-            self.lazy_initialization(key_states, value_states)
-        self._append(key_states, value_states)
-        return self.keys, self.values
-
 
 class BufferedSlidingWindowLayer(_Buffered, DynamicSlidingWindowLayer):
     """A sliding-window layer whose capacity stays under its window, so it never drops a state."""
 
-    def update(
-        self, key_states: torch.Tensor, value_states: torch.Tensor, *args: Any, **kwargs: Any
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        if not self.is_initialized:
-            self.lazy_initialization(key_states, value_states)
-        self.cumulative_length += key_states.shape[-2]
+    def _count(self, n_new: int) -> None:
+        self.cumulative_length += n_new
         if self.cumulative_length >= self.sliding_window:
             raise RuntimeError(f"a buffered sliding-window layer reached its window ({self.sliding_window})")
-        self._append(key_states, value_states)
-        return self.keys, self.values
