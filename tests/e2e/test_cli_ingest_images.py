@@ -39,7 +39,7 @@ ROWS = [
 def capsel(*args: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
     base = env or {key: value for key, value in os.environ.items() if not key.startswith("CAPSEL_")}
     return subprocess.run([sys.executable, "-m", "capsel", *args], cwd=cwd, capture_output=True, text=True,
-                          env={**base, "COLUMNS": "250"}, timeout=120)
+                          env={**base, "COLUMNS": "1000"}, timeout=120)
 
 
 def write_pool(folder: Path) -> None:
