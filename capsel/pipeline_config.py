@@ -13,12 +13,12 @@ from capsel.errors import CapselError, OptionError
 from capsel.ingest.image_access import image_access
 from capsel.ingest.pipeline import DedupKeyMode, IngestOptions
 from capsel.ingest.records import parse_field_map
+from capsel.methods.registry import DEFAULT_METHOD, method, method_names
+from capsel.methods.scorer_spec import ScorerSpec
 from capsel.run_parameters import check_db_path, check_output_root, check_scorer, check_sources
-from capsel.scorers.specs import LessSpec, ScorerSpec
 from capsel.selection.budget import parse_budget
 from capsel.selection.layer_split import parse_blocks
 from capsel.selection.plan import SelectionRequest
-from capsel.selection.select import METHODS
 from capsel.storage.remote_folder import RemoteFolder
 from capsel.storage.urls import is_url
 from capsel.store.scope import Scope
@@ -70,8 +70,8 @@ class SelectionParams(BaseModel):
 
     budget: str = Field("10%", description="members per domain (or in total): a count like 800 or a share like 10%")
     total: bool = Field(False, description="split the budget across domains instead of applying it in each")
-    method: Literal[METHODS] = Field(  # type: ignore[valid-type]
-        "cap", description="the scoring method's own selection, or random: the seeded control over CAP's pool",
+    method: Literal[method_names()] = Field(  # type: ignore[valid-type]
+        DEFAULT_METHOD, description="the scoring method's own selection, or random: the seeded control over CAP's pool",
     )
     order: Literal["high", "low", "middle"] | None = Field(
         None, description="score baselines (ppl): keep the highest scores, the lowest, or the middle band",
@@ -200,12 +200,14 @@ class PipelineConfig(BaseModel):
 
     @model_validator(mode="after")
     def _selects_what_it_scores(self) -> "PipelineConfig":
-        wanted = "cap" if self.selection.method == "random" else self.selection.method
+        selecting = method(self.selection.method)
+        wanted = selecting.scored_by
         if wanted != self.scoring.method:
             raise ValueError(f"selection.method {self.selection.method} selects by {wanted} scores, but scoring.method "
                              f"is {self.scoring.method}: score {wanted} (random draws from CAP's scored pool)")
-        if isinstance(self.scoring, LessSpec) and self.scoring.target is None:
-            raise ValueError("selection.method less selects by the scores against a target: set scoring.target")
+        if selecting.target is not None and not self.scoring.sources():
+            raise ValueError(f"selection.method {selecting.name} selects by the scores against a target: set "
+                             "scoring.target")
         return self
 
     @classmethod
@@ -216,7 +218,7 @@ class PipelineConfig(BaseModel):
             if model is None:
                 raise CapselError('no scoring parameter and CAPSEL_MODEL is not set: pass scoring, e.g. '
                                   '{"method": "cap", "model": {"path": "/models/my-model"}}')
-            return cls.model_validate({**parts, "scoring": {"method": "cap", "model": {"path": model}}})
+            return cls.model_validate({**parts, "scoring": {"method": DEFAULT_METHOD, "model": {"path": model}}})
         return cls.model_validate({**parts, "scoring": scoring})
 
     def check_parameters(self, allowed: Settings) -> None:

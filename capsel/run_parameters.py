@@ -17,8 +17,9 @@ from typing import Iterable
 
 from capsel.config import Settings
 from capsel.errors import CapselError
+from capsel.methods.kcenter import PACKAGED_ENCODER
+from capsel.methods.scorer_spec import ScorerSpec
 from capsel.models.installed import is_install_name
-from capsel.scorers.specs import PACKAGED_ENCODER, LessSpec, ScorerSpec
 from capsel.storage.urls import is_url, local_path_text, under_prefix
 
 # Values typed at this process's command line (`capsel flow` runs its flow in-process); a worker has none.
@@ -81,8 +82,8 @@ def check_scorer(spec: ScorerSpec | None, allowed: Settings, parameter: str = "s
         return
     for name, model in spec.models().items():
         check_model(model.path, allowed, f"{parameter}.{name}.path", model.allow_pickle, model.trust_remote_code)
-    if isinstance(spec, LessSpec) and spec.target is not None:
-        _check_source(f"{parameter}.target", spec.target, allowed)
+    for name, path in spec.sources().items():
+        _check_source(f"{parameter}.{name}", path, allowed)
 
 
 def _check_source(parameter: str, value: str, allowed: Settings) -> None:

@@ -23,6 +23,8 @@ from capsel.flows.artifacts import artifact_keys, publish_gate_failure, publish_
 from capsel.flows.job_name import flow_job
 from capsel.flows.score_flow import score_flow_for
 from capsel.lineage.openlineage_events import FlowDatasets, ParentJob, event_emitter, run_event
+from capsel.methods.registry import method
+from capsel.methods.spec import ModelSpec
 from capsel.models.loading import describe_model
 from capsel.models.source import ModelSource
 from capsel.orchestration.artifact_keys import ArtifactKeys
@@ -35,7 +37,6 @@ from capsel.pipeline_config import PipelineConfig, ScoreFlowConfig
 from capsel.profile.verdict_cache import keep_verdict, kept_verdict, profile_key
 from capsel.publish.publish import GateFailedError
 from capsel.runs import new_run_id, recorded_run
-from capsel.scorers.specs import ModelSpec
 from capsel.stages.context import RunContext
 from capsel.stages.ingest import IngestRequest
 from capsel.stages.select import SelectRequest, selection_key
@@ -124,7 +125,7 @@ def _stages(con, config: PipelineConfig, settings: Settings, report: FlowReport,
     if not publish_unchanged and n_new == 0:
         report.notes.append("nothing new was ingested or scored: no new selection version")
         return
-    if key is not None and key.method == "cap":
+    if key is not None and method(key.method).residualized:
         residuals = residualize_task(ctx, key, config.selection.domains)
         report.fits, report.examples = residuals.fits, residuals.examples
     fault_point("flow.before_select")

@@ -15,10 +15,10 @@ from capsel.db import open_db
 from capsel.db.progress_file import name_job
 from capsel.flows.artifacts import ProgressArtifact, artifact_keys
 from capsel.flows.job_name import flow_job
+from capsel.methods.scorer_spec import ScorerSpec
 from capsel.pipeline_config import RunnerParams, ScoreFlowConfig
 from capsel.runner.work import workers_spec
 from capsel.scorers.generators import pre_pass_for
-from capsel.scorers.specs import ScorerSpec
 from capsel.stages.context import RunContext
 from capsel.stages.score import ScoreRequest, ScoreSummary, score
 from capsel.store.scope import Scope

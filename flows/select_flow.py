@@ -6,8 +6,8 @@ from prefect import flow
 from prefect.states import State
 
 from capsel.flows.pipeline import run_pipeline
+from capsel.methods.scorer_spec import ScorerSpec
 from capsel.pipeline_config import RunnerParams, SelectionParams, SourceParams, documented_parameters
-from capsel.scorers.specs import ScorerSpec
 
 
 @flow(name="capsel-select", log_prints=True)

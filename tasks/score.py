@@ -6,10 +6,10 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 from prefect.tasks import exponential_backoff
 
-from capsel.runner.build import build_scorer
+from capsel.methods.registry import build_scorer
+from capsel.methods.scorer_spec import ScorerSpec
 from capsel.runner.work import Work, WorkResult, host_spec, score_shard
 from capsel.scorers.base import Scorer
-from capsel.scorers.specs import ScorerSpec
 
 # A GPU worker can fail for passing reasons (OOM next to another job, a preempted node): retry with backoff.
 SHARD_RETRIES = 2

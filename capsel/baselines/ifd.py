@@ -22,8 +22,8 @@ from pydantic import ConfigDict, Field
 from capsel.baselines.lm_scorer import LmConfig, LmScorer, describe_lm, lm_prompt_format
 from capsel.baselines.response_loss import response_token_nll
 from capsel.baselines.scorer import BaselineResult
+from capsel.methods.ifd import IfdSpec
 from capsel.models.loading import ModelInfo
-from capsel.scorers.specs import IfdSpec
 from capsel.scoring.inputs import SHORT_RESPONSE, CandidateText, prompt_text, response_token_ids
 from capsel.scoring.prompt_format import prompt_token_ids
 

@@ -20,8 +20,8 @@ from capsel.baselines.example_text import SEPARATOR, example_text
 from capsel.baselines.scorer import BaselineConfig, BaselineResult, BaselineScorer
 from capsel.baselines.scorer_models import LocalModel, describe_local_model, load_local_model
 from capsel.errors import CapselError
+from capsel.methods.kcenter import PACKAGED_ENCODER, KCenterSpec
 from capsel.scorers.base import Table
-from capsel.scorers.specs import PACKAGED_ENCODER, KCenterSpec
 
 
 class KCenterConfig(BaselineConfig):

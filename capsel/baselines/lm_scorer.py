@@ -5,9 +5,9 @@ from __future__ import annotations
 from pydantic import Field
 
 from capsel.baselines.scorer import BaselineConfig, BaselineScorer
+from capsel.methods.spec import ModelSpec
 from capsel.models.loading import LoadedModel, ModelInfo, describe_model, load_model
 from capsel.scorers.base import model_identity
-from capsel.scorers.specs import ModelSpec
 from capsel.scoring.prompt_format import RAW, resolve_prompt_format
 
 

@@ -15,8 +15,8 @@ from pydantic import ConfigDict, Field
 
 from capsel.baselines.lm_scorer import LmConfig, LmScorer, describe_lm, lm_prompt_format
 from capsel.baselines.scorer import BaselineResult
+from capsel.methods.ppl import PplSpec
 from capsel.models.loading import LoadedModel
-from capsel.scorers.specs import PplSpec
 from capsel.scoring.batching import right_padded
 from capsel.scoring.config import ScoringConfig
 from capsel.scoring.divergence import token_nll
@@ -26,7 +26,7 @@ from capsel.scoring.multimodal_inputs import model_inputs
 
 
 class PplConfig(LmConfig):
-    """The limits PPL shares with CAP (DESIGN.md steps 2-4)."""
+    """The limits PPL shares with CAP (docs/method.md steps 2-4)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     method: ClassVar[str] = "ppl"

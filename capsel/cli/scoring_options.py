@@ -14,9 +14,10 @@ from capsel.cli.wrapping import print_unbroken
 from capsel.config import Settings
 from capsel.db import open_db
 from capsel.errors import OptionError
-from capsel.runner.build import build_scorer
+from capsel.methods.registry import build_scorer
+from capsel.methods.scorer_spec import ScorerSpec
+from capsel.methods.spec import Device, Dtype, ModelSpec
 from capsel.scorers.base import Scorer
-from capsel.scorers.specs import Device, Dtype, ModelSpec, ScorerSpec
 from capsel.terminal_text import markup
 from capsel.threads import available_cores, use_torch_threads
 

@@ -11,11 +11,13 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from capsel.cli.after_commit import committed_work
 from capsel.cli.common import DbOption, JsonOption, LicenseOption, console, json_output, settings_for
-from capsel.cli.specs import MethodChoice
+from capsel.cli.specs import MethodChoice, methods_help
 from capsel.cli.tables import print_table
 from capsel.cli.wrapping import print_unbroken
 from capsel.dataset_license import DEFAULT_LICENSE
 from capsel.db import open_db
+from capsel.methods.registry import all_methods
+from capsel.methods.registry import method as method_named
 from capsel.paths import typed_destination
 from capsel.selection.budget import parse_budget
 from capsel.selection.plan import Selection, SelectionRequest
@@ -49,10 +51,9 @@ def select(
         "--domain", help="Only these domains (repeat the option); default: every domain.",
     )] = None,
     method: Annotated[MethodChoice, typer.Option(
-        "--method", help="cap: highest CAP z per domain; random: the seeded control; ppl, ifd (highest IFD "
-        "below 1), qurating (highest rater logit), kcenter (greedy coverage), less (highest gradient cosine "
-        "with --target): baselines scored first with `capsel score-baseline`.",
-    )] = MethodChoice.cap,
+        "--method", help=f"{methods_help(all_methods().values())}. Baselines are scored first with "
+        "`capsel score-baseline`.",
+    )] = MethodChoice("cap"),
     ppl_direction: Annotated[DirectionChoice, typer.Option(
         "--ppl-direction", help="ppl only: keep the highest perplexity (default), the lowest, or the middle band "
         "around the domain median. The paper treats PPL as a difficulty score that ranks high-loss text "
@@ -111,7 +112,7 @@ def select(
         seed=seed,
         model=model,
         config_hash=config_hash,
-        order=ppl_direction.value if method == MethodChoice.ppl else None,
+        order=ppl_direction.value if method_named(method.value).ppl == "scores" else None,
         ppl_guard=ppl_guard,
         ppl_guard_z=ppl_guard_z,
         license=DEFAULT_LICENSE if license_id is None else license_id,

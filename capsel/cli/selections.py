@@ -8,6 +8,7 @@ from capsel.cli.common import DbOption, JsonOption, console, json_output, settin
 from capsel.cli.tables import print_table
 from capsel.db import open_db
 from capsel.db.records import fetch_records
+from capsel.methods.registry import all_methods
 from capsel.publish.destination import destination, is_present
 from capsel.publish.reconcile import Reconciled, find_disagreements, reconcile_selections
 from capsel.terminal_text import TextTable, markup
@@ -59,7 +60,9 @@ def print_selections(rows: list[dict]) -> None:
         table.add_column(name, justify="right" if name == "members" else "left")
     for row in rows:
         budget = f"{row['budget']} {row['budget_mode'].replace('_', ' ')}"
-        if row["method"] == "random":
+        # a method no longer installed (a plugin) still lists, without its seed
+        declared = all_methods().get(row["method"])
+        if declared is not None and declared.selector.seeded:
             budget += f", seed {row['seed']}"
         path = row["out_dir"] if is_present(destination(row["out_dir"])) else f"{row['out_dir']} (missing)"
         table.add_row(

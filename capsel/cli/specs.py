@@ -3,25 +3,35 @@
 from __future__ import annotations
 
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any, Iterable
 
 from pydantic import TypeAdapter, ValidationError
 
 from capsel.cli.flags import flag
 from capsel.errors import OptionError
-from capsel.scorers.specs import SPECS, ScorerSpec
+from capsel.methods.method import Method
+from capsel.methods.registry import all_methods, baseline_methods, method, scored_methods
+from capsel.methods.scorer_spec import ScorerSpec
 
 
-class MethodChoice(str, Enum):
-    """Every method the CLI scores and selects by (random: the seeded control over CAP's pool)."""
+def _choice(name: str, methods: Iterable[Method]) -> type[Enum]:
+    choices: Any = Enum(name, {declared.name: declared.name for declared in methods}, type=str)  # type: ignore[misc]
+    return choices
 
-    cap = "cap"
-    random = "random"
-    ppl = "ppl"
-    ifd = "ifd"
-    kcenter = "kcenter"
-    qurating = "qurating"
-    less = "less"
+
+if TYPE_CHECKING:
+    MethodChoice = Enum
+    BaselineChoice = Enum
+else:
+    # the --method choices, from the registry: a plugin method appears in them once installed
+    MethodChoice = _choice("MethodChoice", all_methods().values())
+    BaselineChoice = _choice("BaselineChoice", baseline_methods())
+
+
+def methods_help(methods: Iterable[Method]) -> str:
+    """`name: summary (help)` of each method, for an option's help."""
+    return "; ".join(f"{declared.name}: {declared.summary}" + (f" ({declared.help})" if declared.help else "")
+                     for declared in methods)
 
 
 # What to pass when a required model is missing.
@@ -34,26 +44,24 @@ HINTS = {
 _ADAPTER: TypeAdapter = TypeAdapter(ScorerSpec)
 
 
-def model_field(method: str) -> str:
-    """The spec field holding the model a method loads: the LM, the rater or the encoder."""
-    return {"qurating": "rater", "kcenter": "encoder"}.get(method, "model")
-
-
-def spec_values(method: str, model: dict[str, Any], **fields: Any) -> dict:
+def spec_values(name: str, model: dict[str, Any], **fields: Any) -> dict:
     """A method's spec as a dict: unset (None) options left to the spec's defaults, the model's options nested."""
+    declared = method(name)
     model = {key: value for key, value in model.items() if value is not None}
-    if method in ("qurating", "kcenter"):
+    if not declared.reads_prompts():
         model.pop("prompt_format", None)  # raters and encoders read whole examples, not prompts
         if model.get("path") is None:
             model = {}
     values = {key: value for key, value in fields.items() if value is not None}
-    return {"method": method, **values, **({model_field(method): model} if model else {})}
+    field = declared.model_field()
+    return {"method": name, **values, **({field: model} if model and field else {})}
 
 
 def build_spec(values: dict) -> ScorerSpec:
     """The spec `values` describe, or one CapselError naming each problem by its flag."""
-    if values.get("method") not in SPECS:
-        raise OptionError(f"unknown method {values.get('method')!r}; choose one of {', '.join(SPECS)}")
+    names = [scored.name for scored in scored_methods()]
+    if values.get("method") not in names:
+        raise OptionError(f"unknown method {values.get('method')!r}; choose one of {', '.join(names)}")
     try:
         return _ADAPTER.validate_python(values)
     except ValidationError as exc:
@@ -62,9 +70,10 @@ def build_spec(values: dict) -> ScorerSpec:
 
 def flag_problems(exc: ValidationError) -> str:
     """Each validation problem with the flag of the field it concerns, as one line."""
+    names = {scored.name for scored in scored_methods()}
     problems = []
     for error in exc.errors():
-        fields = [str(part) for part in error["loc"] if not str(part).isdigit() and str(part) not in SPECS]
+        fields = [str(part) for part in error["loc"] if not str(part).isdigit() and str(part) not in names]
         field = fields[-1] if fields else ""
         if field == "path" and len(fields) > 1:
             field = fields[-2]

@@ -8,9 +8,10 @@ from typing import Any
 import duckdb
 import pandas as pd
 
-from capsel.baselines.registry import BASELINES, Order
 from capsel.db import run_sql
 from capsel.errors import CapselError
+from capsel.methods.registry import CONTROL_METHOD, method, scored_methods
+from capsel.methods.selectors import Order
 from capsel.selection.budget import Budget
 from capsel.selection.plan import Selection, SelectionRequest, build_selection
 from capsel.selection.scoring_key import ScoringKey, scored_pairs
@@ -46,8 +47,8 @@ class Comparison:
 
 
 def scored_keys(con: duckdb.DuckDBPyConnection) -> list[ScoringKey]:
-    """Every (method, scorer, config) with results, CAP first, then the baselines in registry order."""
-    return [key for method in ("cap", *BASELINES) for key in scored_pairs(con, method)]
+    """Every (method, scorer, config) with results, in registry order (CAP first)."""
+    return [key for scored in scored_methods() for key in scored_pairs(con, scored.name)]
 
 
 def gather(con: duckdb.DuckDBPyConnection, budget: Budget, seed: int = 0, ppl_order: Order = "high") -> Comparison:
@@ -58,10 +59,11 @@ def gather(con: duckdb.DuckDBPyConnection, budget: Budget, seed: int = 0, ppl_or
     per_method = {key.method: sum(other.method == key.method for other in keys) for key in keys}
     contenders, notes = [], []
     for key in [*keys, None]:
-        method = key.method if key else "random"
-        label = method if key is None or per_method[method] == 1 else \
-            f"{method}:{key.model_fingerprint[:6]}/{key.config_hash[:6]}"
-        request = SelectionRequest(budget, method=method, seed=seed, order=ppl_order if method == "ppl" else None)
+        name = key.method if key else CONTROL_METHOD
+        label = name if key is None or per_method[name] == 1 else \
+            f"{name}:{key.model_fingerprint[:6]}/{key.config_hash[:6]}"
+        order = ppl_order if method(name).ppl == "scores" else None
+        request = SelectionRequest(budget, method=name, seed=seed, order=order)
         try:
             selection = build_selection(con, request, key)
         except CapselError as exc:
@@ -80,21 +82,25 @@ def gather(con: duckdb.DuckDBPyConnection, budget: Budget, seed: int = 0, ppl_or
 
 
 def _scores(con: duckdb.DuckDBPyConnection, key: ScoringKey | None) -> pd.DataFrame | None:
-    if key is None or (key.method != "cap" and BASELINES[key.method].selects_by != "score"):
+    if key is None:
+        return None
+    scored = method(key.method)
+    if not (scored.residualized or scored.selector.ranks_by_score):
         return None
     return run_sql(con, "compare/compare_scores", {
-        "method": key.method, "model_fingerprint": key.model_fingerprint, "config_hash": key.config_hash,
+        "method": key.method, "residualized": scored.residualized, "model_fingerprint": key.model_fingerprint,
+        "config_hash": key.config_hash,
     }).df()
 
 
 def _ppl(con: duckdb.DuckDBPyConnection, keys: list[ScoringKey]) -> tuple[pd.Series | None, str | None]:
     """PPL by candidate id: the ppl baseline's when scored, else what CAP scoring measured."""
     for key in keys:
-        if key.method == "ppl":
+        if method(key.method).ppl == "scores":
             frame: Any = _scores(con, key)
             return frame.set_index("candidate_id")["score"], f"ppl scores of {key.model_fingerprint}"
     for key in keys:
-        if key.method == "cap":
+        if method(key.method).ppl == "measured":
             frame = run_sql(con, "compare/compare_cap_ppl", {
                 "model_fingerprint": key.model_fingerprint, "config_hash": key.config_hash,
             }).df()

@@ -5,7 +5,7 @@ only imports the trainer, as `make setup-llamafactory` does to prove the environ
 over to LlamaFactory's own launcher it
 - gives torchaudio an empty stand-in: LlamaFactory's mm_plugin imports it at the top for audio rows alone, and
   the registry's torchaudio is a CUDA build that fails beside torch+cpu (capsel trains on text and images);
-- registers the `raw` prompt formats capsel scores with (DESIGN.md: prompt text, then the response with no
+- registers the `raw` prompt formats capsel scores with (docs/method.md: prompt text, then the response with no
   separator), which LlamaFactory 0.9.5 has no template for: its `empty` adds neither the BOS that the
   tokenizer's default special tokens put before the prompt nor an EOS after the response, so a model
   trained on it never learns to stop.

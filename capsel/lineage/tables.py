@@ -10,11 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-# Where each method's scoring results go (the `table` of its Scorer class; a unit test holds them equal).
-RESULT_TABLES = {"cap": "divergences", "kcenter": "embeddings", "less": "gradient_features"}
-DEFAULT_RESULT_TABLE = "method_scores"
-# What a selection by each method ranks: LESS ranks its scores against the target, kept in method_scores.
-SELECTED_FROM = {"cap": "divergences", "kcenter": "embeddings"}
+from capsel.methods.registry import method as method_named
+
 # what a selection reads besides its scores: the pool and, for excluded.parquet's funnel, every exclusion
 SELECT_READS = ("candidates", "sources", "quarantine", "duplicates", "sampled_out")
 SCORE_KEY_TABLES = ("models", "scoring_configs")
@@ -41,11 +38,6 @@ class TableUse:
             self.written[table] = rows
 
 
-def results_table(method: str) -> str:
-    """The table `method`'s scoring results go to."""
-    return RESULT_TABLES.get(method, DEFAULT_RESULT_TABLE)
-
-
 def table_use(counters: dict, method: str | None, selected: bool) -> TableUse:
     """What a flow run touched, from its counters (FlowReport.counters), its scoring method and whether it selected.
 
@@ -65,14 +57,15 @@ def table_use(counters: dict, method: str | None, selected: bool) -> TableUse:
 
     score = counters.get("score") or {}
     if score.get("n_processed") and method is not None:
-        use.reads("candidates", *(["generations"] if method == "cap" else []))
+        scored = method_named(method)
+        use.reads("candidates", *scored.scoring_reads)
         use.writes("generations", score.get("n_generated", 0))
-        use.writes(results_table(method), score["n_processed"])
+        use.writes(scored.results_table, score["n_processed"])
 
     if selected:
         use.reads(*SELECT_READS)
         if method is not None:
-            use.reads(SELECTED_FROM.get(method, DEFAULT_RESULT_TABLE), *SCORE_KEY_TABLES)
+            use.reads(method_named(method).selection_table, *SCORE_KEY_TABLES)
     if (selection := counters.get("selection")) is not None:
         use.writes("selections", 1)
         use.writes("selection_members", selection["n_members"])

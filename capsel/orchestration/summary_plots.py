@@ -36,7 +36,7 @@ def summary_plots(con: duckdb.DuckDBPyConnection, selection: Selection, max_poin
     fits = selection.fits[:max_domains]
     points = report_points(con, selection.key, [fit.domain for fit in fits], max_points)
     members = selection.members
-    show_cut = selection.request.method == "cap"  # a random draw has no cut, as in the full report
+    show_cut = selection.selector.has_cut  # a random draw has no cut, as in the full report
     lines: list[str] = []
     if len(selection.fits) > len(fits):
         lines += [f"Plots of the first {len(fits)} of {len(selection.fits)} domains; the selection's report has "

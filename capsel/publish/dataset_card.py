@@ -6,6 +6,7 @@ from pathlib import PurePosixPath, PureWindowsPath
 
 from huggingface_hub import DatasetCard, DatasetCardData
 
+from capsel.methods.registry import method
 from capsel.publish.data_files import PARQUET_FILE
 from capsel.publish.funnel import funnel_rows
 from capsel.safe_text import markdown_text, visible
@@ -66,7 +67,7 @@ def model_label(model: dict) -> str:
 def _body(manifest: dict) -> list[str]:
     name = manifest["selection_id"]
     model = manifest["model"]
-    seed = f", seed {manifest['seed']}" if manifest["method"] == "random" else ""
+    seed = f", seed {manifest['seed']}" if method(manifest["method"]).selector.seeded else ""
     return [
         f"# {name}",
         "",

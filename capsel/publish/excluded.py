@@ -7,7 +7,6 @@ from pathlib import Path
 
 import duckdb
 
-from capsel.baselines.registry import BASELINES
 from capsel.db.records import fetch_records
 from capsel.db.sqlfiles import sql_relation
 from capsel.publish.funnel import funnel
@@ -32,9 +31,7 @@ def write_excluded(con: duckdb.DuckDBPyConnection, selection: Selection, path: P
 def _params(selection: Selection) -> dict:
     request, key = selection.request, selection.key
     method = request.method
-    score_order = None
-    if method in BASELINES and BASELINES[method].selects_by == "score":
-        score_order = request.order or BASELINES[method].order
+    score_order = (request.order or selection.selector.default_order) if selection.selector.ranks_by_score else None
     return {
         "member_ids": selection.members["candidate_id"].astype(str).tolist(),
         "domains": list(request.domains) if request.domains else None,

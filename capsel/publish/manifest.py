@@ -85,7 +85,7 @@ def domain_entries(selection: Selection) -> list[dict]:
             "k": quota.k,
             "capped": quota.capped,
             "n_members": int(taken["size"]) if taken is not None else 0,
-            "z_cut": _float(taken["min"]) if taken is not None and selection.request.method == "cap" else None,
+            "z_cut": _float(taken["min"]) if taken is not None and selection.selector.has_cut else None,
             **({
                 "alpha": fit.alpha, "beta": fit.beta, "r2": fit.r2, "cap_std": fit.cap_std,
                 "z_mean": fit.z_mean, "z_std": fit.z_std,

@@ -10,10 +10,10 @@ from pathlib import Path
 import duckdb
 import orjson
 
-from capsel.baselines.registry import BASELINES
 from capsel.db import transaction
 from capsel.errors import CapselError, ExitCode
 from capsel.faults import fault_point
+from capsel.methods.registry import method
 from capsel.publish.data_files import FileHook, write_data_files
 from capsel.publish.dataset_card import dataset_card
 from capsel.publish.destination import MANIFEST, Destination, build_root
@@ -119,9 +119,9 @@ def publish_selection(
 
 
 def _gate_spec(selection: Selection):
-    method = selection.request.method
-    has_score = method not in BASELINES or BASELINES[method].selects_by == "score"
-    return gate_spec({q.domain: q.k for q in selection.quotas}, method, selection.key is not None, has_score)
+    scores = method(selection.key.method) if selection.key is not None else None
+    return gate_spec({q.domain: q.k for q in selection.quotas}, scores is not None and scores.residualized,
+                     scores is not None, selection.selector.ranks_by_score)
 
 
 def _write_report(con, selection: Selection, directory: Path, title: str, manifest: dict,
@@ -130,7 +130,7 @@ def _write_report(con, selection: Selection, directory: Path, title: str, manife
     if selection.key is not None and selection.fits:
         points = report_points(con, selection.key, [fit.domain for fit in selection.fits], max_points)
     for path in write_report(directory, title, manifest["domains"], selection.members, points,
-                             selection.fits, selection.request.method == "cap", max_points):
+                             selection.fits, selection.selector.has_cut, max_points):
         notify(path)
 
 

@@ -53,9 +53,10 @@ class GateSpec:
     z_standardised: bool = True
 
 
-def gate_spec(quotas: dict[str, int], method: str, scored: bool, has_score: bool) -> GateSpec:
-    """The spec for a selection by `method`; `has_score` says whether a baseline ranks by a stored score."""
-    if not scored or method in ("cap", "random"):
+def gate_spec(quotas: dict[str, int], residualized: bool, scored: bool, has_score: bool) -> GateSpec:
+    """The spec for a selection over `residualized` scores (CAP's z) or a baseline's; `has_score` says whether a
+    baseline ranks by a stored score."""
+    if not scored or residualized:
         return GateSpec(quotas=quotas, scored=scored)
     return GateSpec(quotas=quotas, scored=True, score_columns=("score",) if has_score else (), z_standardised=False)
 

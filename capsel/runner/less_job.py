@@ -31,6 +31,14 @@ class LessSummary:
     target_computed: bool = False
     n_scores_written: int = 0
 
+    def counters(self) -> dict:
+        """What the target run did, for the flow's counters (empty before a target is stored)."""
+        if self.target is None:
+            return {}
+        return {"target_fingerprint": self.target["target_fingerprint"], "target_computed": self.target_computed,
+                "n_used": self.target["n_used"], "n_examples": self.target["n_examples"],
+                "n_scores_written": self.n_scores_written}
+
 
 def score_target(con: duckdb.DuckDBPyConnection, scorer: LessFeatureScorer, target: TargetFile) -> LessSummary:
     """Compute (or reuse) the target aggregate and write the cosine of every stored feature not yet scored."""

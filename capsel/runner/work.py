@@ -9,10 +9,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Hashable, TypeVar
 
+from capsel.methods.registry import build_scorer
+from capsel.methods.scorer_spec import ScorerSpec
 from capsel.models.devices import host_device, worker_device
-from capsel.runner.build import build_scorer
 from capsel.scorers.base import Scorer
-from capsel.scorers.specs import ScorerSpec
 
 T = TypeVar("T")
 

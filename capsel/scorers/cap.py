@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from capsel.methods.cap import CapSpec
 from capsel.models.loading import LoadedModel, ModelInfo, describe_model, load_model
 from capsel.scorers.base import ConfigRow, Counted, Scorer, model_identity
-from capsel.scorers.specs import CapSpec
 from capsel.scoring.batch_memory import resolve_batch_size
 from capsel.scoring.batching import length_sorted_batches
 from capsel.scoring.config import ScoringConfig

@@ -1,1 +1,1 @@
-"""CAP scoring: greedy generation and the per-layer hidden-state divergence (DESIGN.md, "The method")."""
+"""CAP scoring: greedy generation and the per-layer hidden-state divergence (docs/method.md)."""

@@ -16,7 +16,7 @@ METHOD_VERSION = 1
 
 
 class ScoringConfig(BaseModel):
-    """Everything a generation or a divergence depends on besides the model (DESIGN.md, "The method")."""
+    """Everything a generation or a divergence depends on besides the model (docs/method.md)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 

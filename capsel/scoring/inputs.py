@@ -75,7 +75,7 @@ def build_inputs(candidates: Sequence[CandidateText], tokenizer, config: Scoring
 
 
 def response_token_ids(tokenizer, responses: Sequence[str]) -> list[list[int]]:
-    """Ids of each stripped response without special tokens (DESIGN.md step 3, untruncated)."""
+    """Ids of each stripped response without special tokens (docs/method.md step 3, untruncated)."""
     if not responses:
         return []
     return [list(ids) for ids in tokenizer([r.strip() for r in responses], add_special_tokens=False).input_ids]

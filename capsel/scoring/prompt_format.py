@@ -1,6 +1,6 @@
 """How a candidate's prompt text becomes prompt ids: `raw` (the paper's protocol) or the model's `chat` template.
 
-DESIGN.md "The method, exactly": `raw` is `tokenizer(prompt).input_ids` with the tokenizer's default
+docs/method.md "The method, exactly": `raw` is `tokenizer(prompt).input_ids` with the tokenizer's default
 special tokens; `chat` is `apply_chat_template([{"role": "user", "content": prompt}],
 add_generation_prompt=True)`. `auto` is chat exactly when the tokenizer has a chat template, so a
 base checkpoint keeps the paper's protocol and an instruct model gets the format it was tuned on.

@@ -16,7 +16,6 @@ from capsel.selection.budget import Quota
 from capsel.selection.scoring_key import ScoringKey
 
 READ_BATCH_ROWS = 65_536
-RULE = "greedy k-center per domain from the point nearest the domain mean; ties by candidate_id"
 
 
 def domain_embeddings(con: duckdb.DuckDBPyConnection, key: ScoringKey, domain: str) -> tuple[list[str], np.ndarray]:

@@ -8,6 +8,7 @@ import duckdb
 import pandas as pd
 
 from capsel.db import run_sql
+from capsel.methods.registry import DEFAULT_METHOD
 from capsel.selection.scoring_key import ScoringKey
 
 
@@ -17,7 +18,7 @@ def member_lineage(
     """One row per distinct id: instruction/input/response, source, is_quarantined, excluded_reason."""
     return run_sql(con, "selection/member_lineage", {
         "candidate_ids": list(candidate_ids),
-        "method": key.method if key else "cap",
+        "method": key.method if key else DEFAULT_METHOD,
         "model_fingerprint": key.model_fingerprint if key else None,
         "config_hash": key.config_hash if key else None,
     }).df()

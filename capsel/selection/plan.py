@@ -7,15 +7,16 @@ from dataclasses import dataclass, field
 import duckdb
 import pandas as pd
 
-from capsel.baselines.registry import BASELINES, Order
 from capsel.dataset_license import DEFAULT_LICENSE, check_license
 from capsel.errors import CapselError, OptionError
+from capsel.methods.registry import DEFAULT_METHOD, method
+from capsel.methods.selectors import Order, Selector
 from capsel.selection.budget import Budget, Quota, domain_quotas
 from capsel.selection.layer_split import parse_blocks
 from capsel.selection.pool import DomainPool, domain_pools
 from capsel.selection.residualize import DomainFit, fit_domains, fit_stats
 from capsel.selection.scoring_key import ScoringKey, with_layer_split
-from capsel.selection.select import METHODS, Method, select_members, selection_rule
+from capsel.selection.select import select_members, selection_rule
 
 
 @dataclass(frozen=True)
@@ -23,7 +24,7 @@ class SelectionRequest:
     """What the user asked for (the `capsel select` options)."""
 
     budget: Budget
-    method: Method = "cap"
+    method: str = DEFAULT_METHOD
     domains: tuple[str, ...] | None = None
     seed: int = 0
     model: str | None = None
@@ -79,11 +80,16 @@ class Selection:
     notes: list[str] = field(default_factory=list)
 
     @property
+    def selector(self) -> Selector:
+        """How the request's method picks its members."""
+        return method(self.request.method).selector
+
+    @property
     def pool_description(self) -> str:
         """Which pool the members were drawn from, in words (recorded in the manifest)."""
         if self.key is None:
             return "all candidates (nothing is scored yet)"
-        if self.key.method != "cap":
+        if not method(self.key.method).residualized:
             return (
                 f"eligible {self.key.method}-scored candidates of scorer {self.key.model_fingerprint}, "
                 f"config {self.key.config_hash} (the method's exclusions removed)"
@@ -122,10 +128,8 @@ def build_selection(
     `key` comes from `resolve_scoring_key`; None selects (randomly) from all candidates. A request naming
     `early`/`late` reads CAP's D_early/D_late over those blocks of the stored profile (`with_layer_split`).
     """
-    if request.method not in METHODS:
-        raise OptionError(f"unknown selection method {request.method!r}; choose one of {', '.join(METHODS)}")
-    if request.order is not None and (request.method not in BASELINES or BASELINES[request.method].selects_by
-                                      != "score"):
+    declared = method(request.method)
+    if request.order is not None and declared.selector.default_order is None:
         raise OptionError(f"an order (high/low/middle) applies to score baselines, not to {request.method}")
     _check_guard(request, key)
     if request.early is not None or request.late is not None:
@@ -150,7 +154,7 @@ def build_selection(
     if not pools:
         raise CapselError("no domain has eligible candidates to select from")
     # the regression belongs to CAP's pool (random draws from it too); baselines have none
-    fits = fit_domains(con, key, [pool.domain for pool in pools]) if key and key.method == "cap" else []
+    fits = fit_domains(con, key, [pool.domain for pool in pools]) if key and method(key.method).residualized else []
     quotas = domain_quotas(request.budget, {pool.domain: pool.size for pool in pools})
     notes += _budget_notes(request.budget, quotas)
     members = select_members(con, request.method, quotas, key, request.seed, request.order, request.ppl_guard,
@@ -165,7 +169,7 @@ def _check_guard(request: SelectionRequest, key: ScoringKey | None) -> None:
         raise OptionError(f"[[ppl_guard]] is a percentile between 0 and 100 (exclusive), got {request.ppl_guard}")
     if request.ppl_guard_z is not None and not request.ppl_guard_z > 0:
         raise OptionError(f"[[ppl_guard_z]] is a positive robust z, e.g. 3.5, got {request.ppl_guard_z}")
-    if key is None or key.method != "cap":
+    if key is None or not method(key.method).residualized:
         raise OptionError("the PPL guard ([[ppl_guard]], [[ppl_guard_z]]) applies to cap and random selections "
                           "from CAP's scored pool: it uses the PPL "
                           "that CAP scoring stored; score the pool with `capsel score` first")

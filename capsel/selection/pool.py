@@ -9,6 +9,7 @@ import duckdb
 
 from capsel.db.records import fetch_records
 from capsel.errors import CapselError
+from capsel.methods.registry import DEFAULT_METHOD
 from capsel.selection.scoring_key import ScoringKey
 
 
@@ -44,7 +45,7 @@ def domain_pools(
     `ppl_guard_z` those whose log PPL lies above that robust z in their domain.
     """
     rows = fetch_records(con, "selection/domain_pool_counts", {
-        "method": key.method if key else "cap",
+        "method": key.method if key else DEFAULT_METHOD,
         "model_fingerprint": key.model_fingerprint if key else None,
         "config_hash": key.config_hash if key else None,
         "domains": list(domains) if domains else None,
@@ -56,7 +57,7 @@ def domain_pools(
         missing = sorted(set(domains) - {pool.domain for pool in pools})
         if missing:
             known = sorted(row["domain"] for row in fetch_records(con, "selection/domain_pool_counts", {
-                "method": "cap",
+                "method": DEFAULT_METHOD,
                 "model_fingerprint": None, "config_hash": None, "domains": None, "ppl_guard": None, "ppl_guard_z": None,
             }))
             raise CapselError(f"no candidates in domain(s) {missing}; known domains: {known}")

@@ -11,6 +11,8 @@ import orjson
 
 from capsel.db.records import fetch_records
 from capsel.errors import CapselError, OptionError
+from capsel.methods.registry import DEFAULT_METHOD
+from capsel.methods.registry import method as method_named
 from capsel.scoring.config import ScoringConfig
 from capsel.selection.layer_split import LayerSplit, resolve_split
 
@@ -28,7 +30,7 @@ class ScoringKey:
 
     model_fingerprint: str
     config_hash: str
-    method: str = "cap"
+    method: str = DEFAULT_METHOD
     model_name: str | None = None
     n_scored: int = 0
     n_eligible: int = 0
@@ -40,7 +42,7 @@ class ScoringKey:
     def describe(self) -> str:
         """One line naming the pair for messages."""
         name = f" ({self.model_name})" if self.model_name else ""
-        method = "" if self.method == "cap" else f"{self.method} "
+        method = "" if self.method == DEFAULT_METHOD else f"{self.method} "
         split = f", {self.layers.describe()}" if self.layers else ""
         return (
             f"{method}model {self.model_fingerprint}{name}, config {self.config_hash}{split}: "
@@ -50,7 +52,7 @@ class ScoringKey:
     def split_read(self) -> LayerSplit | None:
         """CAP: the blocks D_early and D_late average here, the stored split when none was asked for (None when
         the model's depth is not recorded, or for a baseline)."""
-        if self.method != "cap" or self.layers is not None:
+        if not method_named(self.method).residualized or self.layers is not None:
             return self.layers
         n_layers = self.model.get("n_layers")
         if not n_layers:
@@ -81,7 +83,7 @@ def with_layer_split(
         return key
     if key.layers is not None and (key.layers.early_option, key.layers.late_option) == (early, late):
         return key
-    if key.method != "cap":
+    if not method_named(key.method).residualized:
         raise OptionError("[[early]] and [[late]] re-average CAP's stored layer profile: they apply to cap and "
                           f"random selections, not to {key.method}")
     [profiles] = fetch_records(con, "selection/layer_profiles", {
@@ -110,7 +112,7 @@ def _stored_fractions(key: ScoringKey) -> tuple[float, float]:
     return float(config.get("early", defaults["early"].default)), float(config.get("late", defaults["late"].default))
 
 
-def scored_pairs(con: duckdb.DuckDBPyConnection, method: str = "cap") -> list[ScoringKey]:
+def scored_pairs(con: duckdb.DuckDBPyConnection, method: str = DEFAULT_METHOD) -> list[ScoringKey]:
     """Every (model, config) pair that has results of `method` (CAP: divergences) in the store."""
     rows = fetch_records(con, "selection/scored_pairs", {"method": method})
     return [
@@ -153,7 +155,7 @@ def resolve_scoring_key(
     model: str | None = None,
     config_hash: str | None = None,
     required: bool = True,
-    method: str = "cap",
+    method: str = DEFAULT_METHOD,
 ) -> ScoringKey | None:
     """Pick the pair of `method` named by `model` (fingerprint or name/path) and `config_hash`, or the only one.
 
@@ -162,7 +164,7 @@ def resolve_scoring_key(
     pairs = scored_pairs(con, method)
     if not pairs:
         if required or model or config_hash:
-            command = "capsel score" if method == "cap" else f"capsel score-baseline --method {method}"
+            command = method_named(method).command
             raise CapselError(f"no {method} scores in the database; run `{command}` first")
         return None
     matching = [

@@ -5,11 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from capsel.baselines.registry import Order
 from capsel.compare.contenders import Comparison, gather
 from capsel.compare.report import summaries, write_report
 from capsel.db.records import fetch_records
 from capsel.evaluation.comparison import by_method, metric_rows
+from capsel.methods.selectors import Order
 from capsel.selection.budget import Budget
 from capsel.stages.context import RunContext
 

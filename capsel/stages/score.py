@@ -1,21 +1,20 @@
-"""Stage: score the pool with any method's scorer, CAP included (resumable); LESS then scores its target."""
+"""Stage: score the pool with any method's scorer, CAP included (resumable); a method that ranks against a target
+(LESS) then scores it."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
+from typing import Any
 
-from capsel.baselines.less.scorer import LessFeatureScorer
-from capsel.baselines.less.target import TargetFile, read_target
 from capsel.errors import OptionError
-from capsel.runner.build import build_scorer
+from capsel.methods.method import load_object
+from capsel.methods.registry import build_scorer, method
+from capsel.methods.scorer_spec import ScorerSpec
 from capsel.runner.generation import run_generation
 from capsel.runner.job import PAGE_SIZE, run_scorer
-from capsel.runner.less_job import LessSummary, score_target
 from capsel.runner.progress import RunSummary
 from capsel.scorers.base import Scorer
 from capsel.scorers.cap import CapScorer
-from capsel.scorers.specs import LessSpec, ScorerSpec
 from capsel.scoring.generation import Generator
 from capsel.stages.context import RunContext
 from capsel.store.results import ResultKey, result_key
@@ -38,7 +37,8 @@ class ScoreSummary:
     scoring: RunSummary
     key: ResultKey
     generation: RunSummary | None = None
-    target: LessSummary | None = None
+    # what the method's target scoring returned (LESS: a LessSummary)
+    target: Any = None
 
     def counters(self) -> dict:
         """JSON-ready counters: the method, its key, the scoring run and the target it scored against."""
@@ -46,26 +46,16 @@ class ScoreSummary:
                     "config_hash": self.key.config_hash, "score": self.scoring.counters()}
         if self.generation is not None:
             counters["generate"] = self.generation.counters()
-        if self.target is not None and self.target.target is not None:
-            less, stored = self.target, self.target.target
-            counters["target"] = {"target_fingerprint": stored["target_fingerprint"],
-                                  "target_computed": less.target_computed, "n_used": stored["n_used"],
-                                  "n_examples": stored["n_examples"], "n_scores_written": less.n_scores_written}
+        if self.target is not None and (target := self.target.counters()):
+            counters["target"] = target
         return counters
-
-
-def target_of(spec: ScorerSpec) -> TargetFile | None:
-    """The LESS target file a spec names, read once so a bad row fails before any gradient is taken."""
-    if not isinstance(spec, LessSpec) or spec.target is None:
-        return None
-    file = TargetFile.of(Path(spec.target), spec.target_max)
-    read_target(file)
-    return file
 
 
 def score(request: ScoreRequest, ctx: RunContext, scorer: Scorer | None = None) -> ScoreSummary:
     """Score every pending candidate in scope with the spec's scorer (`scorer`: one already built from it)."""
-    target = target_of(request.spec)
+    targeting = method(request.spec.method).target
+    # read before any scoring, so a bad target row fails first
+    target = load_object(targeting.prepare)(request.spec) if targeting is not None else None
     scorer = scorer or build_scorer(request.spec)
     generation = None
     if request.generator is not None:
@@ -85,5 +75,5 @@ def score(request: ScoreRequest, ctx: RunContext, scorer: Scorer | None = None) 
         dispatch=ctx.dispatch, page_size=ctx.page_size or PAGE_SIZE, max_in_flight=ctx.max_in_flight,
         parent_run_id=ctx.parent_run_id, prefect_flow_run_id=ctx.prefect_flow_run_id,
     )
-    less = score_target(ctx.con, scorer, target) if isinstance(scorer, LessFeatureScorer) and target else None
-    return ScoreSummary(summary, result_key(scorer), generation, less)
+    scored_target = load_object(targeting.score)(ctx.con, scorer, target) if targeting and target else None
+    return ScoreSummary(summary, result_key(scorer), generation, scored_target)

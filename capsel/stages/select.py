@@ -6,10 +6,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
-from capsel.baselines.less.target import target_scores_hash
 from capsel.db.progress_file import report_stage
 from capsel.errors import OptionError
 from capsel.faults import fault_point
+from capsel.methods.method import load_object
+from capsel.methods.registry import method
 from capsel.publish.destination import Destination
 from capsel.publish.publish import PublishedSelection, publish_selection
 from capsel.publish.reconcile import Reconciled, reconcile_selections
@@ -43,15 +44,17 @@ def selection_key(ctx: RunContext, request: SelectRequest) -> ScoringKey | None:
     """The scores a selection reads: the method's own, CAP's for the random control (all candidates when nothing
     is scored), and for LESS the scores against the named target; CAP's over the request's blocks (--early/--late)."""
     wanted = request.selection
+    declared = method(wanted.method)
     if request.target is not None or request.target_max is not None:
-        if wanted.method != "less" or request.target is None:
-            raise OptionError("[[target]] (and [[target_max]]) select with [[method]] less")
+        if declared.target is None or request.target is None:
+            raise OptionError("[[target]] (and [[target_max]]) select with a [[method]] that scores against a "
+                              "target (LESS)")
+        scores_hash = load_object(declared.target.scores_hash)
         wanted = replace(wanted, config_hash=wanted.config_hash
-                         or target_scores_hash(ctx.con, request.target, request.target_max))
+                         or scores_hash(ctx.con, request.target, request.target_max))
     # random draws from CAP's eligible pool when there is one; every other method needs its own scores
-    scores_of = "cap" if wanted.method == "random" else wanted.method
-    key = resolve_scoring_key(ctx.con, wanted.model, wanted.config_hash, required=wanted.method != "random",
-                              method=scores_of)
+    key = resolve_scoring_key(ctx.con, wanted.model, wanted.config_hash, required=declared.scores_of is None,
+                              method=declared.scored_by)
     # resolved here, so the flow's residualize step fits the blocks the selection reads
     return with_layer_split(ctx.con, key, wanted.early, wanted.late) if key is not None else None
 

@@ -21,7 +21,10 @@ from capsel.evaluation.options import EvalOptions
 from capsel.evaluation.targets import BASE_PREFIX
 from capsel.ingest.pipeline import IngestOptions
 from capsel.ingest.records import FieldMap
-from capsel.scorers.specs import CapSpec, IfdSpec, ModelSpec, PplSpec
+from capsel.methods.cap import CapSpec
+from capsel.methods.ifd import IfdSpec
+from capsel.methods.ppl import PplSpec
+from capsel.methods.spec import ModelSpec
 from capsel.scoring.config import ScoringConfig
 from capsel.selection.budget import parse_budget
 from capsel.selection.plan import SelectionRequest

@@ -39,7 +39,7 @@ def main() -> None:
     selection = build_selection(con, SelectionRequest(parse_budget("4")), key)
     members = pd.concat([selection.members, selection.members.iloc[[0]]], ignore_index=True)
     members.loc[1, "z"] = float("nan")
-    spec = gate_spec({q.domain: q.k for q in selection.quotas}, "cap", scored=True, has_score=True)
+    spec = gate_spec({q.domain: q.k for q in selection.quotas}, residualized=True, scored=True, has_score=True)
     with tempfile.TemporaryDirectory() as scratch:
         result = check_selection(con, members, spec, key, selection.domain_stats, Path(scratch) / "gate",
                                  "sel-20261125T120000Z-5e1ec7ed")

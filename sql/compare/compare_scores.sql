@@ -2,12 +2,12 @@
 with cap as (
     select candidate_id, domain, z as score
     from cap_scores
-    where $method = 'cap' and model_fingerprint = $model_fingerprint and config_hash = $config_hash
+    where $residualized and model_fingerprint = $model_fingerprint and config_hash = $config_hash
 ),
 baseline as (
     select candidate_id, domain, score
     from eligible_method_scores
-    where method = $method and model_fingerprint = $model_fingerprint and config_hash = $config_hash
+    where not $residualized and method = $method and model_fingerprint = $model_fingerprint and config_hash = $config_hash
 ),
 final as (
     select * from cap

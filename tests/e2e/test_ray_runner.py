@@ -8,7 +8,7 @@ import orjson
 import pytest
 
 from capsel.db import open_db
-from capsel.runner.build import build_scorer
+from capsel.methods.registry import build_scorer
 from capsel.runner.job import run_scorer
 from capsel.runner.window import Done
 from capsel.runner.work import score_shard, workers_spec

@@ -10,8 +10,8 @@ import pytest
 
 from capsel.baselines.less.target import TargetFile
 from capsel.db import open_db
+from capsel.methods.registry import build_scorer
 from capsel.pipeline_config import ScoreFlowConfig
-from capsel.runner.build import build_scorer
 from capsel.runner.job import run_scorer
 from capsel.runner.less_job import score_target
 from tests.fixtures.candidates import mixed_candidates

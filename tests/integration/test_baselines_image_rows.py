@@ -21,9 +21,11 @@ from capsel.baselines.ppl import PplConfig, PplScorer
 from capsel.baselines.qurating import QURATING_TEXT_ONLY, qurating_scorer
 from capsel.baselines.scorer import NEEDS_MULTIMODAL_SCORER
 from capsel.db import open_db
+from capsel.methods.kcenter import KCenterSpec
+from capsel.methods.qurating import QuratingSpec
+from capsel.methods.spec import LocalModelSpec
 from capsel.publish import publish_selection
 from capsel.runner.job import run_scorer
-from capsel.scorers.specs import KCenterSpec, LocalModelSpec, QuratingSpec
 from capsel.scoring.inputs import CandidateText
 from capsel.selection.budget import parse_budget
 from capsel.selection.plan import SelectionRequest, build_selection

@@ -15,9 +15,10 @@ from capsel.baselines.kcenter import default_encoder, kcenter_scorer
 from capsel.db import open_db
 from capsel.lineage import trace
 from capsel.lineage.render import lineage_tree
+from capsel.methods.kcenter import KCenterSpec
+from capsel.methods.spec import LocalModelSpec
 from capsel.publish import publish_selection
 from capsel.runner.job import run_scorer
-from capsel.scorers.specs import KCenterSpec, LocalModelSpec
 from capsel.scoring.inputs import CandidateText
 from capsel.selection import coverage
 from capsel.selection.budget import parse_budget

@@ -11,8 +11,9 @@ from capsel.baselines.qurating import qurating_scorer
 from capsel.cli.specs import build_spec, spec_values
 from capsel.db import open_db
 from capsel.errors import CapselError
+from capsel.methods.qurating import QuratingSpec
+from capsel.methods.spec import LocalModelSpec
 from capsel.runner.job import run_scorer
-from capsel.scorers.specs import LocalModelSpec, QuratingSpec
 from capsel.scoring.inputs import CandidateText
 from tests.fixtures.candidates import mixed_candidates
 from tests.fixtures.pool import append_candidates

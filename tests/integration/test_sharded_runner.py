@@ -12,10 +12,12 @@ import pytest
 
 from capsel.db import open_db
 from capsel.errors import CapselError
-from capsel.runner.build import build_scorer
+from capsel.methods.cap import CapSpec
+from capsel.methods.less import LessSpec
+from capsel.methods.registry import build_scorer
+from capsel.methods.spec import ModelSpec
 from capsel.runner.job import run_scorer
 from capsel.runner.work import score_shard
-from capsel.scorers.specs import CapSpec, LessSpec, ModelSpec
 from capsel.store.scope import Scope
 from tests.fixtures.candidates import mixed_candidates
 from tests.fixtures.pool import append_candidates

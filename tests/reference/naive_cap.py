@@ -1,4 +1,4 @@
-"""Naive CAP reference, written straight from DESIGN.md "The method, exactly".
+"""Naive CAP reference, written straight from docs/method.md "The method, exactly".
 
 One candidate at a time, no batching, no padding, no KV cache: every greedy step re-runs
 the whole sequence, each branch is one full forward of [x;y] or [x;y-hat], hooks keep

@@ -1,4 +1,4 @@
-"""Naive multimodal CAP reference, written from DESIGN.md "The method, exactly" and issue 21.
+"""Naive multimodal CAP reference, written from docs/method.md "The method, exactly" and issue 21.
 
 One candidate at a time, no cache: the processor builds each full sequence ([x;y] and [x;y-hat]) with
 the images, and every forward re-runs the vision encoder. The prompt comes from the processor's own

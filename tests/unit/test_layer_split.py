@@ -15,7 +15,7 @@ from capsel.selection.plan import SelectionRequest
 @pytest.mark.parametrize(
     ("text", "side", "n_layers", "blocks"),
     [
-        # the paper's fractions, 1-indexed with floor / ceil: L=32 gives 1..10 and 22..32 (DESIGN.md)
+        # the paper's fractions, 1-indexed with floor / ceil: L=32 gives 1..10 and 22..32 (docs/method.md)
         ("0.33", "early", 32, (1, 10)), ("0.66", "late", 32, (22, 32)),
         # read as the decimal typed: 0.66 * 50 is 33 exactly, so block 33 is late
         ("0.66", "late", 50, (33, 50)), (".25", "early", 12, (1, 3)),

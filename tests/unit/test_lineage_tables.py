@@ -7,8 +7,8 @@ import inspect
 
 import pytest
 
-from capsel.baselines.registry import BASELINES, scorer_module
-from capsel.lineage.tables import results_table, table_use
+from capsel.lineage.tables import table_use
+from capsel.methods.registry import method, scored_methods
 from capsel.scorers.base import Scorer
 
 
@@ -58,10 +58,11 @@ def test_retried_quarantine_rows_and_sampled_out_rows_count_as_writes():
     assert use.written == {"candidates": 1, "sampled_out": 2, "quarantine_retried": 3}
 
 
-@pytest.mark.parametrize("method", ["cap", *BASELINES])
-def test_results_tables_are_the_scorer_classes_tables(method):
-    module = importlib.import_module("capsel.scorers.cap") if method == "cap" else scorer_module(method)
+@pytest.mark.parametrize("name", [declared.name for declared in scored_methods()])
+def test_results_tables_are_the_scorer_classes_tables(name):
+    declared = method(name)
+    module = importlib.import_module(declared.scorer.partition(":")[0])
     scorers = [cls for _, cls in inspect.getmembers(module, inspect.isclass)
                if issubclass(cls, Scorer) and cls.__module__ == module.__name__ and not inspect.isabstract(cls)]
-    assert scorers, method
-    assert {cls.table for cls in scorers} == {results_table(method)}
+    assert scorers, name
+    assert {cls.table for cls in scorers} == {declared.results_table}

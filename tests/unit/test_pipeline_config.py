@@ -4,9 +4,12 @@ import pytest
 from pydantic import ValidationError
 
 from capsel.errors import CapselError
+from capsel.methods.cap import CapSpec
+from capsel.methods.kcenter import KCenterSpec
+from capsel.methods.ppl import PplSpec
+from capsel.methods.spec import ModelSpec
 from capsel.pipeline_config import PipelineConfig, SelectionParams
 from capsel.runner.work import host_spec, workers_spec
-from capsel.scorers.specs import CapSpec, KCenterSpec, ModelSpec, PplSpec
 from capsel.scoring.config import ScoringConfig
 
 MODEL = {"path": "/models/m"}

@@ -11,7 +11,7 @@ from capsel.versioning import config_hash
 @pytest.mark.parametrize(
     ("n_layers", "early", "late"),
     [
-        (32, range(1, 11), range(22, 33)),   # DESIGN.md: L=32 gives 1..10 and 22..32
+        (32, range(1, 11), range(22, 33)),   # docs/method.md: L=32 gives 1..10 and 22..32
         (12, range(1, 4), range(8, 13)),     # 3.96 and 7.92
         (50, range(1, 17), range(33, 51)),   # 0.66*50 lands exactly on layer 33
         (100, range(1, 34), range(66, 101)), # both bounds land on integers

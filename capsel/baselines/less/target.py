@@ -16,6 +16,7 @@ from capsel.db import run_sql
 from capsel.db.records import fetch_records
 from capsel.errors import CapselError, OptionError
 from capsel.ingest.example_file import read_examples
+from capsel.methods.less import LessSpec
 from capsel.scoring.inputs import CandidateText
 from capsel.versioning import config_hash, file_sha256
 
@@ -103,6 +104,15 @@ def compute_target(
     stored = stored_target(con, fingerprint)
     assert stored is not None  # appended above, in this connection
     return stored
+
+
+def target_file_of(spec: LessSpec) -> TargetFile | None:
+    """The target file a spec names, read once so a bad row fails before any gradient is taken."""
+    if spec.target is None:
+        return None
+    file = TargetFile.of(Path(spec.target), spec.target_max)
+    read_target(file)
+    return file
 
 
 def targets_of_file(con: duckdb.DuckDBPyConnection, path: Path, target_max: int | None) -> list[dict]:

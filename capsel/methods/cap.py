@@ -1,0 +1,49 @@
+"""CAP, the method of the paper: y-hat, per-layer hidden-state divergence, D_late residualized on D_early per domain,
+and the top z under the budget."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field, model_validator
+
+from capsel.methods.method import Method
+from capsel.methods.selectors import TopResidualZ
+from capsel.methods.spec import MethodSpec, ModelSpec
+from capsel.scoring.config import ScoringConfig
+
+
+class CapSpec(MethodSpec):
+    """CAP (docs/method.md): y-hat, per-layer divergence, D_early and D_late, PPL."""
+
+    method: Literal["cap"] = "cap"
+    model: ModelSpec
+    # CAP alone can size its batches from free GPU memory
+    batch_size: Annotated[int, Field(gt=0)] | Literal["auto"] = Field(  # type: ignore[assignment]
+        16, description="candidates per model batch; auto sizes it from free GPU memory")
+    prompt_tokens: int = Field(256, gt=0, description="P: keep the last P prompt token ids")
+    horizon: int = Field(48, gt=0, description="R: keep the first R response ids; generate at most R tokens")
+    early: float = Field(0.33, gt=0, lt=1, description="D_early averages blocks 1..floor(early * L)")
+    late: float = Field(0.66, gt=0, lt=1, description="D_late averages blocks ceil(late * L)..L")
+    min_prompt_tokens: int = Field(2, ge=1, description="fewer prompt ids: excluded short_prompt")
+    min_response_tokens: int = Field(6, ge=1, description="fewer response ids: excluded short_response")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "CapSpec":
+        self.scoring_config()  # the same checks (horizon vs minimum, early below late) as the engine's config
+        return self
+
+    def scoring_config(self) -> ScoringConfig:
+        """The engine's configuration (prompt format as asked: resolved once the tokenizer is known)."""
+        return ScoringConfig(
+            prompt_tokens=self.prompt_tokens, horizon=self.horizon, early=self.early, late=self.late,
+            min_prompt_tokens=self.min_prompt_tokens, min_response_tokens=self.min_response_tokens,
+            prompt_format=self.model.prompt_format,
+        )
+
+
+METHOD = Method(
+    name="cap", summary="Counterfactual Assimilation Profile: the top residual z of late- on early-layer divergence",
+    selector=TopResidualZ(), spec=CapSpec, scorer="capsel.scorers.cap:cap_scorer", results_table="divergences",
+    residualized=True, scoring_reads=("generations",), score_command="capsel score", ppl="measured",
+)

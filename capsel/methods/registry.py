@@ -1,0 +1,71 @@
+"""Every method capsel knows: its own modules, then the plugins other packages declare under the `capsel.methods`
+entry-point group (`name = "package.module"` or `"package.module:METHOD"`, naming a `Method`)."""
+
+from __future__ import annotations
+
+import importlib
+from functools import cache
+from importlib.metadata import entry_points
+
+from capsel.errors import CapselError, OptionError
+from capsel.methods.method import Method
+from capsel.methods.spec import MethodSpec
+
+ENTRY_POINT_GROUP = "capsel.methods"
+# what a run scores and selects by when it names no method: the paper's
+DEFAULT_METHOD = "cap"
+# the seeded control every comparison draws beside the scored methods
+CONTROL_METHOD = "random"
+BUILT_IN = ("cap", "random_draw", "ppl", "ifd", "qurating", "kcenter", "less")
+
+
+@cache
+def all_methods() -> dict[str, Method]:
+    """name -> Method: capsel's own in a fixed order, then the installed plugins by entry-point name."""
+    found: dict[str, Method] = {}
+    declared = [(f"capsel.methods.{module}", importlib.import_module(f"capsel.methods.{module}").METHOD)
+                for module in BUILT_IN]
+    declared += [(f"plugin {point.value}", _plugin(point))
+                 for point in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda point: point.name)]
+    for origin, method in declared:
+        if method.name in found:
+            raise CapselError(f"two methods are named {method.name!r}: {origin} declares it again; uninstall one")
+        found[method.name] = method
+    return found
+
+
+def _plugin(point) -> Method:
+    loaded = point.load()
+    method = getattr(loaded, "METHOD", loaded)
+    if not isinstance(method, Method):
+        raise CapselError(f"the {ENTRY_POINT_GROUP} entry point {point.name} = {point.value!r} names no "
+                          "capsel.methods.method.Method (a module with METHOD, or the Method itself)")
+    return method
+
+
+def method(name: str) -> Method:
+    """The method called `name`, or an OptionError listing them."""
+    methods = all_methods()
+    if name not in methods:
+        raise OptionError(f"unknown method {name!r}; choose one of {', '.join(methods)}")
+    return methods[name]
+
+
+def method_names() -> tuple[str, ...]:
+    """Every method a selection can use."""
+    return tuple(all_methods())
+
+
+def scored_methods() -> list[Method]:
+    """The methods that score candidates themselves (each has a spec and a scorer), in registry order."""
+    return [method for method in all_methods().values() if method.spec is not None]
+
+
+def baseline_methods() -> list[Method]:
+    """The scored methods `capsel score-baseline` runs: all but those with a command of their own (CAP's)."""
+    return [method for method in scored_methods() if method.score_command is None]
+
+
+def build_scorer(spec: MethodSpec):
+    """The scorer of `spec`'s method: identity and config now, weights on first use."""
+    return method(spec.method).build_scorer(spec)
