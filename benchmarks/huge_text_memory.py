@@ -1,7 +1,7 @@
 """Peak memory of `capsel score` (ŷ generation included) on a pool holding one huge candidate, against the same
 pool with that candidate 30,000 characters long: both keep the same ids (the last P prompt ids, the first R
 response ids), so the difference is what the text's length costs. Also the peak of tokenising the huge
-texts alone, whole and as `build_inputs` does (cut first, capsel/scoring/text_cap.py).
+texts alone, whole and as `build_inputs` does (cut first, capsel/scoring/huge_text_cut.py).
 
 Each measurement runs in its own process; its peak resident set comes from getrusage of that process.
 Prints one JSON object.

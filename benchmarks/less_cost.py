@@ -4,9 +4,9 @@
     python benchmarks/less_cost.py --device cuda         # the same on a GPU
 
 Both methods go through their real runners into a fresh DuckDB file: CAP is `run_scorer` with the CAP scorer
-(greedy y-hat generation fused with the two forward passes, batch 16), LESS is `score_less`
-(one forward + backward per candidate, batch 1 as in the paper, then the target set and the
-cosine scores). Model loading is timed apart. Prints one JSON object.
+(greedy y-hat generation fused with the two forward passes, batch 16), LESS is the score stage that
+`capsel score-baseline --method less --target` runs (one forward + backward per candidate, batch 1 as in the
+paper, then the target set and the cosine scores). Model loading is timed apart. Prints one JSON object.
 """
 
 from __future__ import annotations
@@ -24,16 +24,19 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from capsel.baselines.less.scorer import LessConfig, LessFeatureScorer  # noqa: E402
-from capsel.baselines.less.target import TargetFile  # noqa: E402
+from capsel.config import load_settings  # noqa: E402
 from capsel.db import open_db  # noqa: E402
 from capsel.ingest.pipeline import IngestOptions, ingest  # noqa: E402
+from capsel.methods.less import LessSpec  # noqa: E402
+from capsel.methods.spec import ModelSpec  # noqa: E402
 from capsel.models import demo_model_path  # noqa: E402
 from capsel.models.loading import describe_model, load_model  # noqa: E402
 from capsel.runner.job import run_scorer  # noqa: E402
-from capsel.runner.less_job import score_less  # noqa: E402
 from capsel.scorers.cap import CapScorer  # noqa: E402
 from capsel.scoring.config import ScoringConfig  # noqa: E402
 from capsel.scoring.engine import ScoringEngine  # noqa: E402
+from capsel.stages.context import RunContext  # noqa: E402
+from capsel.stages.score import ScoreRequest, score  # noqa: E402
 from capsel_lab.pretrain import world_spec_of  # noqa: E402
 from capsel_lab.world.facts import build_world  # noqa: E402
 from capsel_lab.world.pools import PoolSpec, build_pool  # noqa: E402
@@ -86,7 +89,10 @@ def main() -> None:
 
         scorer = LessFeatureScorer(LessConfig(), info, batch_size=args.batch_size)
         _, less_load_s = timed(lambda: scorer.sketcher)
-        less, less_wall_s = timed(score_less, con, scorer, TargetFile.of(target_path, args.target_size))
+        spec = LessSpec(model=ModelSpec(path=args.model), target=str(target_path), target_max=args.target_size)
+        scored, less_wall_s = timed(score, ScoreRequest(spec), RunContext(con, load_settings()), scorer)
+        less = scored.target
+        less.features = scored.scoring
         con.close()
     target_s = less_wall_s - less.features.wall_s
     result = {

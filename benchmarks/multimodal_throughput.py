@@ -5,7 +5,7 @@ a Llama-2-7B text decoder), initialised directly on the device, nothing download
 
     python benchmarks/multimodal_throughput.py --n-candidates 64
 
-On CPU, in seconds (the tiny Llava of capsel.models.tiny_vlm):
+On CPU, in seconds (the tiny Llava of capsel_lab.tiny_vlm):
 
     python benchmarks/multimodal_throughput.py --tiny --n-candidates 16
 
@@ -31,10 +31,10 @@ sys.path.append(str(Path(__file__).resolve().parents[1]))
 
 from capsel.models.loading import ModelInfo, describe_model, load_model, wrap_model  # noqa: E402
 from capsel.models.source import ModelSource  # noqa: E402
-from capsel.models.tiny_vlm import CHAT_TEMPLATE, build_tiny_vlm, vlm_tokenizer  # noqa: E402
 from capsel.scoring.config import ScoringConfig  # noqa: E402
 from capsel.scoring.engine import ScoringEngine  # noqa: E402
 from capsel.scoring.inputs import CandidateText  # noqa: E402
+from capsel_lab.tiny_vlm import CHAT_TEMPLATE, build_tiny_vlm, vlm_tokenizer  # noqa: E402
 
 WORDS = "the of and to in is was for on that with as by at from this be are an it or which their".split()
 

@@ -1,6 +1,6 @@
 """`capsel demo --multimodal` without Prefect: the drawn pool and a tiny random VLM, staged for the select flow.
 
-The model is a Llava-style VLM with random weights built from a config (capsel.models.tiny_vlm), so its
+The model is a Llava-style VLM with random weights built from a config (capsel_lab.tiny_vlm), so its
 scores mean nothing: the demo shows the multimodal path end to end (images ingested, stored by hash,
 deduplicated on the question, scored on the text decoder, published with their files), not the science.
 """
@@ -11,11 +11,11 @@ import json
 import shutil
 from pathlib import Path
 
-from capsel.models.tiny_vlm import build_tiny_vlm
 from capsel.pipeline_config import PipelineConfig
 from capsel.publish.excluded import EXCLUDED_FILE
 from capsel_lab.demo import DB_FILE, POOL_DIR, SELECTIONS_DIR, DemoResult, counts_of
 from capsel_lab.multimodal_pool import stage_multimodal_pool
+from capsel_lab.tiny_vlm import build_tiny_vlm
 
 MODEL_DIR = "model"
 NOTE = "the VLM has random weights: its scores mean nothing; the demo shows the path, not the science"

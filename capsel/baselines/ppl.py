@@ -18,7 +18,7 @@ from capsel.baselines.scorer import BaselineResult
 from capsel.methods.ppl import PplSpec
 from capsel.models.loading import LoadedModel
 from capsel.scoring.batching import right_padded
-from capsel.scoring.config import ScoringConfig
+from capsel.scoring.config import HORIZON, PROMPT_TOKENS, ScoringConfig
 from capsel.scoring.divergence import token_nll
 from capsel.scoring.forward import extend, pad_id, prefill
 from capsel.scoring.inputs import SHORT_PROMPT, SHORT_RESPONSE, CandidateText
@@ -31,8 +31,8 @@ class PplConfig(LmConfig):
     model_config = ConfigDict(extra="forbid", frozen=True)
     method: ClassVar[str] = "ppl"
 
-    prompt_tokens: int = Field(256, gt=0, description="keep the last P prompt ids")
-    horizon: int = Field(48, gt=0, description="keep the first R response ids")
+    prompt_tokens: int = Field(PROMPT_TOKENS, gt=0, description="keep the last P prompt ids")
+    horizon: int = Field(HORIZON, gt=0, description="keep the first R response ids")
     min_prompt_tokens: int = Field(2, ge=1, description="fewer prompt ids: excluded short_prompt")
     min_response_tokens: int = Field(6, ge=1, description="fewer response ids: excluded short_response")
 

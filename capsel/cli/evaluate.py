@@ -34,7 +34,7 @@ from capsel.evaluation.options import EvalOptions
 from capsel.evaluation.targets import BASE_PREFIX
 from capsel.ingest.records import parse_field_map
 from capsel.safe_text import visible
-from capsel.scoring.config import ScoringConfig
+from capsel.scoring.config import PROMPT_TOKENS, ScoringConfig
 from capsel.stages.context import RunContext
 from capsel.stages.evaluate import EvaluateRequest
 from capsel.stages.evaluate import evaluate as evaluate_stage
@@ -57,7 +57,7 @@ def evaluate(
         "--domain", help="loss files: every row's domain (default: each row's domain field, else 'all').",
         show_default=False)] = None,
     prompt_format: PromptFormatOption = "auto",
-    prompt_tokens: PromptTokensOption = 256,
+    prompt_tokens: PromptTokensOption = PROMPT_TOKENS,
     fewshot: Annotated[Optional[Path], typer.Option(
         "--fewshot", help="gsm8k: the file whose first 5 rows are the demonstrations.", show_default=False,
         exists=True, dir_okay=False)] = None,

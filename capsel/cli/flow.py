@@ -8,26 +8,23 @@ from __future__ import annotations
 import functools
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Optional, TypeVar
+from typing import Annotated, Optional
 
 import orjson
 import typer
-from pydantic import BaseModel, ValidationError
 
 from capsel.cli.common import DbOption, LicenseOption, checked_model_name, console
 from capsel.cli.flow_evaluate import evaluate
-from capsel.cli.flow_state import flow_failure
+from capsel.cli.flow_run import run_flow, validated
 from capsel.cli.metavars import ReadableTyper
-from capsel.cli.prefect_server import run_long_lived_server, use_temporary_server
-from capsel.cli.specs import MethodChoice, flag_problems, spec_values
-from capsel.errors import CapselError, OptionError
+from capsel.cli.prefect_server import run_long_lived_server
+from capsel.cli.specs import MethodChoice, spec_values
+from capsel.errors import CapselError
 from capsel.methods.registry import DEFAULT_METHOD
 from capsel.methods.registry import method as method_named
 from capsel.methods.spec import Device
 from capsel.pipeline_config import PipelineConfig, ScoreFlowConfig
 from capsel.run_parameters import trust_typed
-
-M = TypeVar("M", bound=BaseModel)
 
 app = ReadableTyper(help="Run the Prefect flows directly (a Prefect server, or a temporary one, records them).",
                   no_args_is_help=True)
@@ -207,24 +204,3 @@ def _pipeline_config(config: Path | None, inputs, domain, field_map, method, mod
     if db:
         body["db_path"] = str(db)
     return validated(PipelineConfig, body)
-
-
-def validated(model: type[M], body: dict) -> M:
-    """The flow parameters `body` as `model`, or one CapselError naming each problem by its flag."""
-    try:
-        return model.model_validate(body)
-    except ValidationError as exc:
-        raise OptionError(f"invalid flow parameters: {flag_problems(exc)}") from exc
-
-
-def run_flow(flow, parameters: dict) -> None:
-    """Run `flow(**parameters)` here; print its counters, or raise its failure as one clean line."""
-    use_temporary_server()
-    state = flow(**parameters, return_state=True)
-    if state.is_completed():
-        result = state.result()
-        counters = result.counters() if hasattr(result, "counters") else result
-        # ASCII: a note can quote a domain, whose bidi overrides or C1 controls must not reach the terminal raw
-        console.print_json(orjson.dumps(counters, default=str).decode(), ensure_ascii=True)
-        return
-    raise flow_failure(state, "flow run")

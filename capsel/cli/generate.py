@@ -28,13 +28,14 @@ from capsel.cli.specs import build_spec, spec_values
 from capsel.runner.generation import run_generation
 from capsel.scorers.cap import CapScorer
 from capsel.scorers.generators import check_generator, generator_for
+from capsel.scoring.config import HORIZON, PROMPT_TOKENS
 from capsel.store.scope import Scope
 
 
 def generate(
     model: ModelOption = None,
-    horizon: HorizonOption = 48,
-    prompt_tokens: PromptTokensOption = 256,
+    horizon: HorizonOption = HORIZON,
+    prompt_tokens: PromptTokensOption = PROMPT_TOKENS,
     prompt_format: PromptFormatOption = "auto",
     dtype: DtypeOption = None,
     device: DeviceOption = None,

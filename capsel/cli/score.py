@@ -28,6 +28,7 @@ from capsel.cli.scoring_options import (
 )
 from capsel.cli.specs import build_spec, spec_values
 from capsel.scorers.generators import check_generator, pre_pass_for
+from capsel.scoring.config import HORIZON, PROMPT_TOKENS
 from capsel.stages.context import RunContext
 from capsel.stages.score import ScoreRequest
 from capsel.stages.score import score as score_stage
@@ -36,8 +37,8 @@ from capsel.store.scope import Scope
 
 def score(
     model: ModelOption = None,
-    horizon: HorizonOption = 48,
-    prompt_tokens: PromptTokensOption = 256,
+    horizon: HorizonOption = HORIZON,
+    prompt_tokens: PromptTokensOption = PROMPT_TOKENS,
     prompt_format: PromptFormatOption = "auto",
     early: EarlyOption = 0.33,
     late: LateOption = 0.66,

@@ -34,6 +34,7 @@ from capsel.errors import OptionError
 from capsel.methods.registry import baseline_methods
 from capsel.methods.registry import method as method_named
 from capsel.methods.spec import MethodSpec
+from capsel.scoring.config import HORIZON, PROMPT_TOKENS
 from capsel.stages.context import RunContext
 from capsel.stages.score import ScoreRequest
 from capsel.stages.score import score as score_stage
@@ -68,9 +69,9 @@ def score_baseline(
         "--max-length", min=2, show_default=False,
         help="Token window: ifd and less 1024 ([prompt; response]), qurating 512, kcenter 256 (the paper's values).",
     )] = None,
-    prompt_tokens: PromptTokensOption = 256,
+    prompt_tokens: PromptTokensOption = PROMPT_TOKENS,
     prompt_format: PromptFormatOption = "auto",
-    horizon: Annotated[int, typer.Option("--horizon", help="ppl: R, keep the first R response tokens.")] = 48,
+    horizon: Annotated[int, typer.Option("--horizon", help="ppl: R, keep the first R response tokens.")] = HORIZON,
     dtype: DtypeOption = None,
     device: DeviceOption = None,
     batch_size: BatchSizeOption = None,

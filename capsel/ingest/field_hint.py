@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Sequence
+from typing import Sequence
 
 import duckdb
 
 from capsel.db import run_sql
+from capsel.ingest.file_outcome import FileOutcome
 from capsel.ingest.inputs import InputFile, open_input
 from capsel.ingest.readers import format_for, read_rows
 from capsel.ingest.reasons import Reason
 from capsel.ingest.records import FieldMap
-
-if TYPE_CHECKING:  # summary imports this module for FieldHint
-    from capsel.ingest.summary import FileOutcome
 
 # Rows a wrong --map or a missing --domain sends to quarantine; a hint is given when they are most rows.
 FIELD_REASONS = (Reason.MISSING_INSTRUCTION, Reason.MISSING_RESPONSE, Reason.NO_DOMAIN)

@@ -23,13 +23,14 @@ from capsel.faults import fault_point
 from capsel.images.database import database_image_root
 from capsel.ingest.chunks import Chunk, ClassifyConfig, only_rows
 from capsel.ingest.field_hint import field_hints
+from capsel.ingest.file_outcome import FileOutcome
 from capsel.ingest.image_access import ImageAccess
 from capsel.ingest.image_loading import ImageConfig
 from capsel.ingest.inputs import EMPTY_FILE, InputFile, Skipped, input_size, resolve_inputs
 from capsel.ingest.local_copy import LocalCopy, local_copy
 from capsel.ingest.readers import FORMATS, Batch, bytes_through
 from capsel.ingest.records import FieldMap
-from capsel.ingest.summary import FileOutcome, IngestReport, run_summary
+from capsel.ingest.summary import IngestReport, run_summary
 from capsel.ingest.workers import ParseWorkers, classified_chunks, worker_pool
 from capsel.runs import finish_run, recorded_run
 

@@ -10,7 +10,7 @@ from pydantic import Field, model_validator
 from capsel.methods.method import Method
 from capsel.methods.selectors import TopResidualZ
 from capsel.methods.spec import MethodSpec, ModelSpec
-from capsel.scoring.config import ScoringConfig
+from capsel.scoring.config import HORIZON, PROMPT_TOKENS, ScoringConfig
 
 
 class CapSpec(MethodSpec):
@@ -21,8 +21,8 @@ class CapSpec(MethodSpec):
     # CAP alone can size its batches from free GPU memory
     batch_size: Annotated[int, Field(gt=0)] | Literal["auto"] = Field(  # type: ignore[assignment]
         16, description="candidates per model batch; auto sizes it from free GPU memory")
-    prompt_tokens: int = Field(256, gt=0, description="P: keep the last P prompt token ids")
-    horizon: int = Field(48, gt=0, description="R: keep the first R response ids; generate at most R tokens")
+    prompt_tokens: int = Field(PROMPT_TOKENS, gt=0, description="P: keep the last P prompt token ids")
+    horizon: int = Field(HORIZON, gt=0, description="R: keep the first R response ids; generate at most R tokens")
     early: float = Field(0.33, gt=0, lt=1, description="D_early averages blocks 1..floor(early * L)")
     late: float = Field(0.66, gt=0, lt=1, description="D_late averages blocks ceil(late * L)..L")
     min_prompt_tokens: int = Field(2, ge=1, description="fewer prompt ids: excluded short_prompt")

@@ -9,6 +9,7 @@ from pydantic import Field
 from capsel.methods.method import Method
 from capsel.methods.selectors import TopScore
 from capsel.methods.spec import MethodSpec, ModelSpec
+from capsel.scoring.config import HORIZON, PROMPT_TOKENS
 
 
 class PplSpec(MethodSpec):
@@ -16,8 +17,8 @@ class PplSpec(MethodSpec):
 
     method: Literal["ppl"] = "ppl"
     model: ModelSpec
-    prompt_tokens: int = Field(256, gt=0, description="P: keep the last P prompt ids")
-    horizon: int = Field(48, gt=0, description="R: keep the first R response ids")
+    prompt_tokens: int = Field(PROMPT_TOKENS, gt=0, description="P: keep the last P prompt ids")
+    horizon: int = Field(HORIZON, gt=0, description="R: keep the first R response ids")
 
 
 METHOD = Method(

@@ -14,10 +14,8 @@ import duckdb
 from capsel.baselines.less.scorer import LessFeatureScorer
 from capsel.baselines.less.target import TargetFile, compute_target, stored_target
 from capsel.db import one_row, transaction
-from capsel.runner.job import run_scorer
-from capsel.runner.progress import ProgressSink, RunSummary
+from capsel.runner.progress import RunSummary
 from capsel.runs import recorded_run
-from capsel.store.scope import Scope
 
 METHOD = "less"
 
@@ -64,18 +62,4 @@ def score_target(con: duckdb.DuckDBPyConnection, scorer: LessFeatureScorer, targ
             n_target_examples=summary.target["n_examples"], n_target_used=summary.target["n_used"],
             n_scores_written=summary.n_scores_written,
         )
-    return summary
-
-
-def score_less(
-    con: duckdb.DuckDBPyConnection, scorer: LessFeatureScorer, target: TargetFile | None,
-    scope: Scope = Scope(), sink: ProgressSink | None = None,
-) -> LessSummary:
-    """Feature every pending candidate in scope (resumable), then score them all against `target` if given."""
-    run_config = {"target_sha256": target.sha256, "target_max": target.target_max} if target else {}
-    features = run_scorer(con, scorer, scope, sink, run_config=run_config)
-    if target is None:
-        return LessSummary(features=features)
-    summary = score_target(con, scorer, target)
-    summary.features = features
     return summary

@@ -13,6 +13,9 @@ from capsel.versioning import config_hash
 
 # Bump when the meaning of a stored generation or divergence changes, so old rows get new keys.
 METHOD_VERSION = 1
+# The paper's P and R: keep the last P prompt ids and the first R response ids (generate at most R).
+PROMPT_TOKENS = 256
+HORIZON = 48
 
 
 class ScoringConfig(BaseModel):
@@ -20,8 +23,8 @@ class ScoringConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    prompt_tokens: int = Field(256, gt=0, description="keep the last P prompt token ids")
-    horizon: int = Field(48, gt=0, description="R: keep the first R response ids; generate at most R tokens")
+    prompt_tokens: int = Field(PROMPT_TOKENS, gt=0, description="keep the last P prompt token ids")
+    horizon: int = Field(HORIZON, gt=0, description="R: keep the first R response ids; generate at most R tokens")
     early: float = Field(0.33, gt=0, lt=1, description="D_early averages layers l <= early * L")
     late: float = Field(0.66, gt=0, lt=1, description="D_late averages layers l >= late * L")
     min_prompt_tokens: int = Field(2, ge=1, description="fewer prompt ids than this: excluded short_prompt")

@@ -14,11 +14,15 @@ from capsel.baselines.less.countsketch import CountSketch
 from capsel.baselines.less.lora_gradients import response_loss
 from capsel.baselines.less.scorer import LessConfig, LessFeatureScorer
 from capsel.baselines.less.target import TargetFile, stored_target
-from capsel.runner.less_job import score_less
+from capsel.config import load_settings
+from capsel.methods.less import LessSpec
+from capsel.methods.spec import ModelSpec
 from capsel.scoring.inputs import CandidateText, prompt_text
 from capsel.selection.budget import parse_budget
 from capsel.selection.plan import SelectionRequest, build_selection
 from capsel.selection.scoring_key import resolve_scoring_key
+from capsel.stages.context import RunContext
+from capsel.stages.score import ScoreRequest, score
 from tests.fixtures.candidates import mixed_candidates
 from tests.fixtures.pool import append_candidates
 
@@ -113,6 +117,14 @@ def write_target(path, candidates: list[dict]) -> TargetFile:
     path.write_bytes(b"\n".join(orjson.dumps({k: c[k] for k in ("instruction", "input", "response")})
                                 for c in candidates))
     return TargetFile.of(path, target_max=3)
+
+
+def score_less(db, scorer: LessFeatureScorer, target: TargetFile):
+    """The score stage with this scorer against `target`: the features, then the target's run (a LessSummary)."""
+    spec = LessSpec(model=ModelSpec(path="tiny"), target=str(target.path), target_max=target.target_max)
+    done = score(ScoreRequest(spec), RunContext(db, load_settings()), scorer)
+    done.target.features = done.scoring
+    return done.target
 
 
 def test_stored_scores_resume_and_a_new_target_reuses_every_feature(db, tmp_path, info, config):

@@ -1,6 +1,6 @@
 """The engine scores VLM candidates (images in the shared prefix) as the naive full-sequence reference does.
 
-Tiny random VLMs built from configs (capsel.models.tiny_vlm), float32 on CPU, within 1e-4.
+Tiny random VLMs built from configs (capsel_lab.tiny_vlm), float32 on CPU, within 1e-4.
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ from transformers import AutoConfig, GenerationConfig
 
 from capsel.models.loading import ModelInfo, describe_model, eos_token_ids, load_model
 from capsel.models.source import resolve_model
-from capsel.models.tiny_vlm import build_tiny_vlm, image_only_qwen2_vl_processor
 from capsel.scoring.config import ScoringConfig
 from capsel.scoring.engine import ScoringEngine
 from capsel.scoring.inputs import CandidateText
 from capsel.scoring.multimodal_inputs import MultimodalGeneration, with_vision
+from capsel_lab.tiny_vlm import build_tiny_vlm, image_only_qwen2_vl_processor
 from tests.reference.naive_multimodal import naive_multimodal_cap
 
 torch.set_num_threads(1)

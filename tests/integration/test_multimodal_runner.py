@@ -16,7 +16,6 @@ from capsel.baselines.ppl import PplConfig, PplScorer
 from capsel.db import open_db
 from capsel.images.store import ImageStore, image_store_dir
 from capsel.models.loading import describe_model, load_model
-from capsel.models.tiny_vlm import build_tiny_vlm
 from capsel.runner.generation import run_generation
 from capsel.runner.job import run_scorer
 from capsel.scorers.cap import CapScorer
@@ -25,6 +24,7 @@ from capsel.scoring.engine import ScoringEngine
 from capsel.scoring.generation import HFGenerator
 from capsel.scoring.inputs import CandidateText
 from capsel.store.image_files import database_image_store
+from capsel_lab.tiny_vlm import build_tiny_vlm
 from tests.fixtures.pool import append_candidates
 
 torch.set_num_threads(1)

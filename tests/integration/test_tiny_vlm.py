@@ -10,11 +10,11 @@ from safetensors.torch import load_file
 
 from capsel.errors import CapselError
 from capsel.models.loading import describe_model, load_model
-from capsel.models.tiny_vlm import build_tiny_vlm
 from capsel.scoring.config import ScoringConfig
 from capsel.scoring.engine import ScoringEngine
 from capsel.scoring.inputs import CandidateText
 from capsel.scoring.multimodal_inputs import content_parts
+from capsel_lab.tiny_vlm import build_tiny_vlm
 from tests.fixtures.pool import tiny_model_dir
 
 

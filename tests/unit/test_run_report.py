@@ -2,8 +2,9 @@
 
 from pathlib import Path
 
+from capsel.ingest.file_outcome import FileOutcome
 from capsel.ingest.inputs import EMPTY_FILE, Skipped
-from capsel.ingest.summary import DomainCounts, FileOutcome, IngestReport
+from capsel.ingest.summary import DomainCounts, IngestReport
 from capsel.orchestration.run_report import (
     FlowReport,
     gate_failure_markdown,

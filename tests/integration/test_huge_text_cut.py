@@ -9,9 +9,9 @@ import pytest
 from transformers import AutoTokenizer
 
 from capsel.scoring.config import ScoringConfig
+from capsel.scoring.huge_text_cut import HugeTextCut, _crosses_a_boundary, is_safe_boundary
 from capsel.scoring.inputs import CandidateText, build_inputs, prompt_text
 from capsel.scoring.prompt_format import CHAT, RAW, prompt_token_ids
-from capsel.scoring.text_cap import TextCap, _crosses_a_boundary, is_safe_boundary
 from tests.fixtures.tiny_models import build_tokenizer
 
 pytestmark = pytest.mark.slow
@@ -52,7 +52,7 @@ def formats(tokenizer) -> list[str]:
 
 @pytest.mark.parametrize(("prompt_tokens", "horizon"), [(256, 48), (4, 1), (32, 8)])
 def test_cut_texts_give_the_whole_texts_ids(tokenizer, prompt_tokens, horizon):
-    cap = TextCap.of(tokenizer)
+    cap = HugeTextCut.of(tokenizer)
     assert cap is not None and cap.chat_safe == bool(tokenizer.chat_template)
     config = ScoringConfig(prompt_tokens=prompt_tokens, horizon=horizon, min_prompt_tokens=1, min_response_tokens=1)
     rng = random.Random(prompt_tokens)
@@ -74,7 +74,7 @@ def test_a_million_characters_are_cut_to_the_same_ids(tokenizer):
     config = ScoringConfig()
     rng = random.Random(1)
     prompt, response = random_text(rng, 1_000_000), random_text(rng, 1_000_000)
-    cap = TextCap.of(tokenizer)
+    cap = HugeTextCut.of(tokenizer)
     assert len(cap.tail(prompt, config.prompt_tokens)) < 60_000 and len(cap.head(response, config.horizon)) < 30_000
     for prompt_format in formats(tokenizer):
         [built] = build_inputs([CandidateText("big", prompt, "", response)], tokenizer,
@@ -84,7 +84,7 @@ def test_a_million_characters_are_cut_to_the_same_ids(tokenizer):
 
 
 def test_a_text_without_a_safe_boundary_is_tokenised_whole(tokenizer):
-    cap = TextCap.of(tokenizer)
+    cap = HugeTextCut.of(tokenizer)
     one_word = "x" * 200_000
     assert cap.head(one_word, 48) == one_word and cap.tail(one_word, 256) == one_word
     spaced_digits = " 1" * 100_000  # spaces, but never before a letter
@@ -99,11 +99,11 @@ def test_safe_boundaries_and_the_vocabulary_check():
 
 
 def test_a_tokenizer_the_argument_does_not_cover_is_never_cut():
-    assert TextCap.of(build_tokenizer()) is None  # the tiny word-level tokenizer of the test models
+    assert HugeTextCut.of(build_tokenizer()) is None  # the tiny word-level tokenizer of the test models
 
 
 def test_characters_without_an_id_keep_a_text_whole(tokenizer):
-    cap = TextCap.of(tokenizer)
+    cap = HugeTextCut.of(tokenizer)
     # independently: the ASCII characters this tokenizer turns into no id at all
     dropped = "".join(chr(code) for code in range(128) if not tokenizer(chr(code), add_special_tokens=False).input_ids)
     assert cap.no_id_chars == dropped
@@ -124,7 +124,7 @@ def test_a_byte_level_vocabulary_without_a_continuation_byte_is_never_cut(smollm
     import json
     import shutil
 
-    from capsel.scoring.text_cap import _BYTE_SYMBOLS
+    from capsel.scoring.huge_text_cut import _BYTE_SYMBOLS
 
     folder = shutil.copytree(smollm2_instruct_dir, tmp_path / "tok", ignore=shutil.ignore_patterns("*.safetensors"))
     spec = json.loads((folder / "tokenizer.json").read_text())
@@ -133,4 +133,4 @@ def test_a_byte_level_vocabulary_without_a_continuation_byte_is_never_cut(smollm
     model["vocab"] = {entry: index for entry, index in model["vocab"].items() if symbol not in entry}
     model["merges"] = [merge for merge in model["merges"] if symbol not in "".join(merge)]
     (folder / "tokenizer.json").write_text(json.dumps(spec))
-    assert TextCap.of(AutoTokenizer.from_pretrained(folder)) is None
+    assert HugeTextCut.of(AutoTokenizer.from_pretrained(folder)) is None

@@ -2,7 +2,7 @@
 
 Tokenising a 1M-character text builds hundreds of megabytes of encodings to keep 48 or 256 ids. A text
 is cut only at a *safe boundary* (`is_safe_boundary`): a space with a character before it that is neither
-whitespace nor "▁", and a letter after it. For the tokenizers this module accepts (`TextCap.of`), the ids
+whitespace nor "▁", and a letter after it. For the tokenizers this module accepts (`HugeTextCut.of`), the ids
 of the text before such a boundary and of the text from it on are exactly the ids of the whole text, split
 there:
 
@@ -47,11 +47,11 @@ MIN_GAIN = 4
 # ids beyond R or P kept in the window, so the counts the exclusions compare stay above any minimum
 SPARE_IDS = 2
 _PROBE = "  probe text  "
-_plans: "weakref.WeakKeyDictionary[object, TextCap | None]" = weakref.WeakKeyDictionary()
+_plans: "weakref.WeakKeyDictionary[object, HugeTextCut | None]" = weakref.WeakKeyDictionary()
 
 
 @dataclass(frozen=True)
-class TextCap:
+class HugeTextCut:
     """How far a text can be cut for one tokenizer (see the module's argument)."""
 
     max_chars: int
@@ -59,7 +59,7 @@ class TextCap:
     no_id_chars: str = ""  # characters the tokenizer drops without an id: texts holding one are not cut
 
     @classmethod
-    def of(cls, tokenizer) -> "TextCap | None":
+    def of(cls, tokenizer) -> "HugeTextCut | None":
         """The tokenizer's cap, or None when the argument does not hold for it (then texts are not cut)."""
         if tokenizer not in _plans:
             _plans[tokenizer] = _plan(tokenizer)
@@ -106,7 +106,7 @@ def _last_boundary(text: str, end: int) -> int | None:
     return position if position > 0 else None
 
 
-def _plan(tokenizer) -> TextCap | None:
+def _plan(tokenizer) -> HugeTextCut | None:
     backend = getattr(tokenizer, "backend_tokenizer", None)
     if backend is None:  # a slow tokenizer: its internals are not described
         return None
@@ -121,10 +121,11 @@ def _plan(tokenizer) -> TextCap | None:
         missing = [byte for byte, symbol in _BYTE_SYMBOLS.items() if symbol not in vocab]
         if any(0x80 <= byte <= 0xBF for byte in missing):
             return None
-        return TextCap(max_chars, _keeps_user_text(tokenizer), "".join(chr(byte) for byte in missing if byte < 0x80))
+        dropped = "".join(chr(byte) for byte in missing if byte < 0x80)
+        return HugeTextCut(max_chars, _keeps_user_text(tokenizer), dropped)
     unknown_has_ids = model.get("byte_fallback") or (model.get("unk_token") is not None and not model.get("fuse_unk"))
     if unknown_has_ids and _spaces_as_marks(spec, vocab):
-        return TextCap(max_chars, _keeps_user_text(tokenizer))
+        return HugeTextCut(max_chars, _keeps_user_text(tokenizer))
     return None
 
 

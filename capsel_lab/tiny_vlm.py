@@ -13,7 +13,9 @@ from pathlib import Path
 
 import torch
 
-DEMO_TOKENIZER = Path(__file__).parent / "demo" / "tokenizer.json"
+from capsel.models import demo_model_path
+
+DEMO_TOKENIZER = demo_model_path() / "tokenizer.json"
 BOS, EOS, PAD = "<s>", "</s>", "<pad>"
 KINDS = ("llava", "qwen2_vl", "gemma3", "molmo2")
 # Molmo2's image span: the patch, column, start and end markers its processor writes for each crop
