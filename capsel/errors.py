@@ -30,6 +30,11 @@ class ExitCode(IntEnum):
     INTERRUPTED = 5  # Ctrl-C or SIGTERM; finished work is kept and the same command resumes
 
 
+def named_fields(text: str, name: Callable[[str], str] = lambda field: field) -> str:
+    """`text` with each [[field]] marker named by `name` (the field's own name by default)."""
+    return FIELD.sub(lambda match: name(match.group(1)), text)
+
+
 class CapselError(Exception):
     """A problem the user can fix in the input (file, database, model, data); the message says how."""
 
@@ -37,7 +42,7 @@ class CapselError(Exception):
 
     def render(self, name: Callable[[str], str] = lambda field: field) -> str:
         """The message with each [[field]] marker named by `name` (the field's own name by default)."""
-        return FIELD.sub(lambda match: name(match.group(1)), super().__str__())
+        return named_fields(super().__str__(), name)
 
     def __str__(self) -> str:
         return self.render()

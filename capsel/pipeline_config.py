@@ -39,6 +39,8 @@ class SourceParams(BaseModel):
     )
     domain: str | None = Field(None, description="domain of every row (else each row's `domain` field)")
     field_map: str | None = Field(None, description="renamed fields, e.g. instruction=problem,response=solution")
+    reingest: bool = Field(False, description="read the quarantined rows of files already ingested again (after "
+                           "fixing field_map or domain)")
     dedup_key: DedupKeyMode = Field(
         "text", description="text: the paper's key, the normalised question (rows over different images merge); "
         "text+images: the images' sha256s too",
@@ -56,7 +58,7 @@ class SourceParams(BaseModel):
         fields = parse_field_map([self.field_map] if self.field_map else [])
         return IngestOptions(
             domain=self.domain, fields=fields, max_field_chars=settings.max_field_chars,
-            chunk_rows=settings.ingest_chunk_rows, workers=0, dedup_key=self.dedup_key,
+            chunk_rows=settings.ingest_chunk_rows, workers=0, dedup_key=self.dedup_key, reingest=self.reingest,
             max_image_bytes=settings.max_image_bytes, max_image_pixels=settings.max_image_pixels,
             image_access=image_access(settings), max_images_per_row=settings.max_images_per_row,
             max_row_image_bytes=settings.max_row_image_bytes,

@@ -38,7 +38,7 @@ from capsel.profile.verdict_cache import keep_verdict, kept_verdict, profile_key
 from capsel.publish.publish import GateFailedError
 from capsel.runs import new_run_id, recorded_run
 from capsel.stages.context import RunContext
-from capsel.stages.ingest import IngestRequest
+from capsel.stages.ingest import IngestRequest, lost_files_error
 from capsel.stages.select import SelectRequest, selection_key
 from capsel.store.results import ResultKey
 from capsel.tasks.ingest import ingest_task
@@ -99,6 +99,8 @@ def _stages(con, config: PipelineConfig, settings: Settings, report: FlowReport,
         report.ingest = ingest_task(IngestRequest(files, config.sources.ingest_options(settings)), ctx)
         datasets.source_files = ingested_files(con, report.ingest)
         logger.info(ingest_line(report.ingest, between="\n"))
+        if (lost := lost_files_error(report.ingest)) is not None:
+            raise lost  # the CLI's ingest ends here too: nothing downstream runs on a pool that lacks those rows
     else:
         report.notes.append(f"no input files in {paths}" if paths else "no sources, and CAPSEL_INCOMING_DIR is unset")
     fault_point("flow.after_ingest")

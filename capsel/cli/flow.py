@@ -44,6 +44,9 @@ InputOption = Annotated[Optional[list[Path]], typer.Option(
 DomainOption = Annotated[Optional[str], typer.Option("--domain", help="Domain of every ingested row.")]
 MapOption = Annotated[Optional[str], typer.Option(
     "--map", help="Field renames for ingest, e.g. instruction=problem,response=solution.")]
+ReingestOption = Annotated[Optional[bool], typer.Option(
+    "--reingest", help="Read again the quarantined rows of files already ingested (after fixing --map or --domain).",
+    show_default=False)]
 MethodOption = Annotated[Optional[MethodChoice], typer.Option(
     "--method", help="What to score and select by (default cap; random scores CAP and draws the seeded control).")]
 ModelOption = Annotated[Optional[str], typer.Option(
@@ -82,7 +85,8 @@ InFlightOption = Annotated[Optional[int], typer.Option(
 
 
 def select(config: ConfigOption = None, inputs: InputOption = None, domain: DomainOption = None,
-           field_map: MapOption = None, method: MethodOption = None, model: ModelOption = None,
+           field_map: MapOption = None, reingest: ReingestOption = None, method: MethodOption = None,
+           model: ModelOption = None,
            encoder: EncoderOption = None, rater: RaterOption = None, target: TargetOption = None,
            target_max: TargetMaxOption = None, max_length: MaxLengthOption = None, budget: BudgetOption = None,
            ppl_guard: GuardOption = None, out: OutOption = None, shard_size: ShardOption = None,
@@ -174,9 +178,9 @@ def _runner(runner, shard_size, threads, num_gpus, ray_address, max_in_flight, b
     return {**(base or {}), **{key: value for key, value in values.items() if value is not None}}
 
 
-def _pipeline_config(config: Path | None, inputs, domain, field_map, method, model, encoder, rater, target, target_max,
-                     max_length, budget, ppl_guard, out, shard_size, batch_size, device, prompt_format, threads,
-                     runner, num_gpus, ray_address, max_in_flight, check_profile, license_id, db,
+def _pipeline_config(config: Path | None, inputs, domain, field_map, reingest, method, model, encoder, rater, target,
+                     target_max, max_length, budget, ppl_guard, out, shard_size, batch_size, device, prompt_format,
+                     threads, runner, num_gpus, ray_address, max_in_flight, check_profile, license_id, db,
                      profile_by_default: bool) -> PipelineConfig:
     """The config file's parameters with the command-line options applied on top (what was typed is trusted; what
     the file holds is checked as any run's parameters are)."""
@@ -188,6 +192,7 @@ def _pipeline_config(config: Path | None, inputs, domain, field_map, method, mod
     sources = dict(body.get("sources") or {})
     sources.update({key: value for key, value in {
         "paths": [str(path) for path in inputs] if inputs else None, "domain": domain, "field_map": field_map,
+        "reingest": reingest,
     }.items() if value is not None})
     selection = dict(body.get("selection") or {})
     selection.update({key: value for key, value in {

@@ -21,10 +21,11 @@ from rich.progress import (
 
 from capsel.cli.after_commit import committed_work
 from capsel.cli.common import DbOption, Interrupted, JsonOption, console, json_output, settings_for
+from capsel.cli.flags import flag
 from capsel.cli.tables import print_table
 from capsel.cli.wrapping import print_unbroken
 from capsel.db import open_db
-from capsel.errors import CapselError
+from capsel.errors import named_fields
 from capsel.ingest.image_access import image_access
 from capsel.ingest.inputs import InputFile, resolve_inputs
 from capsel.ingest.pipeline import IngestOptions, ProgressFn
@@ -32,7 +33,7 @@ from capsel.ingest.records import parse_field_map
 from capsel.ingest.summary import IngestReport
 from capsel.safe_text import visible
 from capsel.stages.context import RunContext
-from capsel.stages.ingest import IngestRequest
+from capsel.stages.ingest import IngestRequest, lost_files_error
 from capsel.stages.ingest import ingest as ingest_stage
 from capsel.terminal_text import TextTable, markup
 
@@ -108,19 +109,13 @@ def ingest(
             finally:
                 con.close()
             seconds = time.perf_counter() - started
-            if not _lost(report):
+            lost = lost_files_error(report)
+            if lost is None:
                 output.emit(report_json(report, seconds))
-            print_report(report, seconds)
-        if lost := _lost(report):
-            output.fail(CapselError(
-                f"every row of {', '.join(str(outcome.path) for outcome in lost)} was quarantined; see why with "
-                "`capsel quarantine --source FILE`, then fix the options and rerun with --reingest"
-            ), report_json(report, time.perf_counter() - started))
-
-
-def _lost(report: IngestReport) -> list:
-    # files none of whose rows made it in: the run committed, yet it exits with an error that says so
-    return [outcome for outcome in report.files if outcome.all_quarantined]
+            # the error names the hints itself
+            print_report(report, seconds, hints=lost is None)
+        if lost is not None:
+            output.fail(lost, report_json(report, time.perf_counter() - started))
 
 
 @contextmanager
@@ -140,9 +135,9 @@ def file_progress() -> Iterator[ProgressFn]:
         yield update
 
 
-def print_report(report: IngestReport, seconds: float) -> None:
+def print_report(report: IngestReport, seconds: float, hints: bool = True) -> None:
     """Files ingested, retried or skipped, folder entries not read, per-domain counts that add up to `read`,
-    --map hints."""
+    and (`hints`) the --map hints."""
     for outcome in report.files:
         if outcome.n_retried is not None:
             print_unbroken(console, markup(
@@ -176,8 +171,8 @@ def print_report(report: IngestReport, seconds: float) -> None:
         style = "bold" if counts.domain == "total" else None
         table.add_row(counts.domain, *(f"{value:,}" for value in values), style=style)
     print_table(console, table)
-    for hint in report.hints:
-        print_unbroken(console, markup("[yellow]hint:[/] {}", hint.message()))
+    for hint in report.hints if hints else ():
+        print_unbroken(console, markup("[yellow]hint:[/] {}", named_fields(hint.message(), flag)))
 
 
 def _blank_lines(n_blank_lines: int) -> str:
@@ -193,6 +188,6 @@ def report_json(report: IngestReport, seconds: float) -> dict:
         "run_id": report.run_id, "wall_s": round(seconds, 3),
         "files": [{**asdict(outcome), "all_quarantined": outcome.all_quarantined} for outcome in report.files],
         "domains": [asdict(counts) for counts in report.domains], "totals": asdict(report.totals()),
-        "hints": [{**asdict(hint), "message": hint.message()} for hint in report.hints],
+        "hints": [{**asdict(hint), "message": named_fields(hint.message(), flag)} for hint in report.hints],
         "skipped": [{"path": str(skipped.path), "reason": skipped.reason} for skipped in report.skipped],
     }

@@ -39,16 +39,17 @@ class FieldHint:
     needs_domain: bool
 
     def message(self) -> str:
-        """One paragraph: what went wrong, what the file holds, what to run."""
+        """One paragraph: what went wrong, what the file holds, what to run ([[field]] markers name the options,
+        as a flag on the command line and as the parameter in a flow)."""
         missing = ", ".join(f"{count:,} {reason}" for reason, count in self.reasons.items())
         held = ", ".join(self.fields) if self.fields else "no named fields in its first rows"
         advice = []
         if self.suggested_map:
-            advice.append(f"--map {self.suggested_map}")
+            advice.append(f"[[field_map]] {self.suggested_map}")
         if self.needs_domain:
-            advice.append("--domain NAME")
-        todo = (f"try {' '.join(advice)} with --reingest" if advice
-                else "map them with --map instruction=FIELD,response=FIELD and --reingest")
+            advice.append("[[domain]] NAME")
+        todo = (f"try {' '.join(advice)} with [[reingest]]" if advice
+                else "map them with [[field_map]] instruction=FIELD,response=FIELD and [[reingest]]")
         return f"{self.path}: {missing} of {self.n_rows:,} rows; the file's fields are: {held}; {todo}"
 
 

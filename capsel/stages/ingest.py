@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
+from capsel.errors import CapselError
 from capsel.ingest.inputs import InputFile
 from capsel.ingest.pipeline import IngestOptions, ProgressFn
 from capsel.ingest.pipeline import ingest as ingest_files
@@ -24,3 +25,17 @@ def ingest(request: IngestRequest, ctx: RunContext, progress: ProgressFn | None 
     """Ingest the files as one 'ingest' run, recorded under the context's flow run when there is one."""
     return ingest_files(ctx.con, request.paths, request.options, progress,
                         parent_run_id=ctx.parent_run_id, prefect_flow_run_id=ctx.prefect_flow_run_id)
+
+
+def lost_files_error(report: IngestReport) -> CapselError | None:
+    """The error of a run that quarantined every row of a file (None when each file kept a row): the run is
+    committed, yet it ends with this, naming the files and the fields hint, so nothing downstream runs on a pool
+    that lacks them. The CLI exits with it and a flow run fails with it, in the same words."""
+    lost = [outcome for outcome in report.files if outcome.all_quarantined]
+    if not lost:
+        return None
+    hints = "".join(f"; {hint.message()}" for hint in report.hints)
+    return CapselError(
+        f"every row of {', '.join(str(outcome.path) for outcome in lost)} was quarantined{hints}; see why with "
+        "`capsel quarantine --source FILE`, then fix the options and rerun with [[reingest]]"
+    )

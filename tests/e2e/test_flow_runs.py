@@ -122,6 +122,47 @@ def test_a_model_that_cannot_load_fails_the_flow_before_ingest(prefect_server, t
         con.close()
 
 
+def test_a_flow_whose_ingest_keeps_nothing_stops_there_as_capsel_ingest_does(prefect_server, tmp_path):
+    """Rows under other field names: the flow fails at ingest with the CLI's exit code and words (the field hint
+    included), runs no survey or scoring, and the hinted options rerun it to a published selection."""
+    pool = write_pool_file(tmp_path / "pool.jsonl", 10, seed=5, domains=("code",)).read_text().splitlines()[:10]
+    rows = [{"question": row["instruction"], "answer": row["response"], "domain": row["domain"]}
+            for row in map(json.loads, pool)]
+    source = tmp_path / "in" / "qa.jsonl"
+    source.parent.mkdir()
+    source.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    model = tiny_flow_model(tmp_path / "tiny")
+    env = prefect_server.env(CAPSEL_OUTPUT_ROOT=str(tmp_path / "out"))
+    flow = [sys.executable, "-m", "capsel", "flow", "select", "--input", str(source), "--model", str(model),
+            "--db", str(tmp_path / "flow.duckdb"), "--budget", "2"]
+    failed = subprocess.run(flow, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    cli = subprocess.run([sys.executable, "-m", "capsel", "ingest", str(source), "--db", str(tmp_path / "cli.duckdb")],
+                         env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert failed.returncode == cli.returncode == 3, failed.stderr[-3000:]
+    # the error as one line (the terminal wraps it), from its `error:` on
+    flow_error, cli_error = (" ".join(done.stderr[done.stderr.index("error:"):].split()) for done in (failed, cli))
+    assert flow_error == cli_error
+    assert "--map instruction=question,response=answer with --reingest" in flow_error
+    assert "Traceback" not in failed.stderr and "check-rank-profile" not in failed.stderr + failed.stdout
+    con = open_db(tmp_path / "flow.duckdb", read_only=True)
+    try:
+        assert _rows(con, "select count(*) from quarantine") == [(10,)]
+        assert _rows(con, "select kind, status from runs order by started_at") == [("flow", "failed"),
+                                                                                    ("ingest", "completed")]
+    finally:
+        con.close()
+
+    fixed = subprocess.run([*flow, "--map", "instruction=question,response=answer", "--reingest"], env=env,
+                           cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert fixed.returncode == 0, fixed.stderr[-3000:]
+    con = open_db(tmp_path / "flow.duckdb", read_only=True)
+    try:
+        assert _rows(con, "select count(*) from candidates") == [(10,)]
+        assert _rows(con, "select count(*) from selection_members") == [(2,)]
+    finally:
+        con.close()
+
+
 def test_rescore_scores_only_the_new_candidates(incremental):
     v1, v2 = incremental["v1"], incremental["v2"]
     new = sum(d["n_inserted"] for d in v2["ingest"]["domains"].values())

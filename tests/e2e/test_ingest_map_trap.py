@@ -47,7 +47,7 @@ def test_a_wrong_map_quarantines_everything_exits_3_and_names_the_fields(tmp_pat
     first = capsel("ingest", "gsm.jsonl", "--domain", "math", "--db", "pool.duckdb", cwd=tmp_path)
     assert first.returncode == 3, first.stderr
     assert "every row of" in first.stderr and "gsm.jsonl" in first.stderr and "Traceback" not in first.stderr
-    hint = " ".join(first.stdout.split())  # undo rich's wrapping
+    hint = " ".join(first.stderr.split())  # the error line names the hint
     assert "12 missing_instruction of 12 rows" in hint
     assert "the file's fields are: problem, solution, source" in hint
     assert "--map instruction=problem,response=solution" in hint and "--reingest" in hint
