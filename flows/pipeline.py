@@ -133,7 +133,7 @@ def _stages(con, config: PipelineConfig, settings: Settings, report: FlowReport,
     fault_point("flow.before_select")
     datasets.selected = True
     try:
-        selected = select_and_publish_task(request, ctx, key)
+        selected = select_and_publish_task(request, ctx, key, report.fits or None)
     except GateFailedError as error:
         publish_gate_failure(report.run_id, error, keys, settings)
         raise

@@ -121,12 +121,14 @@ class Selection:
 
 
 def build_selection(
-    con: duckdb.DuckDBPyConnection, request: SelectionRequest, key: ScoringKey | None
+    con: duckdb.DuckDBPyConnection, request: SelectionRequest, key: ScoringKey | None,
+    fits: list[DomainFit] | None = None,
 ) -> Selection:
     """Fit every domain of `key`'s scores, size the quotas and pick the members.
 
     `key` comes from `resolve_scoring_key`; None selects (randomly) from all candidates. A request naming
     `early`/`late` reads CAP's D_early/D_late over those blocks of the stored profile (`with_layer_split`).
+    `fits`: the domains' fits of this key when a step before fitted them (a flow's residualize), not fitted again.
     """
     declared = method(request.method)
     if request.order is not None and declared.selector.default_order is None:
@@ -154,7 +156,13 @@ def build_selection(
     if not pools:
         raise CapselError("no domain has eligible candidates to select from")
     # the regression belongs to CAP's pool (random draws from it too); baselines have none
-    fits = fit_domains(con, key, [pool.domain for pool in pools]) if key and method(key.method).residualized else []
+    if not (key and method(key.method).residualized):
+        fits = []
+    elif fits is not None:
+        fitted = {pool.domain for pool in pools}
+        fits = [fit for fit in fits if fit.domain in fitted]
+    else:
+        fits = fit_domains(con, key, [pool.domain for pool in pools])
     quotas = domain_quotas(request.budget, {pool.domain: pool.size for pool in pools})
     notes += _budget_notes(request.budget, quotas)
     members = select_members(con, request.method, quotas, key, request.seed, request.order, request.ppl_guard,

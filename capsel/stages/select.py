@@ -16,6 +16,7 @@ from capsel.publish.publish import PublishedSelection, publish_selection
 from capsel.publish.reconcile import Reconciled, reconcile_selections
 from capsel.runs import recorded_run
 from capsel.selection.plan import Selection, SelectionRequest, build_selection
+from capsel.selection.residualize import DomainFit
 from capsel.selection.scoring_key import ScoringKey, resolve_scoring_key, with_layer_split
 from capsel.stages.context import RunContext
 
@@ -61,9 +62,10 @@ def selection_key(ctx: RunContext, request: SelectRequest) -> ScoringKey | None:
 
 def select_and_publish(
     request: SelectRequest, ctx: RunContext, key: ScoringKey | None = None,
-    on_step: Callable[[str], None] = lambda step: None,
+    on_step: Callable[[str], None] = lambda step: None, fits: list[DomainFit] | None = None,
 ) -> SelectSummary:
     """Build the selection from `key` (resolved from the request when not given), gate it and publish it.
+    `fits` are the key's per-domain fits when the run's residualize step made them (so they are fitted once).
 
     Recorded as one 'select' run; a gate failure publishes nothing (GateFailedError). Publishes a kill left
     unfinished, in the output folder or any recorded one, are finished or undone first.
@@ -77,7 +79,7 @@ def select_and_publish(
         if reconciled:
             counters["reconciled"] = reconciled.as_dict()
         on_step("selecting")
-        selection = build_selection(ctx.con, request.selection, key)
+        selection = build_selection(ctx.con, request.selection, key, fits)
         counters.update(n_members=len(selection.members), n_domains=len(selection.quotas))
         fault_point("select.before_publish")
         on_step("data-quality gate and publish")

@@ -9,6 +9,7 @@ from capsel.db import open_db
 from capsel.errors import CapselError
 from capsel.selection.budget import parse_budget
 from capsel.selection.plan import SelectionRequest, build_selection
+from capsel.selection.residualize import fit_domains
 from capsel.selection.scoring_key import resolve_scoring_key
 from tests.support.scored_pool import make_pool
 
@@ -116,3 +117,17 @@ def test_a_guard_needs_cap_scores(store):
     con, _ = store
     with pytest.raises(CapselError, match="applies to cap and random"):
         build_selection(con, SelectionRequest(parse_budget("20%"), method="random", ppl_guard=90), None)
+
+
+def test_fits_made_by_the_residualize_step_are_used_as_fitted(store):
+    """A flow fits each domain once (its residualize step) and hands the fits to the selection: given the fits of
+    one domain only, the selection reports those and does not fit the other again; given all, it matches the
+    selection that fitted them itself."""
+    con, _ = store
+    key = resolve_scoring_key(con)
+    request = SelectionRequest(parse_budget("20%"), ppl_guard=90)
+    itself = build_selection(con, request, key)
+    handed = build_selection(con, request, key, fit_domains(con, key))
+    assert handed.fits == itself.fits and handed.members.equals(itself.members)
+    [math_fit] = fit_domains(con, key, ["math"])
+    assert [fit.domain for fit in build_selection(con, request, key, [math_fit]).fits] == ["math"]
