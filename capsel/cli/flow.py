@@ -13,11 +13,12 @@ from typing import Annotated, Optional
 import orjson
 import typer
 
-from capsel.cli.common import DbOption, LicenseOption, checked_model_name, console
+from capsel.cli.common import DbOption, LicenseOption, console
 from capsel.cli.flow_evaluate import evaluate
 from capsel.cli.flow_run import run_flow, validated
 from capsel.cli.metavars import ReadableTyper
 from capsel.cli.prefect_server import run_long_lived_server
+from capsel.cli.scoring_options import BatchSizeOption, ModelOption, batch_setting
 from capsel.cli.specs import MethodChoice, spec_values
 from capsel.errors import CapselError
 from capsel.methods.registry import DEFAULT_METHOD
@@ -49,9 +50,6 @@ ReingestOption = Annotated[Optional[bool], typer.Option(
     show_default=False)]
 MethodOption = Annotated[Optional[MethodChoice], typer.Option(
     "--method", help="What to score and select by (default cap; random scores CAP and draws the seeded control).")]
-ModelOption = Annotated[Optional[str], typer.Option(
-    "--model", help="Causal LM of cap, ppl, ifd and less: folder, installed name or hub id.",
-    callback=checked_model_name)]
 EncoderOption = Annotated[Optional[str], typer.Option("--encoder", help="kcenter: local encoder folder.")]
 RaterOption = Annotated[Optional[str], typer.Option("--rater", help="qurating: local sequence-classifier folder.")]
 TargetOption = Annotated[Optional[Path], typer.Option("--target", help="less: file of examples to select toward.")]
@@ -65,7 +63,6 @@ OutOption = Annotated[Optional[str], typer.Option(
     "--out", help="Folder for the selection, relative to the output root and kept inside it (a flow parameter, "
     "unlike the --out of `capsel select`).")]
 ShardOption = Annotated[Optional[int], typer.Option("--shard-size", min=1, help="Candidates per shard.")]
-BatchOption = Annotated[Optional[int], typer.Option("--batch-size", min=1, help="Candidates per model batch.")]
 DeviceOption = Annotated[Optional[Device], typer.Option(
     "--device", help="Where the model runs (default auto: cuda when a GPU is visible).")]
 PromptFormatOption = Annotated[Optional[str], typer.Option(
@@ -90,7 +87,7 @@ def select(config: ConfigOption = None, inputs: InputOption = None, domain: Doma
            encoder: EncoderOption = None, rater: RaterOption = None, target: TargetOption = None,
            target_max: TargetMaxOption = None, max_length: MaxLengthOption = None, budget: BudgetOption = None,
            ppl_guard: GuardOption = None, out: OutOption = None, shard_size: ShardOption = None,
-           batch_size: BatchOption = None, device: DeviceOption = None, prompt_format: PromptFormatOption = None,
+           batch_size: BatchSizeOption = None, device: DeviceOption = None, prompt_format: PromptFormatOption = None,
            threads: ThreadsOption = None, runner: RunnerOption = None, num_gpus: GpusOption = None,
            ray_address: RayAddressOption = None, max_in_flight: InFlightOption = None,
            check_profile: ProfileOption = None, license_id: LicenseOption = None, db: DbOption = None) -> None:
@@ -114,7 +111,7 @@ rescore.__doc__ = "Run the rescoring flow: new files only, score the new candida
 
 def score(method: MethodOption = None, model: ModelOption = None, encoder: EncoderOption = None,
           rater: RaterOption = None, target: TargetOption = None, target_max: TargetMaxOption = None,
-          max_length: MaxLengthOption = None, batch_size: BatchOption = None, device: DeviceOption = None,
+          max_length: MaxLengthOption = None, batch_size: BatchSizeOption = None, device: DeviceOption = None,
           prompt_format: PromptFormatOption = None, shard_size: ShardOption = None, threads: ThreadsOption = None,
           runner: RunnerOption = None, num_gpus: GpusOption = None, ray_address: RayAddressOption = None,
           max_in_flight: InFlightOption = None,
@@ -165,7 +162,7 @@ def _scoring(method, model, encoder, rater, target, target_max, max_length, batc
     paths = {"encoder": encoder, "rater": rater}
     given = spec_values(name, {"path": paths.get(field or "", model), "device": device, "prompt_format": prompt_format},
                         target=str(target) if target else None, target_max=target_max, max_length=max_length,
-                        batch_size=batch_size)
+                        batch_size=batch_setting(batch_size))
     merged = {**base, **given}
     if field is not None and field in base and field in given:
         merged[field] = {**base[field], **given[field]}

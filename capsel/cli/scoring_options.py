@@ -78,6 +78,15 @@ def apply_threads(requested: int | None) -> int:
     return threads
 
 
+def batch_setting(text: str | None) -> int | str | None:
+    """--batch-size as a spec takes it: a positive count, or auto (None: not given)."""
+    if text is None or text == "auto":
+        return text
+    if not text.isdigit() or int(text) < 1:
+        raise OptionError(f"--batch-size takes a positive count or auto, got {text!r}")
+    return int(text)
+
+
 def model_options(
     settings: Settings, model: str | None, trust_remote_code: bool, prompt_format: str | None,
     allow_pickle: bool = False,

@@ -152,8 +152,8 @@ def test_a_flow_whose_ingest_keeps_nothing_stops_there_as_capsel_ingest_does(pre
     finally:
         con.close()
 
-    fixed = subprocess.run([*flow, "--map", "instruction=question,response=answer", "--reingest"], env=env,
-                           cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    fixed = subprocess.run([*flow, "--map", "instruction=question,response=answer", "--reingest", "--batch-size",
+                            "auto"], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert fixed.returncode == 0, fixed.stderr[-3000:]
     con = open_db(tmp_path / "flow.duckdb", read_only=True)
     try:
