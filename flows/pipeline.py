@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 from prefect.logging import get_run_logger
 from prefect.runtime import flow_run
@@ -47,8 +47,9 @@ from capsel.tasks.residualize import residualize_task
 from capsel.tasks.select import select_and_publish_task
 
 
-def run_pipeline(parameters: dict, flow_key: str, publish_unchanged: bool) -> dict | State:
-    """Run every stage as one recorded 'flow' run; returns its counters.
+def run_pipeline(config: Callable[[], PipelineConfig], flow_key: str, publish_unchanged: bool) -> dict | State:
+    """Run every stage, with the run's config (`config()`, typed from the flow's parameters), as one recorded 'flow'
+    run; returns its counters.
 
     With `publish_unchanged` False (rescoring), a run that ingested and scored nothing new
     publishes no new version. A capsel error (a bad model, a refused gate) ends the run Failed with
@@ -56,7 +57,7 @@ def run_pipeline(parameters: dict, flow_key: str, publish_unchanged: bool) -> di
     stays the state's result, so `capsel flow` exits with its code.
     """
     try:
-        return _run(PipelineConfig.from_parameters(**parameters), flow_key, publish_unchanged)
+        return _run(config(), flow_key, publish_unchanged)
     except CapselError as error:
         get_run_logger().error("%s", error)
         return Failed(message=f"{type(error).__name__}: {error}", data=error)

@@ -7,7 +7,7 @@ from prefect.states import State
 
 from capsel.flows.pipeline import run_pipeline
 from capsel.methods.scorer_spec import ScorerSpec
-from capsel.pipeline_config import RunnerParams, SelectionParams, SourceParams, documented_parameters
+from capsel.pipeline_config import PipelineConfig, RunnerParams, SelectionParams, SourceParams, documented_parameters
 
 
 @flow(name="capsel-rescore", log_prints=True)
@@ -27,4 +27,9 @@ def rescore_flow(
     a nightly run over an unchanged folder publishes nothing; older versions are never touched.
     The rank-profile check is off here unless asked: a schedule should not wait on a survey.
     """
-    return run_pipeline(locals(), "rescore", publish_unchanged=False)
+    def config() -> PipelineConfig:
+        return PipelineConfig.from_parameters(scoring, sources=sources, selection=selection, runner=runner,
+                                              db_path=db_path, output_root=output_root, check_profile=check_profile)
+
+    # built inside the run, so a config that cannot be made fails the run with its message
+    return run_pipeline(config, "rescore", publish_unchanged=False)

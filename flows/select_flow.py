@@ -7,7 +7,7 @@ from prefect.states import State
 
 from capsel.flows.pipeline import run_pipeline
 from capsel.methods.scorer_spec import ScorerSpec
-from capsel.pipeline_config import RunnerParams, SelectionParams, SourceParams, documented_parameters
+from capsel.pipeline_config import PipelineConfig, RunnerParams, SelectionParams, SourceParams, documented_parameters
 
 
 @flow(name="capsel-select", log_prints=True)
@@ -28,4 +28,9 @@ def select_flow(
     incoming folder ($CAPSEL_INCOMING_DIR). `check_profile` surveys the model's rank profile
     once per model (the verdict is kept in the database) and warns without the U-shape.
     """
-    return run_pipeline(locals(), "select", publish_unchanged=True)
+    def config() -> PipelineConfig:
+        return PipelineConfig.from_parameters(scoring, sources=sources, selection=selection, runner=runner,
+                                              db_path=db_path, output_root=output_root, check_profile=check_profile)
+
+    # built inside the run, so a config that cannot be made fails the run with its message
+    return run_pipeline(config, "select", publish_unchanged=True)
