@@ -25,10 +25,12 @@ from capsel.cli.scoring_options import (
     scoring_settings,
 )
 from capsel.cli.specs import build_spec, spec_values
-from capsel.runner.generation import run_generation
 from capsel.scorers.cap import CapScorer
 from capsel.scorers.generators import check_generator, generator_for
 from capsel.scoring.config import HORIZON, PROMPT_TOKENS
+from capsel.stages.context import RunContext
+from capsel.stages.generate import GenerateRequest
+from capsel.stages.generate import generate as generate_stage
 from capsel.store.scope import Scope
 
 
@@ -60,12 +62,8 @@ def generate(
             assert isinstance(scorer, CapScorer)  # a cap spec builds the CAP scorer
             console.print(f"starting {generator}")
             backend = generator_for(generator, settings, scorer)
-            try:
-                with CandidateProgress("generating") as progress:
-                    summary = run_generation(con, scorer.info, backend, scorer.config, Scope(domain, limit), progress,
-                                             {"generator": generator})
-                    commit.done(f"generation run {summary.run_id} committed {summary.n_processed} candidates")
-            finally:
-                if hasattr(backend, "close"):
-                    backend.close()
+            with CandidateProgress("generating") as progress:
+                summary = generate_stage(GenerateRequest(scorer, backend, Scope(domain, limit)),
+                                         RunContext(con, settings, progress))
+                commit.done(f"generation run {summary.run_id} committed {summary.n_processed} candidates")
         print_summary("generate", summary, "generated")

@@ -10,13 +10,13 @@ from capsel.errors import OptionError
 from capsel.methods.method import load_object
 from capsel.methods.registry import build_scorer, method
 from capsel.methods.scorer_spec import ScorerSpec
-from capsel.runner.generation import run_generation
 from capsel.runner.job import PAGE_SIZE, run_scorer
 from capsel.runner.progress import RunSummary
 from capsel.scorers.base import Scorer
 from capsel.scorers.cap import CapScorer
 from capsel.scoring.generation import Generator
 from capsel.stages.context import RunContext
+from capsel.stages.generate import GenerateRequest, generate
 from capsel.store.results import ResultKey, result_key
 from capsel.store.scope import Scope
 
@@ -63,12 +63,7 @@ def score(request: ScoreRequest, ctx: RunContext, scorer: Scorer | None = None) 
             raise OptionError(f"a y-hat [[generator]] applies to cap, not to {scorer.method}")
         # the generator writes every missing y-hat first, then exits (freeing its GPU memory); the scorer then
         # finds every y-hat stored
-        try:
-            generation = run_generation(ctx.con, scorer.info, request.generator, scorer.config, request.scope,
-                                        ctx.sink, {"generator": request.generator.name})
-        finally:
-            if hasattr(request.generator, "close"):
-                request.generator.close()
+        generation = generate(GenerateRequest(scorer, request.generator, request.scope), ctx)
     run_config = {**ctx.run_config, **({"target": str(target.path), "target_max": target.target_max} if target else {})}
     summary = run_scorer(
         ctx.con, scorer, request.scope, ctx.sink, run_config,
