@@ -75,13 +75,13 @@ def main() -> None:
     parser.add_argument("--tiny", action="store_true", help="the tiny Llama on CPU: checks the script, in seconds")
     args = parser.parse_args()
 
-    from capsel.scoring import branches, decoding
-    from capsel.scoring.config import ScoringConfig
-    from capsel.scoring.engine import ScoringEngine
+    from capsel.cap_engine import branches, decoding
+    from capsel.cap_engine.config import ScoringConfig
+    from capsel.cap_engine.engine import ScoringEngine
 
     cuda = not args.tiny
     if args.dynamic_cache:
-        from capsel.scoring import kv_buffers
+        from capsel.cap_engine import kv_buffers
         kv_buffers.preallocate = lambda cache, capacity: cache
     report: dict = {"engine": branches.__file__, "device": torch.cuda.get_device_name(0) if cuda else "cpu"}
     with tempfile.TemporaryDirectory() as root:

@@ -20,10 +20,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 def dump(out: Path, batch_sizes: list[int]) -> None:
+    from capsel.cap_engine.config import ScoringConfig
+    from capsel.cap_engine.engine import ScoringEngine
+    from capsel.cap_engine.inputs import CandidateText
     from capsel.models.loading import describe_model, load_model
-    from capsel.scoring.config import ScoringConfig
-    from capsel.scoring.engine import ScoringEngine
-    from capsel.scoring.inputs import CandidateText
     from tests.fixtures.candidates import mixed_candidates
     from tests.fixtures.pool import tiny_model_dir
     from tests.fixtures.tiny_models import FAMILIES

@@ -124,7 +124,7 @@ PY
 if [[ "$MODE" == dry ]]; then
     # The 8B-shaped runs need a GPU; the tiny Llama runs the same script end to end on CPU (JSON in $LOGS).
     step "gpu_throughput.py --tiny, vllm route (vLLM's CPU build where $PY has it)"
-    if "$PY" -c 'import sys; from capsel.scoring.vllm_generation import vllm_build; sys.exit(vllm_build() != "cpu")'; then
+    if "$PY" -c 'import sys; from capsel.cap_engine.vllm_generation import vllm_build; sys.exit(vllm_build() != "cpu")'; then
         throughput tiny-vllm "$LOGS" --tiny --threads 1 --n-candidates 128 --generator vllm --enforce-eager
     else
         echo "skipped: $PY has no vLLM CPU build (make setup-vllm)"

@@ -45,6 +45,10 @@ from synthetic_llama import (  # noqa: E402
     synthetic_pool,
 )
 
+from capsel.cap_engine.batch_memory import resolve_batch_size  # noqa: E402
+from capsel.cap_engine.config import ScoringConfig  # noqa: E402
+from capsel.cap_engine.engine import ScoringEngine  # noqa: E402
+from capsel.cap_engine.generation import HFGenerator  # noqa: E402
 from capsel.db import open_db  # noqa: E402
 from capsel.db.records import fetch_records  # noqa: E402
 from capsel.ingest.pipeline import IngestOptions, ingest  # noqa: E402
@@ -53,10 +57,6 @@ from capsel.runner.generation import run_generation
 from capsel.runner.job import run_scorer
 from capsel.runner.progress import RunSummary
 from capsel.scorers.cap import CapScorer
-from capsel.scoring.batch_memory import resolve_batch_size  # noqa: E402
-from capsel.scoring.config import ScoringConfig  # noqa: E402
-from capsel.scoring.engine import ScoringEngine  # noqa: E402
-from capsel.scoring.generation import HFGenerator  # noqa: E402
 from capsel.versioning import code_version  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -134,7 +134,7 @@ def model_facts(loaded, info) -> dict:
 def make_generator(kind: str, info, config: ScoringConfig, args, loaded):
     """vLLM in a worker process with dummy weights, or the HF generator on the already built model."""
     if kind == "vllm":
-        from capsel.scoring.vllm_generation import VLLMGenerator, VLLMOptions
+        from capsel.cap_engine.vllm_generation import VLLMGenerator, VLLMOptions
 
         return VLLMGenerator(info, config, VLLMOptions(
             gpu_memory_utilization=args.gpu_memory_utilization, enforce_eager=args.enforce_eager,

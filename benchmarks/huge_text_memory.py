@@ -1,7 +1,7 @@
 """Peak memory of `capsel score` (ŷ generation included) on a pool holding one huge candidate, against the same
 pool with that candidate 30,000 characters long: both keep the same ids (the last P prompt ids, the first R
 response ids), so the difference is what the text's length costs. Also the peak of tokenising the huge
-texts alone, whole and as `build_inputs` does (cut first, capsel/scoring/huge_text_cut.py).
+texts alone, whole and as `build_inputs` does (cut first, capsel/cap_engine/huge_text_cut.py).
 
 Each measurement runs in its own process; its peak resident set comes from getrusage of that process.
 Prints one JSON object.
@@ -62,8 +62,8 @@ def score_peak(folder: Path, n_chars: int, model: str, env: dict) -> float:
 TOKENISE = """
 import json, resource, sys
 from capsel.models.loading import describe_model
-from capsel.scoring.config import ScoringConfig
-from capsel.scoring.inputs import CandidateText, build_inputs
+from capsel.cap_engine.config import ScoringConfig
+from capsel.cap_engine.inputs import CandidateText, build_inputs
 info = describe_model(sys.argv[1], dtype="float32", device="cpu")
 row = json.loads(open(sys.argv[2]).readline())
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

@@ -18,10 +18,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from score_throughput import real_pool  # noqa: E402
 
+from capsel.cap_engine import kv_buffers  # noqa: E402
+from capsel.cap_engine.config import ScoringConfig  # noqa: E402
+from capsel.cap_engine.engine import ScoringEngine  # noqa: E402
 from capsel.models.loading import describe_model, load_model  # noqa: E402
-from capsel.scoring import kv_buffers  # noqa: E402
-from capsel.scoring.config import ScoringConfig  # noqa: E402
-from capsel.scoring.engine import ScoringEngine  # noqa: E402
 
 
 def main() -> None:

@@ -29,11 +29,11 @@ from PIL import Image
 
 sys.path.append(str(Path(__file__).resolve().parents[1]))
 
+from capsel.cap_engine.config import ScoringConfig  # noqa: E402
+from capsel.cap_engine.engine import ScoringEngine  # noqa: E402
+from capsel.cap_engine.inputs import CandidateText  # noqa: E402
 from capsel.models.loading import ModelInfo, describe_model, load_model, wrap_model  # noqa: E402
 from capsel.models.source import ModelSource  # noqa: E402
-from capsel.scoring.config import ScoringConfig  # noqa: E402
-from capsel.scoring.engine import ScoringEngine  # noqa: E402
-from capsel.scoring.inputs import CandidateText  # noqa: E402
 from capsel_lab.tiny_vlm import CHAT_TEMPLATE, build_tiny_vlm, vlm_tokenizer  # noqa: E402
 
 WORDS = "the of and to in is was for on that with as by at from this be are an it or which their".split()

@@ -39,11 +39,11 @@ import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from capsel.cap_engine.batching import left_padded, length_sorted_batches, right_padded  # noqa: E402
+from capsel.cap_engine.config import ScoringConfig, layer_split  # noqa: E402
+from capsel.cap_engine.engine import ScoringEngine  # noqa: E402
+from capsel.cap_engine.inputs import CandidateText  # noqa: E402
 from capsel.models.loading import describe_model, load_model
-from capsel.scoring.batching import left_padded, length_sorted_batches, right_padded  # noqa: E402
-from capsel.scoring.config import ScoringConfig, layer_split  # noqa: E402
-from capsel.scoring.engine import ScoringEngine  # noqa: E402
-from capsel.scoring.inputs import CandidateText  # noqa: E402
 
 N_WORDS = 4000
 

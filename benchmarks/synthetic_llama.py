@@ -15,9 +15,9 @@ from pathlib import Path
 import orjson
 import torch
 
+from capsel.cap_engine.inputs import CandidateText
 from capsel.models.loading import ModelInfo, wrap_model
 from capsel.models.source import ModelSource
-from capsel.scoring.inputs import CandidateText
 from capsel.versioning import file_sha256
 
 SPECIALS = ["<pad>", "<unk>", "<s>", "</s>"]

@@ -8,8 +8,8 @@ from __future__ import annotations
 from pathlib import Path, PurePosixPath
 
 from capsel.errors import CapselError
-from capsel.storage.remote_folder import RemoteFolder
-from capsel.storage.urls import is_url, local_path_text
+from capsel.object_storage.remote_folder import RemoteFolder
+from capsel.object_storage.urls import is_url, local_path_text
 
 
 def typed_path(user_path: str | Path) -> Path:

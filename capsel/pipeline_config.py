@@ -15,12 +15,12 @@ from capsel.ingest.pipeline import DedupKeyMode, IngestOptions
 from capsel.ingest.records import parse_field_map
 from capsel.methods.registry import DEFAULT_METHOD, method, method_names
 from capsel.methods.scorer_spec import ScorerSpec
+from capsel.object_storage.remote_folder import RemoteFolder
+from capsel.object_storage.urls import is_url
 from capsel.run_parameters import check_db_path, check_output_root, check_scorer, check_sources
 from capsel.selection.budget import parse_budget
 from capsel.selection.layer_split import parse_blocks
 from capsel.selection.plan import SelectionRequest
-from capsel.storage.remote_folder import RemoteFolder
-from capsel.storage.urls import is_url
 from capsel.store.scope import Scope
 from capsel.threads import use_torch_threads
 

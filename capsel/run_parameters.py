@@ -20,7 +20,7 @@ from capsel.errors import CapselError
 from capsel.methods.kcenter import PACKAGED_ENCODER
 from capsel.methods.scorer_spec import ScorerSpec
 from capsel.models.installed import is_install_name
-from capsel.storage.urls import is_url, local_path_text, under_prefix
+from capsel.object_storage.urls import is_url, local_path_text, under_prefix
 
 # Values typed at this process's command line (`capsel flow` runs its flow in-process); a worker has none.
 _TYPED: set[str] = set()

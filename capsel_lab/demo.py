@@ -14,12 +14,12 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from capsel.cap_engine.config import ScoringConfig
 from capsel.db import open_db, run_sql
 from capsel.models import demo_model_path
 from capsel.models.loading import describe_model
 from capsel.pipeline_config import PipelineConfig
 from capsel.publish.excluded import EXCLUDED_FILE
-from capsel.scoring.config import ScoringConfig
 from capsel.selection.scoring_key import resolve_scoring_key
 from capsel_lab.demo_pool import demo_pool_dir, stage_demo_pool
 from capsel_lab.labels import candidate_labels

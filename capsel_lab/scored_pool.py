@@ -8,6 +8,8 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 
+from capsel.cap_engine.config import ScoringConfig
+from capsel.cap_engine.engine import ScoringEngine
 from capsel.db import open_db, run_sql
 from capsel.errors import CapselError, OptionError
 from capsel.ingest.pipeline import IngestOptions, ingest
@@ -16,8 +18,6 @@ from capsel.models.loading import describe_model, load_model
 from capsel.runner.job import run_scorer
 from capsel.runner.progress import ProgressSink, RunSummary
 from capsel.scorers.cap import CapScorer
-from capsel.scoring.config import ScoringConfig
-from capsel.scoring.engine import ScoringEngine
 from capsel.selection.scoring_key import ScoringKey, resolve_scoring_key
 from capsel_lab.labels import candidate_labels
 from capsel_lab.world.export import write_jsonl

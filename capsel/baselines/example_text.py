@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from capsel.scoring.inputs import CandidateText, prompt_text
+from capsel.cap_engine.inputs import CandidateText, prompt_text
 
 # The paper concatenates instruction, optional input and response; it names no separator, so each
 # part goes on its own line, as the prompt already joins instruction and input.

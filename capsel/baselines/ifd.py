@@ -22,10 +22,10 @@ from pydantic import ConfigDict, Field
 from capsel.baselines.lm_scorer import LmConfig, LmScorer, describe_lm, lm_prompt_format
 from capsel.baselines.response_loss import response_token_nll
 from capsel.baselines.scorer import BaselineResult
+from capsel.cap_engine.inputs import SHORT_RESPONSE, CandidateText, prompt_text, response_token_ids
+from capsel.cap_engine.prompt_format import prompt_token_ids
 from capsel.methods.ifd import IfdSpec
 from capsel.models.loading import ModelInfo
-from capsel.scoring.inputs import SHORT_RESPONSE, CandidateText, prompt_text, response_token_ids
-from capsel.scoring.prompt_format import prompt_token_ids
 
 IFD_GE_1 = "ifd_ge_1"
 # IFD divides by the response's loss with no instruction; when the instruction holds an image, that loss is

@@ -5,10 +5,10 @@ from __future__ import annotations
 from pydantic import Field
 
 from capsel.baselines.scorer import BaselineConfig, BaselineScorer
+from capsel.cap_engine.prompt_format import RAW, resolve_prompt_format
 from capsel.methods.spec import ModelSpec
 from capsel.models.loading import LoadedModel, ModelInfo, describe_model, load_model
 from capsel.scorers.base import model_identity
-from capsel.scoring.prompt_format import RAW, resolve_prompt_format
 
 
 class LmConfig(BaselineConfig):

@@ -15,14 +15,14 @@ from pydantic import ConfigDict, Field
 
 from capsel.baselines.lm_scorer import LmConfig, LmScorer, describe_lm, lm_prompt_format
 from capsel.baselines.scorer import BaselineResult
+from capsel.cap_engine.batching import right_padded
+from capsel.cap_engine.config import HORIZON, PROMPT_TOKENS, ScoringConfig
+from capsel.cap_engine.divergence import token_nll
+from capsel.cap_engine.forward import extend, pad_id, prefill
+from capsel.cap_engine.inputs import SHORT_PROMPT, SHORT_RESPONSE, CandidateText
+from capsel.cap_engine.multimodal_inputs import model_inputs
 from capsel.methods.ppl import PplSpec
 from capsel.models.loading import LoadedModel
-from capsel.scoring.batching import right_padded
-from capsel.scoring.config import HORIZON, PROMPT_TOKENS, ScoringConfig
-from capsel.scoring.divergence import token_nll
-from capsel.scoring.forward import extend, pad_id, prefill
-from capsel.scoring.inputs import SHORT_PROMPT, SHORT_RESPONSE, CandidateText
-from capsel.scoring.multimodal_inputs import model_inputs
 
 
 class PplConfig(LmConfig):

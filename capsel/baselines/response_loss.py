@@ -6,10 +6,10 @@ from typing import Sequence
 
 import torch
 
+from capsel.cap_engine.batching import left_padded
+from capsel.cap_engine.divergence import token_nll
+from capsel.cap_engine.forward import pad_id
 from capsel.models.loading import LoadedModel
-from capsel.scoring.batching import left_padded
-from capsel.scoring.divergence import token_nll
-from capsel.scoring.forward import pad_id
 
 
 def response_token_nll(

@@ -8,8 +8,8 @@ from typing import Any, ClassVar, Sequence
 
 from pydantic import BaseModel
 
+from capsel.cap_engine.inputs import CandidateText
 from capsel.scorers.base import ConfigRow, Scorer, ScorerIdentity
-from capsel.scoring.inputs import CandidateText
 from capsel.versioning import config_hash
 
 # Bump when the meaning of a stored baseline score changes, so old rows get new keys.

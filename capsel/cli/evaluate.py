@@ -8,6 +8,7 @@ from typing import Annotated, Optional
 import typer
 from rich.progress import TaskID
 
+from capsel.cap_engine.config import PROMPT_TOKENS, ScoringConfig
 from capsel.cli.after_commit import committed_work
 from capsel.cli.common import DbOption, JsonOption, console, json_output
 from capsel.cli.finetune_options import (
@@ -34,7 +35,6 @@ from capsel.evaluation.options import EvalOptions
 from capsel.evaluation.targets import BASE_PREFIX
 from capsel.ingest.records import parse_field_map
 from capsel.safe_text import visible
-from capsel.scoring.config import PROMPT_TOKENS, ScoringConfig
 from capsel.stages.context import RunContext
 from capsel.stages.evaluate import EvaluateRequest
 from capsel.stages.evaluate import evaluate as evaluate_stage

@@ -7,11 +7,11 @@ from typing import Annotated, Optional
 
 import typer
 
+from capsel.cap_engine.export import export_scores as write_scores
 from capsel.cli.common import DbOption, JsonOption, console, json_output, settings_for
 from capsel.cli.scoring_options import DomainOption
 from capsel.db import open_db
 from capsel.paths import typed_path
-from capsel.scoring.export import export_scores as write_scores
 from capsel.selection.scoring_key import resolve_scoring_key
 from capsel.terminal_text import markup
 

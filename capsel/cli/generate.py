@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from capsel.cap_engine.config import HORIZON, PROMPT_TOKENS
 from capsel.cli.after_commit import committed_work
 from capsel.cli.common import DbOption, console
 from capsel.cli.progress import CandidateProgress, print_summary
@@ -27,7 +28,6 @@ from capsel.cli.scoring_options import (
 from capsel.cli.specs import build_spec, spec_values
 from capsel.scorers.cap import CapScorer
 from capsel.scorers.generators import check_generator, generator_for
-from capsel.scoring.config import HORIZON, PROMPT_TOKENS
 from capsel.stages.context import RunContext
 from capsel.stages.generate import GenerateRequest
 from capsel.stages.generate import generate as generate_stage

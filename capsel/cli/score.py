@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from capsel.cap_engine.config import HORIZON, PROMPT_TOKENS
 from capsel.cli.after_commit import committed_work
 from capsel.cli.common import DbOption, JsonOption, json_output
 from capsel.cli.progress import CandidateProgress, print_summary, summary_json
@@ -28,7 +29,6 @@ from capsel.cli.scoring_options import (
 )
 from capsel.cli.specs import build_spec, spec_values
 from capsel.scorers.generators import check_generator, pre_pass_for
-from capsel.scoring.config import HORIZON, PROMPT_TOKENS
 from capsel.stages.context import RunContext
 from capsel.stages.score import ScoreRequest
 from capsel.stages.score import score as score_stage

@@ -9,6 +9,7 @@ import orjson
 import typer
 
 from capsel.baselines.less.target import TARGET_MAX
+from capsel.cap_engine.config import HORIZON, PROMPT_TOKENS
 from capsel.cli.after_commit import committed_work
 from capsel.cli.common import DbOption, console
 from capsel.cli.progress import CandidateProgress, print_summary
@@ -34,7 +35,6 @@ from capsel.errors import OptionError
 from capsel.methods.registry import baseline_methods
 from capsel.methods.registry import method as method_named
 from capsel.methods.spec import MethodSpec
-from capsel.scoring.config import HORIZON, PROMPT_TOKENS
 from capsel.stages.context import RunContext
 from capsel.stages.score import ScoreRequest
 from capsel.stages.score import score as score_stage

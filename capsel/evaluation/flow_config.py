@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from capsel.cap_engine.config import ScoringConfig
 from capsel.config import Settings, load_settings
 from capsel.errors import CapselError
 from capsel.evaluation.eval_spec import EvalSpec, parse_eval_spec
@@ -14,7 +15,6 @@ from capsel.evaluation.options import EvalOptions
 from capsel.ingest.records import parse_field_map
 from capsel.paths import inside_root
 from capsel.run_parameters import check_db_path, check_model
-from capsel.scoring.config import ScoringConfig
 
 _STRICT = ConfigDict(extra="forbid", frozen=True)
 

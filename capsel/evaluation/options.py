@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from capsel.cap_engine.config import ScoringConfig
 from capsel.evaluation.eval_spec import EvalSpec
 from capsel.ingest.records import FieldMap
-from capsel.scoring.config import ScoringConfig
 from capsel.versioning import file_sha256
 
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from capsel.cap_engine.prompt_format import CHAT, resolve_prompt_format
 from capsel.errors import CapselError
-from capsel.scoring.prompt_format import CHAT, resolve_prompt_format
 
 RAW_TEMPLATE, RAW_BOS_TEMPLATE = "capsel_raw", "capsel_raw_bos"
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from capsel.cap_engine.inputs import CandidateText
 from capsel.errors import CapselError
 from capsel.ingest.readers import format_for, read_rows
 from capsel.ingest.reasons import Reason, Rejection
 from capsel.ingest.records import FieldMap, Fields, extract_fields
-from capsel.scoring.inputs import CandidateText
 
 MAX_FIELD_CHARS = 1_000_000
 

@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 from capsel.config import Settings
 from capsel.errors import OptionError
 from capsel.ingest.reasons import Reason, Rejection
-from capsel.storage.urls import is_url, joined, local_path_text, under_prefix, url_scheme
+from capsel.object_storage.urls import is_url, joined, local_path_text, under_prefix, url_scheme
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 _WEB_SCHEMES = frozenset(_DEFAULT_PORTS)

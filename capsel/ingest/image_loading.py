@@ -17,13 +17,13 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from capsel.errors import CapselError
-from capsel.images.store import ImageStore, StoredImage, describe_image
+from capsel.image_store.store import ImageStore, StoredImage, describe_image
 from capsel.ingest.file_kind import special_kind
 from capsel.ingest.image_access import ImageAccess, LocalImage, WebImage, locate
 from capsel.ingest.image_allowance import ByteAllowance
 from capsel.ingest.image_web import fetch
 from capsel.ingest.reasons import Reason, Rejection
-from capsel.storage.urls import filesystem, storage_errors
+from capsel.object_storage.urls import filesystem, storage_errors
 
 _SHOWN_CHARS = 80
 # Opened without following a last symlink (the path is already real) and without waiting: a FIFO that slipped in

@@ -17,8 +17,8 @@ from typing import BinaryIO, Sequence
 from capsel.errors import CapselError, OptionError
 from capsel.ingest.file_kind import special_kind
 from capsel.ingest.readers import FORMATS, format_for
-from capsel.storage.remote_files import RemoteFile, open_remote, remote_files
-from capsel.storage.urls import is_url, local_path_text
+from capsel.object_storage.remote_files import RemoteFile, open_remote, remote_files
+from capsel.object_storage.urls import is_url, local_path_text
 
 # A file on this machine, or an object in storage.
 InputFile = Path | RemoteFile

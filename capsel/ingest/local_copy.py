@@ -9,7 +9,7 @@ from typing import Callable, Iterator, NamedTuple
 
 from capsel.ingest.inputs import InputFile
 from capsel.ingest.scratch import scratch_folder
-from capsel.storage.remote_files import download
+from capsel.object_storage.remote_files import download
 from capsel.versioning import file_sha256
 
 

@@ -20,7 +20,7 @@ from capsel.db import one_row, run_sql, sql_text, transaction
 from capsel.db.progress_file import report_progress, report_stage
 from capsel.errors import CapselError, OptionError
 from capsel.faults import fault_point
-from capsel.images.database import database_image_root
+from capsel.image_store.database import database_image_root
 from capsel.ingest.chunks import Chunk, ClassifyConfig, only_rows
 from capsel.ingest.field_hint import field_hints
 from capsel.ingest.file_outcome import FileOutcome

@@ -30,7 +30,7 @@ from capsel.ingest.json_text import parse_json_text
 from capsel.ingest.reasons import Reason, Rejection
 
 if TYPE_CHECKING:
-    from capsel.storage.remote_files import RemoteFile
+    from capsel.object_storage.remote_files import RemoteFile
 
 _BOM = b"\xef\xbb\xbf"
 _JSON_WHITESPACE = b" \t\r\n"

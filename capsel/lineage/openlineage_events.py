@@ -20,9 +20,9 @@ from capsel.errors import CapselError
 from capsel.lineage import facets
 from capsel.lineage.facets import PRODUCER
 from capsel.lineage.tables import duckdb_dataset, table_use
+from capsel.object_storage.urls import is_url
 from capsel.publish.data_files import PARQUET_FILE
 from capsel.publish.destination import Destination, open_file
-from capsel.storage.urls import is_url
 from capsel.versioning import code_version
 
 STATES = {"START": RunState.START, "COMPLETE": RunState.COMPLETE, "FAIL": RunState.FAIL}

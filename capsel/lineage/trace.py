@@ -10,8 +10,8 @@ import orjson
 
 from capsel.db.records import fetch_records
 from capsel.errors import CapselError
-from capsel.images.database import database_image_root
-from capsel.images.store import ImageStore
+from capsel.image_store.database import database_image_root
+from capsel.image_store.store import ImageStore
 
 Record = dict[str, Any]
 

@@ -7,10 +7,10 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
+from capsel.cap_engine.config import HORIZON, PROMPT_TOKENS, ScoringConfig
 from capsel.methods.method import Method
 from capsel.methods.selectors import TopResidualZ
 from capsel.methods.spec import MethodSpec, ModelSpec
-from capsel.scoring.config import HORIZON, PROMPT_TOKENS, ScoringConfig
 
 
 class CapSpec(MethodSpec):

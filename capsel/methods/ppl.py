@@ -6,10 +6,10 @@ from typing import Literal
 
 from pydantic import Field
 
+from capsel.cap_engine.config import HORIZON, PROMPT_TOKENS
 from capsel.methods.method import Method
 from capsel.methods.selectors import TopScore
 from capsel.methods.spec import MethodSpec, ModelSpec
-from capsel.scoring.config import HORIZON, PROMPT_TOKENS
 
 
 class PplSpec(MethodSpec):

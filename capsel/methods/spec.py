@@ -11,7 +11,7 @@ from typing import Callable, ClassVar, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from capsel.scoring.prompt_format import PromptFormat
+from capsel.cap_engine.prompt_format import PromptFormat
 
 _STRICT = ConfigDict(extra="forbid", frozen=True)
 Dtype = Literal["auto", "float32", "bfloat16"]

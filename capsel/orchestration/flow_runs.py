@@ -10,8 +10,8 @@ import duckdb
 from capsel.db.records import fetch_records
 from capsel.ingest.inputs import InputFile, folder_files, named_file, unsupported
 from capsel.ingest.summary import IngestReport
-from capsel.storage.remote_files import remote_files
-from capsel.storage.urls import is_url
+from capsel.object_storage.remote_files import remote_files
+from capsel.object_storage.urls import is_url
 
 
 def incoming_files(paths: Sequence[str | Path]) -> list[InputFile]:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from capsel.cap_engine.prompt_format import resolve_prompt_format
 from capsel.models.loading import load_causal_lm, random_init_like
 from capsel.profile.survey import RankProfile, rank_profile
 from capsel.profile.texts import load_texts
 from capsel.profile.verdict import Verdict, has_u_shape
-from capsel.scoring.prompt_format import resolve_prompt_format
 
 
 def check_model(

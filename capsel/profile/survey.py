@@ -9,10 +9,10 @@ import torch
 from torch import nn
 from transformers import PreTrainedTokenizerBase
 
+from capsel.cap_engine.prompt_format import RAW, prompt_token_ids
 from capsel.errors import CapselError
 from capsel.models.blocks import block_output, model_blocks
 from capsel.profile.stable_rank import normalised_stable_rank
-from capsel.scoring.prompt_format import RAW, prompt_token_ids
 
 
 @dataclass(frozen=True)

@@ -9,9 +9,9 @@ from typing import BinaryIO
 
 import orjson
 
+from capsel.object_storage.remote_folder import RemoteFolder
+from capsel.object_storage.urls import is_url
 from capsel.paths import output_folder
-from capsel.storage.remote_folder import RemoteFolder
-from capsel.storage.urls import is_url
 
 Destination = Path | RemoteFolder
 MANIFEST = "manifest.json"

@@ -16,7 +16,7 @@ import duckdb
 import pandas as pd
 
 from capsel.db import run_sql
-from capsel.images.store import extension
+from capsel.image_store.store import extension
 from capsel.store.image_files import database_image_store
 
 IMAGES_DIR = "images"

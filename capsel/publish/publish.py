@@ -14,6 +14,7 @@ from capsel.db import transaction
 from capsel.errors import CapselError, ExitCode
 from capsel.faults import fault_point
 from capsel.methods.registry import method
+from capsel.object_storage.remote_folder import RemoteFolder
 from capsel.publish.data_files import FileHook, write_data_files
 from capsel.publish.dataset_card import dataset_card
 from capsel.publish.destination import MANIFEST, Destination, build_root
@@ -27,7 +28,6 @@ from capsel.publish.staging import recorded_staging, staging_dir
 from capsel.quality.expectations import gate_spec
 from capsel.quality.gate import GateResult, check_selection
 from capsel.selection.plan import Selection
-from capsel.storage.remote_folder import RemoteFolder
 
 REJECTED_DIR = "rejected"
 

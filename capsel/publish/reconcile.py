@@ -30,11 +30,11 @@ import duckdb
 
 from capsel.db import one_row, run_sql, transaction
 from capsel.db.records import fetch_records
+from capsel.object_storage.remote_folder import RemoteFolder
+from capsel.object_storage.urls import is_url
 from capsel.publish.destination import MANIFEST, Destination, destination, read_manifest
 from capsel.publish.record import forget_selection, mark_published
 from capsel.publish.staging import STAGING_PREFIX, is_abandoned, remove_staging, staging_owner
-from capsel.storage.remote_folder import RemoteFolder
-from capsel.storage.urls import is_url
 
 SELECTION_PREFIX = "sel-"
 ORPHANED_DIR = "orphaned"

@@ -7,15 +7,15 @@ from __future__ import annotations
 
 import duckdb
 
+from capsel.cap_engine.config import ScoringConfig
+from capsel.cap_engine.generation import Generator, generation_results
+from capsel.cap_engine.inputs import candidate_text
 from capsel.db import one_row, transaction
 from capsel.faults import fault_point
 from capsel.models.loading import ModelInfo
 from capsel.runner.progress import ProgressSink, RunSummary, Tally
 from capsel.runs import recorded_run
 from capsel.scorers.cap import CapScorer, input_batches
-from capsel.scoring.config import ScoringConfig
-from capsel.scoring.generation import Generator, generation_results
-from capsel.scoring.inputs import candidate_text
 from capsel.store.notes import result_notes
 from capsel.store.results import register
 from capsel.store.scope import Scope, pending_pages

@@ -12,9 +12,9 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, Sequence
 
+from capsel.cap_engine.batching import length_sorted_batches
+from capsel.cap_engine.inputs import CandidateText, candidate_text
 from capsel.models.loading import ModelInfo
-from capsel.scoring.batching import length_sorted_batches
-from capsel.scoring.inputs import CandidateText, candidate_text
 
 Table = Literal["divergences", "method_scores", "embeddings", "gradient_features"]
 

@@ -9,16 +9,16 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from capsel.cap_engine.batch_memory import resolve_batch_size
+from capsel.cap_engine.batching import length_sorted_batches
+from capsel.cap_engine.config import ScoringConfig
+from capsel.cap_engine.engine import ScoringEngine
+from capsel.cap_engine.inputs import CandidateText, ScoringInput, candidate_text
+from capsel.cap_engine.multimodal_inputs import build_multimodal_inputs, model_inputs, with_vision
+from capsel.cap_engine.results import GenerationResult, ScoredCandidate
 from capsel.methods.cap import CapSpec
 from capsel.models.loading import LoadedModel, ModelInfo, describe_model, load_model
 from capsel.scorers.base import ConfigRow, Counted, Scorer, model_identity
-from capsel.scoring.batch_memory import resolve_batch_size
-from capsel.scoring.batching import length_sorted_batches
-from capsel.scoring.config import ScoringConfig
-from capsel.scoring.engine import ScoringEngine
-from capsel.scoring.inputs import CandidateText, ScoringInput, candidate_text
-from capsel.scoring.multimodal_inputs import build_multimodal_inputs, model_inputs, with_vision
-from capsel.scoring.results import GenerationResult, ScoredCandidate
 
 
 class CapScorer(Scorer):

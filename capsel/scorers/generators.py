@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from capsel.cap_engine.generation import Generator, HFGenerator
 from capsel.config import Settings
 from capsel.errors import OptionError
 from capsel.scorers.base import Scorer
 from capsel.scorers.cap import CapScorer
-from capsel.scoring.generation import Generator, HFGenerator
 
 GENERATORS = ("hf", "vllm")
 
@@ -21,7 +21,7 @@ def generator_for(name: str, settings: Settings, scorer: CapScorer) -> Generator
     """vLLM set up from the settings, or HF greedy decoding on the scorer's model (loaded now)."""
     check_generator(name)
     if name == "vllm":
-        from capsel.scoring.vllm_generation import VLLMGenerator, VLLMOptions
+        from capsel.cap_engine.vllm_generation import VLLMGenerator, VLLMOptions
 
         return VLLMGenerator(scorer.info, scorer.config, VLLMOptions(
             gpu_memory_utilization=settings.vllm_gpu_memory_utilization,

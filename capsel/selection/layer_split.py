@@ -11,8 +11,8 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+from capsel.cap_engine.config import first_late_layer, last_early_layer
 from capsel.errors import OptionError
-from capsel.scoring.config import first_late_layer, last_early_layer
 
 Side = Literal["early", "late"]
 Blocks = tuple[int, int]  # (first, last): 1-indexed and inclusive

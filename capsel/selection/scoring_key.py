@@ -9,11 +9,11 @@ from typing import Literal, overload
 import duckdb
 import orjson
 
+from capsel.cap_engine.config import ScoringConfig
 from capsel.db.records import fetch_records
 from capsel.errors import CapselError, OptionError
 from capsel.methods.registry import DEFAULT_METHOD
 from capsel.methods.registry import method as method_named
-from capsel.scoring.config import ScoringConfig
 from capsel.selection.layer_split import LayerSplit, resolve_split
 
 # The CAP macros' bounds when D_early and D_late are read as scoring stored them.

@@ -144,8 +144,8 @@ class _TargetRunner:
                           row.get("tokens"), row.get("stderr"), row.get("harness_version"), reused)
 
     def _prompt_format(self) -> str:
+        from capsel.cap_engine.prompt_format import resolve_prompt_format
         from capsel.models.loading import describe_model
-        from capsel.scoring.prompt_format import resolve_prompt_format
 
         tokenizer = describe_model(str(self.target.model_dir)).tokenizer
         return resolve_prompt_format(self.request.options.scoring.prompt_format, tokenizer)

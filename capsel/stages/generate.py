@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from capsel.cap_engine.generation import Generator
 from capsel.runner.generation import run_generation
 from capsel.runner.progress import RunSummary
 from capsel.scorers.cap import CapScorer
-from capsel.scoring.generation import Generator
 from capsel.stages.context import RunContext
 from capsel.store.scope import Scope
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from capsel.cap_engine.generation import Generator
 from capsel.errors import OptionError
 from capsel.methods.method import load_object
 from capsel.methods.registry import build_scorer, method
@@ -14,7 +15,6 @@ from capsel.runner.job import PAGE_SIZE, run_scorer
 from capsel.runner.progress import RunSummary
 from capsel.scorers.base import Scorer
 from capsel.scorers.cap import CapScorer
-from capsel.scoring.generation import Generator
 from capsel.stages.context import RunContext
 from capsel.stages.generate import GenerateRequest, generate
 from capsel.store.results import ResultKey, result_key

@@ -7,8 +7,8 @@ import duckdb
 from capsel.db.records import fetch_records
 from capsel.db.sqlfiles import one_row
 from capsel.errors import CapselError
-from capsel.images.database import database_image_root
-from capsel.images.store import ImageStore
+from capsel.image_store.database import database_image_root
+from capsel.image_store.store import ImageStore
 
 
 def attach_image_files(con: duckdb.DuckDBPyConnection, rows: list[dict]) -> list[dict]:

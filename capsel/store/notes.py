@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import duckdb
 
+from capsel.cap_engine.distribution_check import off_distribution_warnings
+from capsel.cap_engine.format_check import empty_generations, format_warnings
 from capsel.scorers.base import Scorer
-from capsel.scoring.distribution_check import off_distribution_warnings
-from capsel.scoring.format_check import empty_generations, format_warnings
 from capsel.store.results import ResultKey
 
 

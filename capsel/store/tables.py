@@ -7,8 +7,8 @@ from typing import Sequence
 import duckdb
 import pyarrow as pa
 
+from capsel.cap_engine.results import DivergenceResult, GenerationResult
 from capsel.db import sql_text
-from capsel.scoring.results import DivergenceResult, GenerationResult
 
 IDS = pa.list_(pa.int32())
 

@@ -15,8 +15,8 @@ import numpy as np
 import orjson
 import pandas as pd
 
+from capsel.cap_engine.config import ScoringConfig
 from capsel.runner.progress import ProgressSink
-from capsel.scoring.config import ScoringConfig
 from capsel_lab.labels import candidate_labels
 from capsel_lab.noise.plot import plot_noise
 from capsel_lab.noise.selections import guarded_ids, junk_in_selections, ppl_key

@@ -11,10 +11,10 @@ import duckdb
 import pandas as pd
 
 from capsel.baselines.ppl import PplConfig, PplScorer
+from capsel.cap_engine.config import ScoringConfig
 from capsel.db.records import fetch_records
 from capsel.models.loading import ModelInfo
 from capsel.runner.job import run_scorer
-from capsel.scoring.config import ScoringConfig
 from capsel.selection.budget import parse_budget
 from capsel.selection.plan import SelectionRequest, build_selection
 from capsel.selection.scoring_key import ScoringKey, resolve_scoring_key

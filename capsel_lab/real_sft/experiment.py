@@ -14,6 +14,7 @@ from typing import Callable
 
 import pandas as pd
 
+from capsel.cap_engine.config import ScoringConfig
 from capsel.config import Settings
 from capsel.db import open_db
 from capsel.evaluation.eval_spec import parse_eval_spec
@@ -25,7 +26,6 @@ from capsel.methods.cap import CapSpec
 from capsel.methods.ifd import IfdSpec
 from capsel.methods.ppl import PplSpec
 from capsel.methods.spec import ModelSpec
-from capsel.scoring.config import ScoringConfig
 from capsel.selection.budget import parse_budget
 from capsel.selection.plan import SelectionRequest
 from capsel.stages.context import RunContext

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import torch
 from transformers import PreTrainedTokenizerBase
 
-from capsel.scoring.inputs import prompt_text
+from capsel.cap_engine.inputs import prompt_text
 
 IGNORE = -100  # the label value Hugging Face's causal-LM loss skips
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 from typing import Literal, Sequence
 
 from capsel.baselines.scorer import BaselineConfig, BaselineResult, BaselineScorer
+from capsel.cap_engine.inputs import CandidateText
 from capsel.methods.method import Method
 from capsel.methods.selectors import TopScore
 from capsel.methods.spec import MethodSpec
 from capsel.scorers.base import ScorerIdentity
-from capsel.scoring.inputs import CandidateText
 
 
 class LongestSpec(MethodSpec):

@@ -1,5 +1,5 @@
 -- A candidate's images, one row each, in prompt order (position 1 = the first <image>);
--- a file's path is <db stem>.images/<sha256[:2]>/<sha256>.<ext of format> (capsel.images.store).
+-- a file's path is <db stem>.images/<sha256[:2]>/<sha256>.<ext of format> (capsel.image_store.store).
 with chosen as (
     select
         candidate_id,

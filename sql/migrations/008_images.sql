@@ -1,4 +1,4 @@
--- Images of multimodal candidates, stored once per content (capsel.images.store): the file lives beside the DB
+-- Images of multimodal candidates, stored once per content (capsel.image_store.store): the file lives beside the DB
 -- under <db stem>.images/<sha256[:2]>/<sha256>.<ext>; this table records what was stored.
 create table images (
     sha256 varchar primary key,

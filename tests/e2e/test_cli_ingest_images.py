@@ -16,7 +16,7 @@ import orjson
 import pytest
 from PIL import Image
 
-from capsel.images.store import ImageStore, image_store_dir
+from capsel.image_store.store import ImageStore, image_store_dir
 from tests.support.s3_server import S3Server, s3_filesystem
 
 pytestmark = pytest.mark.e2e

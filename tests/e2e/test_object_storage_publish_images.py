@@ -9,11 +9,11 @@ import orjson
 import pytest
 
 from capsel.db import open_db
+from capsel.object_storage.remote_folder import RemoteFolder
 from capsel.publish import publish_selection
 from capsel.selection.budget import parse_budget
 from capsel.selection.plan import SelectionRequest, build_selection
 from capsel.selection.scoring_key import resolve_scoring_key
-from capsel.storage.remote_folder import RemoteFolder
 from tests.support.image_pool import attach_images
 from tests.support.s3_server import s3_filesystem
 from tests.support.scored_pool import make_pool

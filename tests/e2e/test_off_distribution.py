@@ -13,7 +13,7 @@ import duckdb
 import numpy as np
 import pytest
 
-from capsel.scoring.distribution_check import OFF_DISTRIBUTION_PPL
+from capsel.cap_engine.distribution_check import OFF_DISTRIBUTION_PPL
 
 pytestmark = pytest.mark.e2e
 DATA = Path(__file__).resolve().parents[2] / "capsel" / "data"

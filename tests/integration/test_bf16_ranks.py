@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 import torch
 
+from capsel.cap_engine.batch_memory import resolve_batch_size
+from capsel.cap_engine.config import ScoringConfig
+from capsel.cap_engine.engine import ScoringEngine
+from capsel.cap_engine.inputs import CandidateText
 from capsel.models.loading import describe_model, load_model
-from capsel.scoring.batch_memory import resolve_batch_size
-from capsel.scoring.config import ScoringConfig
-from capsel.scoring.engine import ScoringEngine
-from capsel.scoring.inputs import CandidateText
 from tests.fixtures.candidates import mixed_candidates
 from tests.fixtures.pool import tiny_model_dir
 

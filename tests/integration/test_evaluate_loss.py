@@ -6,12 +6,12 @@ import orjson
 import pytest
 from transformers import AutoTokenizer
 
+from capsel.cap_engine.config import ScoringConfig
 from capsel.config import load_settings
 from capsel.db.records import fetch_records
 from capsel.errors import CapselError, OptionError
 from capsel.evaluation.eval_spec import parse_eval_spec
 from capsel.evaluation.options import EvalOptions
-from capsel.scoring.config import ScoringConfig
 from capsel.stages.context import RunContext
 from capsel.stages.evaluate import EvaluateRequest, evaluate
 from tests.fixtures.pool import tiny_model_dir

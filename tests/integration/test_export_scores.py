@@ -7,14 +7,14 @@ import orjson
 import pyarrow.parquet as pq
 import pytest
 
+from capsel.cap_engine.config import ScoringConfig
+from capsel.cap_engine.engine import ScoringEngine
+from capsel.cap_engine.export import export_scores
 from capsel.db import open_db
 from capsel.errors import CapselError
 from capsel.models.loading import describe_model, load_model
 from capsel.runner.job import run_scorer
 from capsel.scorers.cap import CapScorer
-from capsel.scoring.config import ScoringConfig
-from capsel.scoring.engine import ScoringEngine
-from capsel.scoring.export import export_scores
 from capsel.selection.scoring_key import resolve_scoring_key
 from tests.fixtures.candidates import mixed_candidates
 from tests.fixtures.pool import append_candidates, tiny_model_dir

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+from capsel.cap_engine.format_check import EmptyGenerations, empty_generations, format_warnings
 from capsel.db import open_db
-from capsel.scoring.format_check import EmptyGenerations, empty_generations, format_warnings
 from tests.fixtures.pool import append_candidates
 
 # domain -> (generations of the key, empty ones); 1 of 5 is exactly the 20% limit, which does not warn

@@ -8,10 +8,10 @@ import random
 import pytest
 from transformers import AutoTokenizer
 
-from capsel.scoring.config import ScoringConfig
-from capsel.scoring.huge_text_cut import HugeTextCut, _crosses_a_boundary, is_safe_boundary
-from capsel.scoring.inputs import CandidateText, build_inputs, prompt_text
-from capsel.scoring.prompt_format import CHAT, RAW, prompt_token_ids
+from capsel.cap_engine.config import ScoringConfig
+from capsel.cap_engine.huge_text_cut import HugeTextCut, _crosses_a_boundary, is_safe_boundary
+from capsel.cap_engine.inputs import CandidateText, build_inputs, prompt_text
+from capsel.cap_engine.prompt_format import CHAT, RAW, prompt_token_ids
 from tests.fixtures.tiny_models import build_tokenizer
 
 pytestmark = pytest.mark.slow
@@ -124,7 +124,7 @@ def test_a_byte_level_vocabulary_without_a_continuation_byte_is_never_cut(smollm
     import json
     import shutil
 
-    from capsel.scoring.huge_text_cut import _BYTE_SYMBOLS
+    from capsel.cap_engine.huge_text_cut import _BYTE_SYMBOLS
 
     folder = shutil.copytree(smollm2_instruct_dir, tmp_path / "tok", ignore=shutil.ignore_patterns("*.safetensors"))
     spec = json.loads((folder / "tokenizer.json").read_text())

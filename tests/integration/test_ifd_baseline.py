@@ -9,9 +9,9 @@ import torch
 
 from capsel.baselines.ifd import IFD_GE_1, PROMPT_FILLS_WINDOW, IfdConfig, IfdScorer, ifd_inputs
 from capsel.baselines.response_loss import response_token_nll
+from capsel.cap_engine.inputs import CandidateText, prompt_text
 from capsel.db import open_db
 from capsel.runner.job import run_scorer
-from capsel.scoring.inputs import CandidateText, prompt_text
 from capsel.selection.budget import parse_budget
 from capsel.selection.plan import SelectionRequest, build_selection
 from capsel.selection.scoring_key import resolve_scoring_key

@@ -16,7 +16,7 @@ from PIL import Image
 
 from capsel.db import open_db
 from capsel.errors import CapselError
-from capsel.images.store import ImageStore, image_store_dir
+from capsel.image_store.store import ImageStore, image_store_dir
 from capsel.ingest.dedup_key import candidate_id, dedup_key
 from capsel.ingest.image_access import ImageAccess
 from capsel.ingest.pipeline import IngestOptions, ingest

@@ -12,6 +12,7 @@ import transformers as tf
 
 from capsel.baselines.example_text import example_text
 from capsel.baselines.kcenter import default_encoder, kcenter_scorer
+from capsel.cap_engine.inputs import CandidateText
 from capsel.db import open_db
 from capsel.lineage import trace
 from capsel.lineage.render import lineage_tree
@@ -19,7 +20,6 @@ from capsel.methods.kcenter import KCenterSpec
 from capsel.methods.spec import LocalModelSpec
 from capsel.publish import publish_selection
 from capsel.runner.job import run_scorer
-from capsel.scoring.inputs import CandidateText
 from capsel.selection import coverage
 from capsel.selection.budget import parse_budget
 from capsel.selection.coverage import select_coverage

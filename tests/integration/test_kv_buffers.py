@@ -15,10 +15,10 @@ import transformers as tf
 from transformers import DynamicCache
 from transformers.cache_utils import DynamicSlidingWindowLayer
 
+from capsel.cap_engine.batching import left_padded, right_padded
+from capsel.cap_engine.forward import extend, prefill, rewind
+from capsel.cap_engine.kv_buffers import BufferedLayer, BufferedSlidingWindowLayer
 from capsel.models.loading import describe_model, load_model
-from capsel.scoring.batching import left_padded, right_padded
-from capsel.scoring.forward import extend, prefill, rewind
-from capsel.scoring.kv_buffers import BufferedLayer, BufferedSlidingWindowLayer
 from tests.fixtures.pool import tiny_model_dir
 from tests.fixtures.tiny_models import FAMILIES, _common, build_tokenizer, save_model_dir
 

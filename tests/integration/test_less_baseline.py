@@ -14,10 +14,10 @@ from capsel.baselines.less.countsketch import CountSketch
 from capsel.baselines.less.lora_gradients import response_loss
 from capsel.baselines.less.scorer import LessConfig, LessFeatureScorer
 from capsel.baselines.less.target import TargetFile, stored_target
+from capsel.cap_engine.inputs import CandidateText, prompt_text
 from capsel.config import load_settings
 from capsel.methods.less import LessSpec
 from capsel.methods.spec import ModelSpec
-from capsel.scoring.inputs import CandidateText, prompt_text
 from capsel.selection.budget import parse_budget
 from capsel.selection.plan import SelectionRequest, build_selection
 from capsel.selection.scoring_key import resolve_scoring_key

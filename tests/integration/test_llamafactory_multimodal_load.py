@@ -16,7 +16,7 @@ import pytest
 from PIL import Image
 
 from capsel.db import open_db
-from capsel.images.store import ImageStore, image_store_dir
+from capsel.image_store.store import ImageStore, image_store_dir
 from capsel.publish import publish_selection
 from capsel.selection.budget import parse_budget
 from capsel.selection.plan import SelectionRequest, build_selection

@@ -7,14 +7,14 @@ import shutil
 import pytest
 import torch
 
+from capsel.cap_engine.config import ScoringConfig
+from capsel.cap_engine.engine import ScoringEngine
+from capsel.cap_engine.inputs import CandidateText
 from capsel.errors import CapselError
 from capsel.models.blocks import find_decoder_blocks
 from capsel.models.folder_safety import PickleWeightsWarning
 from capsel.models.loading import describe_model, load_causal_lm, load_model
 from capsel.models.source import resolve_model
-from capsel.scoring.config import ScoringConfig
-from capsel.scoring.engine import ScoringEngine
-from capsel.scoring.inputs import CandidateText
 from capsel.versioning import file_sha256
 from tests.fixtures.candidates import mixed_candidates
 from tests.fixtures.tiny_models import build_model, build_tokenizer, save_model_dir

@@ -13,12 +13,12 @@ import torch
 from PIL import Image
 from transformers import AutoConfig, GenerationConfig
 
+from capsel.cap_engine.config import ScoringConfig
+from capsel.cap_engine.engine import ScoringEngine
+from capsel.cap_engine.inputs import CandidateText
+from capsel.cap_engine.multimodal_inputs import MultimodalGeneration, with_vision
 from capsel.models.loading import ModelInfo, describe_model, eos_token_ids, load_model
 from capsel.models.source import resolve_model
-from capsel.scoring.config import ScoringConfig
-from capsel.scoring.engine import ScoringEngine
-from capsel.scoring.inputs import CandidateText
-from capsel.scoring.multimodal_inputs import MultimodalGeneration, with_vision
 from capsel_lab.tiny_vlm import build_tiny_vlm, image_only_qwen2_vl_processor
 from tests.reference.naive_multimodal import naive_multimodal_cap
 
@@ -205,7 +205,7 @@ def _declare_eos(loaded, config: ScoringConfig, candidates: list[dict]) -> None:
 
 def _plain(generation: MultimodalGeneration):
     """The generation as the database would give it back: ids and reason only."""
-    from capsel.scoring.results import GenerationResult
+    from capsel.cap_engine.results import GenerationResult
 
     return GenerationResult(generation.candidate_id, generation.prompt_ids, generation.response_ids,
                             generation.generated_ids, generation.excluded_reason, "stored")

@@ -13,16 +13,16 @@ import torch
 from PIL import Image
 
 from capsel.baselines.ppl import PplConfig, PplScorer
+from capsel.cap_engine.config import ScoringConfig
+from capsel.cap_engine.engine import ScoringEngine
+from capsel.cap_engine.generation import HFGenerator
+from capsel.cap_engine.inputs import CandidateText
 from capsel.db import open_db
-from capsel.images.store import ImageStore, image_store_dir
+from capsel.image_store.store import ImageStore, image_store_dir
 from capsel.models.loading import describe_model, load_model
 from capsel.runner.generation import run_generation
 from capsel.runner.job import run_scorer
 from capsel.scorers.cap import CapScorer
-from capsel.scoring.config import ScoringConfig
-from capsel.scoring.engine import ScoringEngine
-from capsel.scoring.generation import HFGenerator
-from capsel.scoring.inputs import CandidateText
 from capsel.store.image_files import database_image_store
 from capsel_lab.tiny_vlm import build_tiny_vlm
 from tests.fixtures.pool import append_candidates
@@ -158,8 +158,8 @@ def _copy_of(source, db):
 
 
 def test_the_vllm_generator_refuses_a_vlm_in_one_line(pool):
+    from capsel.cap_engine.vllm_generation import VLLMGenerator
     from capsel.errors import CapselError
-    from capsel.scoring.vllm_generation import VLLMGenerator
 
     with pytest.raises(CapselError, match="does not take images yet"):
         VLLMGenerator(pool[2], CONFIG)

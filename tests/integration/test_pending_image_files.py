@@ -7,7 +7,7 @@ import io
 from PIL import Image
 
 from capsel.db import open_db
-from capsel.images.store import ImageStore, image_store_dir
+from capsel.image_store.store import ImageStore, image_store_dir
 from capsel.store.scope import Scope, pending_pages
 from tests.fixtures.pool import append_candidates
 

@@ -8,13 +8,13 @@ import pytest
 import torch
 
 from capsel.baselines.ppl import PplConfig, PplScorer
+from capsel.cap_engine.config import ScoringConfig
+from capsel.cap_engine.engine import ScoringEngine
+from capsel.cap_engine.inputs import CandidateText
 from capsel.db import open_db
 from capsel.models.loading import load_model
 from capsel.runner.job import run_scorer
 from capsel.scorers.cap import CapScorer
-from capsel.scoring.config import ScoringConfig
-from capsel.scoring.engine import ScoringEngine
-from capsel.scoring.inputs import CandidateText
 from capsel.store.scope import Scope
 from tests.fixtures.candidates import mixed_candidates
 from tests.fixtures.pool import append_candidates

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from capsel.db import open_db
-from capsel.images.store import ImageStore, image_store_dir
+from capsel.image_store.store import ImageStore, image_store_dir
 from capsel.publish import publish_selection
 from capsel.publish.publish import GateFailedError
 from capsel.selection.budget import parse_budget

@@ -5,15 +5,15 @@ from __future__ import annotations
 import orjson
 import pytest
 
+from capsel.cap_engine.config import ScoringConfig
+from capsel.cap_engine.engine import ScoringEngine
+from capsel.cap_engine.generation import HFGenerator
+from capsel.cap_engine.inputs import CandidateText
 from capsel.db import open_db
 from capsel.models.loading import load_model
 from capsel.runner.generation import run_generation
 from capsel.runner.job import run_scorer
 from capsel.scorers.cap import CapScorer
-from capsel.scoring.config import ScoringConfig
-from capsel.scoring.engine import ScoringEngine
-from capsel.scoring.generation import HFGenerator
-from capsel.scoring.inputs import CandidateText
 from capsel.store.scope import Scope
 from tests.fixtures.candidates import mixed_candidates
 from tests.fixtures.pool import append_candidates

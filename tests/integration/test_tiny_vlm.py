@@ -8,12 +8,12 @@ import pytest
 from PIL import Image
 from safetensors.torch import load_file
 
+from capsel.cap_engine.config import ScoringConfig
+from capsel.cap_engine.engine import ScoringEngine
+from capsel.cap_engine.inputs import CandidateText
+from capsel.cap_engine.multimodal_inputs import content_parts
 from capsel.errors import CapselError
 from capsel.models.loading import describe_model, load_model
-from capsel.scoring.config import ScoringConfig
-from capsel.scoring.engine import ScoringEngine
-from capsel.scoring.inputs import CandidateText
-from capsel.scoring.multimodal_inputs import content_parts
 from capsel_lab.tiny_vlm import build_tiny_vlm
 from tests.fixtures.pool import tiny_model_dir
 

@@ -9,13 +9,13 @@ import importlib.util
 import pytest
 import torch
 
+from capsel.cap_engine.config import ScoringConfig
+from capsel.cap_engine.engine import ScoringEngine
+from capsel.cap_engine.generation import HFGenerator
+from capsel.cap_engine.inputs import CandidateText
+from capsel.cap_engine.vllm_generation import VLLMGenerator, VLLMOptions
 from capsel.errors import CapselError
 from capsel.models.loading import describe_model, load_model
-from capsel.scoring.config import ScoringConfig
-from capsel.scoring.engine import ScoringEngine
-from capsel.scoring.generation import HFGenerator
-from capsel.scoring.inputs import CandidateText
-from capsel.scoring.vllm_generation import VLLMGenerator, VLLMOptions
 from tests.fixtures.candidates import mixed_candidates
 from tests.fixtures.pool import tiny_model_dir
 from tests.fixtures.vllm import VLLM_RUNS

@@ -11,12 +11,12 @@ from importlib import resources
 
 import pytest
 
+from capsel.cap_engine.config import ScoringConfig
+from capsel.cap_engine.engine import ScoringEngine
+from capsel.cap_engine.generation import generation_results
+from capsel.cap_engine.inputs import CandidateText
+from capsel.cap_engine.vllm_generation import VLLMGenerator, VLLMOptions
 from capsel.models.loading import describe_model, load_model
-from capsel.scoring.config import ScoringConfig
-from capsel.scoring.engine import ScoringEngine
-from capsel.scoring.generation import generation_results
-from capsel.scoring.inputs import CandidateText
-from capsel.scoring.vllm_generation import VLLMGenerator, VLLMOptions
 from tests.fixtures.candidates import mixed_candidates
 from tests.fixtures.pool import tiny_model_dir
 from tests.fixtures.vllm import requires_vllm

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
+from capsel.cap_engine.config import ScoringConfig
+from capsel.cap_engine.generation import HFGenerator
+from capsel.cap_engine.inputs import CandidateText, build_inputs
+from capsel.cap_engine.worker_process import ProcessGenerator
 from capsel.errors import CapselError
 from capsel.models.loading import describe_model, load_model
-from capsel.scoring.config import ScoringConfig
-from capsel.scoring.generation import HFGenerator
-from capsel.scoring.inputs import CandidateText, build_inputs
-from capsel.scoring.worker_process import ProcessGenerator
 from tests.fixtures.candidates import mixed_candidates
 from tests.fixtures.pool import tiny_model_dir
 from tests.support import process_factories
@@ -86,7 +86,7 @@ def test_closing_a_busy_worker_ends_it_and_what_it_started_at_once():
 
 # Holds a worker busy on a batch that never ends, after printing the worker's pid and its child's.
 KILLED_PARENT = """
-from capsel.scoring.worker_process import ProcessGenerator
+from capsel.cap_engine.worker_process import ProcessGenerator
 from tests.support import process_factories
 worker = ProcessGenerator(process_factories.sleepy_generator, {}, name="sleepy", batch_size=1)
 [[grandchild]] = worker.generate([[0]])

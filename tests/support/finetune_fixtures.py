@@ -12,8 +12,8 @@ import orjson
 import torch
 import transformers as tf
 
+from capsel.cap_engine.prompt_format import prompt_token_ids
 from capsel.publish.data_files import llamafactory_info
-from capsel.scoring.prompt_format import prompt_token_ids
 from tests.fixtures.tiny_models import build_model, build_tokenizer, save_model_dir
 
 # A ChatML-like template over the word vocabulary: w990 opens a turn, w991 ends it, w993/w994/w995 name the

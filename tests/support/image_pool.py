@@ -9,7 +9,7 @@ import duckdb
 import pandas as pd
 from PIL import Image
 
-from capsel.images.store import ImageStore, StoredImage, image_store_dir
+from capsel.image_store.store import ImageStore, StoredImage, image_store_dir
 
 PLACEHOLDER = "<image>"
 

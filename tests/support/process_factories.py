@@ -6,9 +6,9 @@ import os
 import subprocess
 import time
 
+from capsel.cap_engine.generation import HFGenerator
 from capsel.errors import CapselError
 from capsel.models.loading import describe_model, load_model
-from capsel.scoring.generation import HFGenerator
 
 
 def hf_generator(model_dir: str, horizon: int, batch_size: int) -> HFGenerator:

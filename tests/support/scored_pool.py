@@ -9,8 +9,8 @@ import duckdb
 import numpy as np
 import pandas as pd
 
+from capsel.cap_engine.config import layer_split
 from capsel.db import open_db
-from capsel.scoring.config import layer_split
 
 MODEL = "fp-model-a"
 CONFIG = "cfg-aaaa"

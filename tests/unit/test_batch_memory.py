@@ -7,9 +7,7 @@ import torch
 import transformers as tf
 from pydantic import ValidationError
 
-from capsel.config import load_settings
-from capsel.models.loading import LoadedModel
-from capsel.scoring.batch_memory import (
+from capsel.cap_engine.batch_memory import (
     DEFAULT_BATCH_SIZE,
     HEADROOM,
     ModelShape,
@@ -18,7 +16,9 @@ from capsel.scoring.batch_memory import (
     candidate_bytes,
     resolve_batch_size,
 )
-from capsel.scoring.config import ScoringConfig
+from capsel.cap_engine.config import ScoringConfig
+from capsel.config import load_settings
+from capsel.models.loading import LoadedModel
 from tests.fixtures.tiny_models import FAMILIES, build_model
 
 

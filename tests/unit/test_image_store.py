@@ -8,7 +8,7 @@ import io
 import pytest
 from PIL import Image
 
-from capsel.images.store import ImageStore, describe_image, image_store_dir
+from capsel.image_store.store import ImageStore, describe_image, image_store_dir
 
 
 def png_bytes(color: tuple[int, int, int], size=(7, 5)) -> bytes:

@@ -1,6 +1,6 @@
 """The packages of capsel import each other without a loop, deferred imports included.
 
-A package here is one folder under capsel/ (capsel.scoring, capsel.runner, ...) or one top-level module
+A package here is one folder under capsel/ (capsel.cap_engine, capsel.runner, ...) or one top-level module
 (capsel.config); flows/ and tasks/ count as capsel.flows and capsel.tasks, as they are installed. Without a
 loop the packages stack in layers, so no package imports one that (through others) imports it back.
 """
@@ -15,7 +15,7 @@ INSTALLED_AS = {"capsel": REPO / "capsel", "capsel.flows": REPO / "flows", "caps
 
 
 def package_of(module: str) -> str | None:
-    """capsel.scoring.engine -> capsel.scoring; capsel.config -> capsel.config; other roots -> None."""
+    """capsel.cap_engine.engine -> capsel.cap_engine; capsel.config -> capsel.config; other roots -> None."""
     parts = module.split(".")
     if parts[0] != "capsel" or len(parts) < 2:
         return None
@@ -86,13 +86,13 @@ def test_loops_are_found_in_a_known_graph():
 
 def test_capsel_packages_import_each_other_without_a_loop():
     graph = import_graph()
-    assert {"capsel.scoring", "capsel.runner", "capsel.stages", "capsel.flows", "capsel.tasks"} <= set(graph)
+    assert {"capsel.cap_engine", "capsel.runner", "capsel.stages", "capsel.flows", "capsel.tasks"} <= set(graph)
     assert "capsel.scorers" in graph["capsel.runner"]  # the graph sees real edges
     assert loops(graph) == []
 
 
 @pytest.mark.parametrize("low, high", [
-    ("capsel.scoring", "capsel.scorers"), ("capsel.scorers", "capsel.runner"), ("capsel.runner", "capsel.stages"),
+    ("capsel.cap_engine", "capsel.scorers"), ("capsel.scorers", "capsel.runner"), ("capsel.runner", "capsel.stages"),
     ("capsel.stages", "capsel.tasks"), ("capsel.tasks", "capsel.flows"), ("capsel.stages", "capsel.cli"),
 ])
 def test_a_lower_layer_never_reaches_a_higher_one(low, high):

@@ -4,9 +4,9 @@ import re
 
 import pytest
 
+from capsel.cap_engine.config import layer_split
 from capsel.errors import OptionError
 from capsel.pipeline_config import SelectionParams
-from capsel.scoring.config import layer_split
 from capsel.selection.budget import parse_budget
 from capsel.selection.layer_split import parse_blocks, resolve_split
 from capsel.selection.plan import SelectionRequest

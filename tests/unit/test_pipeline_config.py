@@ -3,6 +3,7 @@
 import pytest
 from pydantic import ValidationError
 
+from capsel.cap_engine.config import ScoringConfig
 from capsel.errors import CapselError
 from capsel.methods.cap import CapSpec
 from capsel.methods.kcenter import KCenterSpec
@@ -10,7 +11,6 @@ from capsel.methods.ppl import PplSpec
 from capsel.methods.spec import ModelSpec
 from capsel.pipeline_config import PipelineConfig, SelectionParams
 from capsel.runner.work import host_spec, workers_spec
-from capsel.scoring.config import ScoringConfig
 
 MODEL = {"path": "/models/m"}
 

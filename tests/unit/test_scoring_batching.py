@@ -2,9 +2,9 @@
 
 import torch
 
-from capsel.scoring.batching import left_padded, length_sorted_batches, right_padded
-from capsel.scoring.decoding import GreedyRows
-from capsel.scoring.vllm_generation import strip_eos
+from capsel.cap_engine.batching import left_padded, length_sorted_batches, right_padded
+from capsel.cap_engine.decoding import GreedyRows
+from capsel.cap_engine.vllm_generation import strip_eos
 
 
 def test_length_sorted_batches_cover_everything_once():

@@ -3,8 +3,8 @@
 import pytest
 from pydantic import ValidationError
 
+from capsel.cap_engine.config import ScoringConfig, layer_split
 from capsel.errors import CapselError
-from capsel.scoring.config import ScoringConfig, layer_split
 from capsel.versioning import config_hash
 
 

@@ -2,8 +2,8 @@
 
 import pytest
 
-from capsel.scoring.config import ScoringConfig
-from capsel.scoring.inputs import CandidateText, build_inputs, prompt_text
+from capsel.cap_engine.config import ScoringConfig
+from capsel.cap_engine.inputs import CandidateText, build_inputs, prompt_text
 from tests.fixtures.tiny_models import BOS_ID, build_tokenizer
 
 

@@ -5,10 +5,10 @@ import pytest
 
 from capsel.config import load_settings
 from capsel.errors import CapselError
+from capsel.object_storage.remote_folder import RemoteFolder
+from capsel.object_storage.urls import is_url, local_path_text, redacted
 from capsel.paths import inside_destination, typed_destination
 from capsel.pipeline_config import PipelineConfig
-from capsel.storage.remote_folder import RemoteFolder
-from capsel.storage.urls import is_url, local_path_text, redacted
 
 ROOT = "s3://bucket/root"
 

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from capsel.cap_engine import vllm_generation
+from capsel.cap_engine.config import ScoringConfig
+from capsel.cap_engine.vllm_generation import VLLMOptions, engine_kwargs, sampling_kwargs, strip_eos, vllm_build
 from capsel.models.loading import ModelInfo
 from capsel.models.source import ModelSource
-from capsel.scoring import vllm_generation
-from capsel.scoring.config import ScoringConfig
-from capsel.scoring.vllm_generation import VLLMOptions, engine_kwargs, sampling_kwargs, strip_eos, vllm_build
 
 
 def _info(dtype: str = "bfloat16") -> ModelInfo:

@@ -21,10 +21,10 @@ from capsel.baselines.less.countsketch import CountSketch
 from capsel.baselines.less.lora_gradients import GradientSketcher, LoraSpec, attach_lora
 from capsel.baselines.lm_scorer import LmConfig, LmScorer, describe_lm, lm_prompt_format
 from capsel.baselines.scorer import BaselineResult
+from capsel.cap_engine.inputs import SHORT_PROMPT, CandidateText
 from capsel.methods.less import LessSpec
 from capsel.models.loading import ModelInfo
 from capsel.scorers.base import Table
-from capsel.scoring.inputs import SHORT_PROMPT, CandidateText
 
 FEATURES_METHOD = "less_features"
 NON_FINITE = "non_finite"

@@ -12,12 +12,12 @@ import numpy as np
 import orjson
 import pandas as pd
 
+from capsel.cap_engine.inputs import CandidateText
 from capsel.db import run_sql
 from capsel.db.records import fetch_records
 from capsel.errors import CapselError, OptionError
 from capsel.ingest.example_file import read_examples
 from capsel.methods.less import LessSpec
-from capsel.scoring.inputs import CandidateText
 from capsel.versioning import config_hash, file_sha256
 
 if TYPE_CHECKING:

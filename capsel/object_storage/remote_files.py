@@ -10,7 +10,7 @@ from pathlib import Path, PurePosixPath
 from typing import BinaryIO, Callable, Iterable, Iterator
 
 from capsel.errors import CapselError
-from capsel.storage.urls import Located, filesystem, storage_errors
+from capsel.object_storage.urls import Located, filesystem, storage_errors
 
 _GLOB_CHARS = "*?["
 

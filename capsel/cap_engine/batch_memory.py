@@ -16,9 +16,9 @@ from dataclasses import dataclass
 
 import torch
 
+from capsel.cap_engine.config import ScoringConfig
 from capsel.errors import CapselError
 from capsel.models.loading import LoadedModel
-from capsel.scoring.config import ScoringConfig
 
 DEFAULT_BATCH_SIZE = 16
 MAX_AUTO_BATCH_SIZE = 256

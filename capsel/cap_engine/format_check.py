@@ -10,9 +10,9 @@ from dataclasses import dataclass
 
 import duckdb
 
+from capsel.cap_engine.inputs import EMPTY_GENERATION
+from capsel.cap_engine.prompt_format import CHAT, RAW
 from capsel.db.records import fetch_records
-from capsel.scoring.inputs import EMPTY_GENERATION
-from capsel.scoring.prompt_format import CHAT, RAW
 
 # Above this share of a domain's generations, the summary says so and suggests the other format.
 EMPTY_SHARE_LIMIT = 0.20

@@ -7,16 +7,16 @@ from typing import Any, Callable, Mapping, Sequence, TypeVar
 
 import torch
 
+from capsel.cap_engine.batching import length_sorted_batches
+from capsel.cap_engine.branches import compare_stored, generate_and_compare
+from capsel.cap_engine.config import ScoringConfig, layer_split
+from capsel.cap_engine.divergence import PairMeasure, summarize
+from capsel.cap_engine.generation import HFGenerator, generation_results
+from capsel.cap_engine.inputs import EMPTY_GENERATION, CandidateText, ScoringInput
+from capsel.cap_engine.multimodal_inputs import model_inputs, with_vision
+from capsel.cap_engine.results import DivergenceResult, GenerationResult, ScoredCandidate
 from capsel.errors import CapselError
 from capsel.models.loading import LoadedModel
-from capsel.scoring.batching import length_sorted_batches
-from capsel.scoring.branches import compare_stored, generate_and_compare
-from capsel.scoring.config import ScoringConfig, layer_split
-from capsel.scoring.divergence import PairMeasure, summarize
-from capsel.scoring.generation import HFGenerator, generation_results
-from capsel.scoring.inputs import EMPTY_GENERATION, CandidateText, ScoringInput
-from capsel.scoring.multimodal_inputs import model_inputs, with_vision
-from capsel.scoring.results import DivergenceResult, GenerationResult, ScoredCandidate
 
 Item = TypeVar("Item", GenerationResult, ScoringInput)
 Row = TypeVar("Row")

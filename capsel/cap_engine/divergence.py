@@ -9,7 +9,7 @@ from typing import Sequence
 import torch
 import torch.nn.functional as F
 
-from capsel.scoring.results import DivergenceResult
+from capsel.cap_engine.results import DivergenceResult
 
 
 class BlockStates:

@@ -7,7 +7,7 @@ from pathlib import Path
 import duckdb
 
 from capsel.db import one_row
-from capsel.images.store import image_store_dir
+from capsel.image_store.store import image_store_dir
 
 
 def database_image_root(con: duckdb.DuckDBPyConnection) -> Path | None:

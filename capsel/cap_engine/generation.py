@@ -6,11 +6,11 @@ from typing import Any, Mapping, Protocol, Sequence
 
 import torch
 
+from capsel.cap_engine.batching import length_sorted_batches
+from capsel.cap_engine.decoding import greedy_generate
+from capsel.cap_engine.inputs import EMPTY_GENERATION, ScoringInput
+from capsel.cap_engine.results import GenerationResult
 from capsel.models.loading import LoadedModel
-from capsel.scoring.batching import length_sorted_batches
-from capsel.scoring.decoding import greedy_generate
-from capsel.scoring.inputs import EMPTY_GENERATION, ScoringInput
-from capsel.scoring.results import GenerationResult
 
 
 class Generator(Protocol):
@@ -57,7 +57,7 @@ class HFGenerator:
 def generation_results(inputs: Sequence[ScoringInput], generator: Generator) -> list[GenerationResult]:
     """Run the generator on the eligible inputs; excluded ones and empty generations carry their reason."""
     eligible = [item for item in inputs if item.excluded_reason is None]
-    # a VLM's prepared inputs carry the processor's tensors (capsel.scoring.multimodal_inputs.MultimodalInput)
+    # a VLM's prepared inputs carry the processor's tensors (capsel.cap_engine.multimodal_inputs.MultimodalInput)
     prompts = [item.prompt_ids for item in eligible]
     if any(hasattr(item, "vision") for item in eligible):
         generated = iter(generator.generate(prompts, [getattr(item, "vision", None) for item in eligible]))

@@ -12,12 +12,12 @@ from typing import Any, Mapping, Sequence
 
 import torch
 
+from capsel.cap_engine.batching import right_padded
+from capsel.cap_engine.decoding import GreedyRows, decode_while
+from capsel.cap_engine.divergence import BlockStates, DistancesTo, PairMeasure, token_nll
+from capsel.cap_engine.forward import PromptState, extend, pad_id, prefill, rewind
 from capsel.models.blocks import observe_blocks
 from capsel.models.loading import LoadedModel
-from capsel.scoring.batching import right_padded
-from capsel.scoring.decoding import GreedyRows, decode_while
-from capsel.scoring.divergence import BlockStates, DistancesTo, PairMeasure, token_nll
-from capsel.scoring.forward import PromptState, extend, pad_id, prefill, rewind
 
 
 def compare_stored(

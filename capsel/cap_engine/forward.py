@@ -9,8 +9,8 @@ from typing import Any, Mapping, Sequence
 
 import torch
 
+from capsel.cap_engine.batching import left_padded
 from capsel.models.loading import LoadedModel
-from capsel.scoring.batching import left_padded
 
 
 @dataclass
@@ -56,7 +56,7 @@ def prefill(
 def _cache(loaded: LoadedModel, capacity: int) -> Any:
     from transformers import DynamicCache
 
-    from capsel.scoring.kv_buffers import preallocate
+    from capsel.cap_engine.kv_buffers import preallocate
 
     cache = DynamicCache(config=loaded.model.config)
     # Sliding-window (and linear-attention) layers drop old states unless told to keep them for a crop.

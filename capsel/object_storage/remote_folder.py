@@ -10,7 +10,7 @@ from fsspec import AbstractFileSystem
 
 from capsel.errors import CapselError
 from capsel.faults import fault_point
-from capsel.storage.urls import Located, filesystem, joined, storage_errors
+from capsel.object_storage.urls import Located, filesystem, joined, storage_errors
 
 
 class RemoteFolder(Located):

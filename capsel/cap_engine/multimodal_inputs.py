@@ -15,10 +15,8 @@ from typing import Any, Mapping, Sequence
 
 from PIL import Image
 
-from capsel.errors import CapselError
-from capsel.models.loading import ModelInfo
-from capsel.scoring.config import ScoringConfig
-from capsel.scoring.inputs import (
+from capsel.cap_engine.config import ScoringConfig
+from capsel.cap_engine.inputs import (
     SHORT_PROMPT,
     SHORT_RESPONSE,
     CandidateText,
@@ -27,8 +25,10 @@ from capsel.scoring.inputs import (
     prompt_text,
     response_token_ids,
 )
-from capsel.scoring.prompt_format import CHAT, resolve_prompt_format
-from capsel.scoring.results import GenerationResult
+from capsel.cap_engine.prompt_format import CHAT, resolve_prompt_format
+from capsel.cap_engine.results import GenerationResult
+from capsel.errors import CapselError
+from capsel.models.loading import ModelInfo
 
 IMAGE_PLACEHOLDER = "<image>"
 # Processor attributes naming the tokens that open, fill or close an image's span.

@@ -7,8 +7,8 @@ from fractions import Fraction
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from capsel.cap_engine.prompt_format import RAW, PromptFormat, resolve_prompt_format
 from capsel.errors import CapselError
-from capsel.scoring.prompt_format import RAW, PromptFormat, resolve_prompt_format
 from capsel.versioning import config_hash
 
 # Bump when the meaning of a stored generation or divergence changes, so old rows get new keys.

@@ -11,8 +11,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 import torch
 
+from capsel.cap_engine.forward import PromptState, extend, pad_id, prefill
 from capsel.models.loading import LoadedModel
-from capsel.scoring.forward import PromptState, extend, pad_id, prefill
 
 
 class GreedyRows:

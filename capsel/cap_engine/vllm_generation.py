@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from importlib import metadata
 from typing import Any, Mapping, Sequence
 
+from capsel.cap_engine.config import ScoringConfig
+from capsel.cap_engine.worker_process import ProcessGenerator
 from capsel.errors import CapselError
 from capsel.models.loading import ModelInfo
-from capsel.scoring.config import ScoringConfig
-from capsel.scoring.worker_process import ProcessGenerator
 
 
 @dataclass(frozen=True)

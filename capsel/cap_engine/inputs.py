@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from capsel.scoring.config import ScoringConfig
-from capsel.scoring.huge_text_cut import HugeTextCut
-from capsel.scoring.prompt_format import RAW, prompt_token_ids, resolve_prompt_format
+from capsel.cap_engine.config import ScoringConfig
+from capsel.cap_engine.huge_text_cut import HugeTextCut
+from capsel.cap_engine.prompt_format import RAW, prompt_token_ids, resolve_prompt_format
 
 SHORT_PROMPT = "short_prompt"
 SHORT_RESPONSE = "short_response"
@@ -61,7 +61,7 @@ def build_inputs(candidates: Sequence[CandidateText], tokenizer, config: Scoring
     prompt_format = resolve_prompt_format(config.prompt_format, tokenizer)
     prompts = [prompt_text(c.instruction, c.input) for c in candidates]
     responses = [c.response.strip() for c in candidates]
-    # huge texts are cut first, keeping exactly the ids kept below (capsel/scoring/huge_text_cut.py)
+    # huge texts are cut first, keeping exactly the ids kept below (capsel/cap_engine/huge_text_cut.py)
     if (cap := HugeTextCut.of(tokenizer)) is not None:
         if prompt_format == RAW or cap.chat_safe:
             prompts = [cap.tail(prompt, config.prompt_tokens) for prompt in prompts]
