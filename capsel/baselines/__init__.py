@@ -1,4 +1,3 @@
-"""The paper's baseline selectors (PPL, IFD, QuRating-style rater, k-center): scorers, store and runner.
-
-A method is one module with a typed config and a DB-free scorer, plus one entry in `registry`.
+"""The scorers of the paper's baselines (PPL, IFD, QuRating-style rater, k-center, LESS), each with a typed config
+and a DB-free scorer; what each method is (spec, tables, selector) is declared in capsel/methods/.
 """

@@ -1,1 +1,1 @@
-"""CAP scoring: greedy generation and the per-layer hidden-state divergence (docs/method.md)."""
+"""CAP's engine: greedy y-hat and the per-layer hidden-state divergence (docs/method.md), and the text inputs every scorer shares."""

@@ -1,1 +1,1 @@
-"""Selection methods behind one interface: the scorer contract, each method's spec, and CAP's scorer."""
+"""How methods score: the scorer interface every method implements (base.py) and CAP's scorer (cap.py)."""
