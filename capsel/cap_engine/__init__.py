@@ -1,1 +1,2 @@
-"""CAP's engine: greedy y-hat and the per-layer hidden-state divergence (docs/method.md), and the text inputs every scorer shares."""
+"""CAP's engine: greedy y-hat and the per-layer hidden-state divergence (docs/method.md), and the text
+inputs every scorer shares."""
