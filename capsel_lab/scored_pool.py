@@ -10,15 +10,20 @@ import pandas as pd
 
 from capsel.cap_engine.config import ScoringConfig
 from capsel.cap_engine.engine import ScoringEngine
+from capsel.config import load_settings
 from capsel.db import open_db, run_sql
 from capsel.errors import CapselError, OptionError
-from capsel.ingest.pipeline import IngestOptions, ingest
+from capsel.ingest.pipeline import IngestOptions
 from capsel.ingest.summary import IngestReport
+from capsel.methods.cap import CapSpec
+from capsel.methods.spec import ModelSpec
 from capsel.models.loading import describe_model, load_model
-from capsel.runner.job import run_scorer
 from capsel.runner.progress import ProgressSink, RunSummary
 from capsel.scorers.cap import CapScorer
 from capsel.selection.scoring_key import ScoringKey, resolve_scoring_key
+from capsel.stages.context import RunContext
+from capsel.stages.ingest import IngestRequest, ingest
+from capsel.stages.score import ScoreRequest, score
 from capsel_lab.labels import candidate_labels
 from capsel_lab.world.export import write_jsonl
 from capsel_lab.world.facts import DOMAINS
@@ -64,10 +69,14 @@ def score_lab_pool(
 
     Returns the scores' key, what ingest and scoring counted, and the config as scored (prompt format resolved).
     """
-    report = ingest(con, [write_jsonl(records, pool_path)], IngestOptions())
+    # the stages the CLI and the flows run, with the engine built here (CPU, float32, the lab's config)
+    ctx = RunContext(con, load_settings(), sink, run_config={"lab": True, "batch_size": batch_size})
+    report = ingest(IngestRequest([str(write_jsonl(records, pool_path))], IngestOptions()), ctx)
     info = describe_model(str(model), dtype="float32", device="cpu")
     engine = ScoringEngine(load_model(info), config, batch_size)
-    summary = run_scorer(con, CapScorer.of(engine), sink=sink, run_config={"lab": True, "batch_size": batch_size})
+    spec = CapSpec(model=ModelSpec(path=str(model), dtype="float32", device="cpu", prompt_format=config.prompt_format),
+                   batch_size=batch_size, **config.model_dump(exclude={"prompt_format"}))
+    summary = score(ScoreRequest(spec), ctx, CapScorer.of(engine)).scoring
     key = resolve_scoring_key(con, info.fingerprint, engine.config.scoring_hash)
     return key, report, summary, engine.config
 

@@ -12,12 +12,16 @@ import pandas as pd
 
 from capsel.baselines.ppl import PplConfig, PplScorer
 from capsel.cap_engine.config import ScoringConfig
+from capsel.config import load_settings
 from capsel.db.records import fetch_records
+from capsel.methods.ppl import PplSpec
+from capsel.methods.spec import ModelSpec
 from capsel.models.loading import ModelInfo
-from capsel.runner.job import run_scorer
 from capsel.selection.budget import parse_budget
 from capsel.selection.plan import SelectionRequest, build_selection
 from capsel.selection.scoring_key import ScoringKey, resolve_scoring_key
+from capsel.stages.context import RunContext
+from capsel.stages.score import ScoreRequest, score
 from capsel_lab.noise.stats import CLEAN_LABELS, junk_kind
 
 SELECTION_METHODS = ("cap", "cap_guard", "ppl", "random")
@@ -38,7 +42,9 @@ def ppl_key(con: duckdb.DuckDBPyConnection, info: ModelInfo, config: ScoringConf
                                  min_prompt_tokens=config.min_prompt_tokens,
                                  min_response_tokens=config.min_response_tokens,
                                  prompt_format=config.prompt_format), info, batch_size)
-    run_scorer(con, scorer, run_config={"lab": True})
+    spec = PplSpec(model=ModelSpec(path=info.source.name_or_path, prompt_format=config.prompt_format),
+                   prompt_tokens=config.prompt_tokens, horizon=config.horizon, batch_size=batch_size)
+    score(ScoreRequest(spec), RunContext(con, load_settings(), run_config={"lab": True}), scorer)
     return resolve_scoring_key(con, info.fingerprint, scorer.config.hash, method="ppl")
 
 
