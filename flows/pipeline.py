@@ -7,6 +7,7 @@ of the DAG). The flow process is DuckDB's single writer; workers only compute.
 from __future__ import annotations
 
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -38,13 +39,17 @@ from capsel.profile.verdict_cache import keep_verdict, kept_verdict, profile_key
 from capsel.publish.publish import GateFailedError
 from capsel.runs import new_run_id, recorded_run
 from capsel.stages.context import RunContext
-from capsel.stages.ingest import IngestRequest, lost_files_error
-from capsel.stages.select import SelectRequest, selection_key
+from capsel.stages.ingest import IngestRequest, ingest, lost_files_error
+from capsel.stages.residualize import ResidualizeRequest, residualize
+from capsel.stages.select import SelectRequest, select_and_publish, selection_key
 from capsel.store.results import ResultKey
-from capsel.tasks.ingest import ingest_task
 from capsel.tasks.profile import check_rank_profile
-from capsel.tasks.residualize import residualize_task
-from capsel.tasks.select import select_and_publish_task
+from capsel.tasks.steps import step_task
+
+# the steps of the pipeline below: the stages the CLI runs, each a task of the flow
+INGEST = step_task(ingest, "ingest")
+RESIDUALIZE = step_task(residualize, "residualize")
+SELECT_AND_PUBLISH = step_task(select_and_publish, "select-and-publish")
 
 
 def run_pipeline(config: Callable[[], PipelineConfig], flow_key: str, publish_unchanged: bool) -> dict | State:
@@ -97,7 +102,7 @@ def _stages(con, config: PipelineConfig, settings: Settings, report: FlowReport,
     paths = config.sources.resolved_paths(settings)
     files = incoming_files(paths)
     if files:
-        report.ingest = ingest_task(IngestRequest(files, config.sources.ingest_options(settings)), ctx)
+        report.ingest = INGEST(IngestRequest(files, config.sources.ingest_options(settings)), ctx)
         datasets.source_files = ingested_files(con, report.ingest)
         logger.info(ingest_line(report.ingest, between="\n"))
         if (lost := lost_files_error(report.ingest)) is not None:
@@ -129,12 +134,13 @@ def _stages(con, config: PipelineConfig, settings: Settings, report: FlowReport,
         report.notes.append("nothing new was ingested or scored: no new selection version")
         return
     if key is not None and method(key.method).residualized:
-        residuals = residualize_task(ctx, key, config.selection.domains)
+        residuals = RESIDUALIZE(ResidualizeRequest(key, config.selection.domains), ctx)
         report.fits, report.examples = residuals.fits, residuals.examples
     fault_point("flow.before_select")
     datasets.selected = True
     try:
-        selected = select_and_publish_task(request, ctx, key, report.fits or None)
+        fits = tuple(report.fits) if report.fits else None
+        selected = SELECT_AND_PUBLISH(replace(request, key=key, fits=fits), ctx)
     except GateFailedError as error:
         publish_gate_failure(report.run_id, error, keys, settings)
         raise

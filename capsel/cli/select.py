@@ -125,8 +125,8 @@ def select(
             with _stages() as progress:
                 stage = progress.add_task("selecting", total=None)
                 summary = select_and_publish(
-                    SelectRequest(request, out_dir, target, target_max), RunContext(con, settings),
-                    on_step=lambda step: progress.update(stage, description=step),
+                    SelectRequest(request, out_dir, target, target_max),
+                    RunContext(con, settings, on_step=lambda step: progress.update(stage, description=step)),
                 )
                 selection, published = summary.selection, summary.published
                 commit.done(f"published {published.selection_id} with {len(selection.members)} members at "

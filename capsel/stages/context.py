@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 import duckdb
 
@@ -19,7 +19,8 @@ class RunContext:
     """The single writer's connection and settings, the flow run a stage belongs to (if any) and its dispatch.
 
     Without `dispatch` scoring runs in this process, batch by batch; a flow passes its workers' submit and
-    its shard size as `page_size` (None: the runner's page).
+    its shard size as `page_size` (None: the runner's page). `on_step` hears a stage's steps by name (the
+    CLI shows them beside its spinner).
     """
 
     con: duckdb.DuckDBPyConnection
@@ -31,3 +32,4 @@ class RunContext:
     page_size: int | None = None
     max_in_flight: int = 4
     run_config: dict = field(default_factory=dict)
+    on_step: Callable[[str], None] = lambda step: None

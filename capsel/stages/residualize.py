@@ -12,6 +12,16 @@ from capsel.selection.scoring_key import ScoringKey
 from capsel.stages.context import RunContext
 
 
+@dataclass(frozen=True)
+class ResidualizeRequest:
+    """Whose scores to fit (a CAP key, its layer split resolved), which domains (None: all) and how many
+    examples to show at each end of z."""
+
+    key: ScoringKey
+    domains: Sequence[str] | None = None
+    n_examples: int = 3
+
+
 @dataclass
 class ResidualizeSummary:
     """Each domain's fit, and its top and bottom candidates by z (id, z and instruction)."""
@@ -20,14 +30,13 @@ class ResidualizeSummary:
     examples: list[dict]
 
 
-def residualize(
-    ctx: RunContext, key: ScoringKey, domains: Sequence[str] | None = None, n_examples: int = 3
-) -> ResidualizeSummary:
-    """Fit every domain of `key` (a degenerate one raises with the reason) and pick `n_examples` per end."""
+def residualize(request: ResidualizeRequest, ctx: RunContext) -> ResidualizeSummary:
+    """Fit every domain of the key (a degenerate one raises with the reason) and pick the examples per end."""
+    key = request.key
     report_stage("residualize", ctx.parent_run_id, unit="domains")
-    fits = fit_domains(ctx.con, key, domains)
+    fits = fit_domains(ctx.con, key, request.domains)
     examples = fetch_records(ctx.con, "selection/extreme_examples", {
-        "model_fingerprint": key.model_fingerprint, "config_hash": key.config_hash, "n_examples": n_examples,
+        "model_fingerprint": key.model_fingerprint, "config_hash": key.config_hash, "n_examples": request.n_examples,
         **key.layer_params(),
     })
     return ResidualizeSummary(fits, examples)

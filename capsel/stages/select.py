@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable
 
 from capsel.db.progress_file import report_stage
 from capsel.errors import OptionError
@@ -23,12 +22,19 @@ from capsel.stages.context import RunContext
 
 @dataclass(frozen=True)
 class SelectRequest:
-    """The selection wanted, where it is published, and (LESS) the target file its scores were taken against."""
+    """The selection wanted, where it is published, and (LESS) the target file its scores were taken against.
+
+    `key`: the scores to read when a step before resolved them (a flow, so its residualize step fits the same
+    blocks); else they are resolved from the request. `fits`: that key's per-domain fits, when a residualize step
+    made them, so they are fitted once.
+    """
 
     selection: SelectionRequest
     out_dir: Destination
     target: Path | None = None
     target_max: int | None = None
+    key: ScoringKey | None = None
+    fits: tuple[DomainFit, ...] | None = None
 
 
 @dataclass
@@ -60,17 +66,15 @@ def selection_key(ctx: RunContext, request: SelectRequest) -> ScoringKey | None:
     return with_layer_split(ctx.con, key, wanted.early, wanted.late) if key is not None else None
 
 
-def select_and_publish(
-    request: SelectRequest, ctx: RunContext, key: ScoringKey | None = None,
-    on_step: Callable[[str], None] = lambda step: None, fits: list[DomainFit] | None = None,
-) -> SelectSummary:
-    """Build the selection from `key` (resolved from the request when not given), gate it and publish it.
-    `fits` are the key's per-domain fits when the run's residualize step made them (so they are fitted once).
+def select_and_publish(request: SelectRequest, ctx: RunContext) -> SelectSummary:
+    """Build the selection from the request's key (resolved from the request when not given), gate it and
+    publish it.
 
     Recorded as one 'select' run; a gate failure publishes nothing (GateFailedError). Publishes a kill left
     unfinished, in the output folder or any recorded one, are finished or undone first.
     """
-    key = key if key is not None else selection_key(ctx, request)
+    key = request.key if request.key is not None else selection_key(ctx, request)
+    on_step = ctx.on_step
     counters: dict = {}
     with recorded_run(ctx.con, "select", counters, config=request.selection.as_dict(),
                       model_fingerprint=key.model_fingerprint if key else None, parent_run_id=ctx.parent_run_id,
@@ -79,6 +83,7 @@ def select_and_publish(
         if reconciled:
             counters["reconciled"] = reconciled.as_dict()
         on_step("selecting")
+        fits = list(request.fits) if request.fits is not None else None
         selection = build_selection(ctx.con, request.selection, key, fits)
         counters.update(n_members=len(selection.members), n_domains=len(selection.quotas))
         fault_point("select.before_publish")

@@ -1,6 +1,8 @@
 """`select --early/--late` in SQL on a real DuckDB file: D_early and D_late re-averaged from the stored profile,
 the OLS residual, z and the members, against numpy on the same rows; the stored split reads what was stored."""
 
+from dataclasses import replace
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -14,7 +16,7 @@ from capsel.selection.plan import SelectionRequest, build_selection
 from capsel.selection.residualize import fit_domains
 from capsel.selection.scoring_key import ScoringKey, resolve_scoring_key, with_layer_split
 from capsel.stages.context import RunContext
-from capsel.stages.residualize import residualize
+from capsel.stages.residualize import ResidualizeRequest, residualize
 from capsel.stages.select import SelectRequest, select_and_publish, selection_key
 from tests.support.scored_pool import MODEL, make_pool
 
@@ -145,9 +147,9 @@ def test_the_flows_selection_parameters_fit_and_select_the_split(store, tmp_path
     ctx = RunContext(con, load_settings(db_path=tmp_path / "capsel.duckdb", output_root=tmp_path))
     key = selection_key(ctx, request)  # what the flow's residualize step and its select step both get
     expected = numpy_cap(tables, (1, 3), (10, 12))
-    fits = {fit.domain: fit for fit in residualize(ctx, key).fits}
+    fits = {fit.domain: fit for fit in residualize(ResidualizeRequest(key), ctx).fits}
     for domain, group in expected.groupby("domain"):
         assert fits[domain].beta == pytest.approx(group["beta"].iloc[0], rel=1e-9)
-    summary = select_and_publish(request, ctx, key)
+    summary = select_and_publish(replace(request, key=key), ctx)
     assert summary.published.manifest["layer_split"]["late_layers"] == [10, 12]
     assert summary.published.manifest["request"]["late"] == "last:3"
