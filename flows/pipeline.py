@@ -39,7 +39,7 @@ from capsel.profile.verdict_cache import keep_verdict, kept_verdict, profile_key
 from capsel.publish.publish import GateFailedError
 from capsel.runs import new_run_id, recorded_run
 from capsel.stages.context import RunContext
-from capsel.stages.ingest import IngestRequest, ingest, lost_files_error
+from capsel.stages.ingest import IngestRequest, ingest, kept_nothing, lost_files_error
 from capsel.stages.residualize import ResidualizeRequest, residualize
 from capsel.stages.select import SelectRequest, select_and_publish, selection_key
 from capsel.store.results import ResultKey
@@ -105,8 +105,10 @@ def _stages(con, config: PipelineConfig, settings: Settings, report: FlowReport,
         report.ingest = INGEST(IngestRequest(files, config.sources.ingest_options(settings)), ctx)
         datasets.source_files = ingested_files(con, report.ingest)
         logger.info(ingest_line(report.ingest, between="\n"))
-        if (lost := lost_files_error(report.ingest)) is not None:
-            raise lost  # the CLI's ingest ends here too: nothing downstream runs on a pool that lacks those rows
+        if kept_nothing(report.ingest) and (lost := lost_files_error(report.ingest)) is not None:
+            # nothing downstream runs on a pool that lacks every row it was given; a file of bad rows beside good
+            # ones (the demo's) is quarantined and counted, and the run goes on
+            raise lost
     else:
         report.notes.append(f"no input files in {paths}" if paths else "no sources, and CAPSEL_INCOMING_DIR is unset")
     fault_point("flow.after_ingest")

@@ -27,6 +27,12 @@ def ingest(request: IngestRequest, ctx: RunContext, progress: ProgressFn | None 
                         parent_run_id=ctx.parent_run_id, prefect_flow_run_id=ctx.prefect_flow_run_id)
 
 
+def kept_nothing(report: IngestReport) -> bool:
+    """Every file this run read lost all its rows to quarantine: a pool run on from here would lack them all."""
+    read = [outcome for outcome in report.files if outcome.n_rows_read]
+    return bool(read) and all(outcome.all_quarantined for outcome in read)
+
+
 def lost_files_error(report: IngestReport) -> CapselError | None:
     """The error of a run that quarantined every row of a file (None when each file kept a row): the run is
     committed, yet it ends with this, naming the files and the fields hint, so nothing downstream runs on a pool

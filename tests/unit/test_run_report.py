@@ -16,6 +16,7 @@ from capsel.orchestration.run_report import (
 from capsel.orchestration.version_diff import VersionDiff
 from capsel.runner.progress import RunSummary
 from capsel.selection.residualize import DomainFit
+from capsel.stages.ingest import kept_nothing, lost_files_error
 
 
 def test_summary_lists_every_stage():
@@ -82,3 +83,18 @@ def test_blank_lines_and_empty_files_are_said_though_they_are_no_rows():
                                           "3 blank line(s) passed over; 0 row(s)")
     assert "skipped), 1 empty file(s) skipped, 3 blank line(s) passed over." in summary_markdown(
         FlowReport("select", "r", ingest=ingest))
+
+
+def _report(*outcomes: FileOutcome) -> IngestReport:
+    return IngestReport("ing", list(outcomes), [])
+
+
+def test_a_run_kept_nothing_only_when_every_file_it_read_lost_all_its_rows():
+    lost = FileOutcome(Path("/bad.jsonl"), "s1", 7, n_source_rows=7, n_quarantined=7)
+    good = FileOutcome(Path("/good.jsonl"), "s2", 5, n_source_rows=5, n_quarantined=1)
+    skipped = FileOutcome(Path("/old.jsonl"), "s3", 0, "older run")
+    assert kept_nothing(_report(lost)) and kept_nothing(_report(lost, skipped))
+    assert not kept_nothing(_report(lost, good)) and not kept_nothing(_report(skipped))
+    error = lost_files_error(_report(lost, good))
+    assert error is not None and str(error).startswith("every row of /bad.jsonl was quarantined")
+    assert lost_files_error(_report(good, skipped)) is None
