@@ -93,7 +93,7 @@ def score_baseline(
     name = method.value
     declared = method_named(name)
     if target is not None and declared.target is None:
-        raise OptionError(f"--target applies to {_with_field('target')} only")
+        raise OptionError(f"--target applies to {_targeting_methods()} only")
     settings = scoring_settings(db, dtype, device, batch_size, threads)
     field = declared.model_field()
     model_path = {"rater": rater, "encoder": encoder}.get(field or "", model or settings.model)
@@ -103,7 +103,7 @@ def score_baseline(
                  "target_max": target_max}
     spec = build_spec(spec_values(
         name, {**model_options(settings, None, trust_remote_code, prompt_format, allow_pickle), "path": model_path},
-        **_spec_options(name, defaulted), max_length=max_length, target=str(target) if target else None,
+        **_spec_options(declared.spec, defaulted), max_length=max_length, target=str(target) if target else None,
         batch_size=_batch_size(declared, batch_size, settings.score_batch_size),
     ))
     # The database first: a second writer fails here, before any model file is read.
@@ -116,22 +116,20 @@ def score_baseline(
                                       scorer)
                 commit.done(f"{name} score run {outcome.scoring.run_id} committed {outcome.scoring.n_processed} "
                             "candidates")
-        extra = {declared.reused_as: outcome.scoring.n_reused} if outcome.scoring.n_reused else {}
+        extra = {declared.reused_as: outcome.scoring.n_reused} if declared.reused_as else {}
         print_summary(f"score-baseline {name}", outcome.scoring, declared.counted_as, extra)
         if declared.target is not None:
             _print_target(outcome.target, name, target)
 
 
-def _spec_options(name: str, options: dict) -> dict:
-    """The options that are fields of `name`'s spec; the others belong to other methods."""
-    spec = method_named(name).spec
+def _spec_options(spec: type[MethodSpec] | None, options: dict) -> dict:
+    """The options that are fields of `spec`; the others belong to other methods."""
     assert spec is not None  # score-baseline offers scored methods only
     return {key: value for key, value in options.items() if key in spec.model_fields}
 
 
-def _with_field(field: str) -> str:
-    return ", ".join(f"--method {declared.name}" for declared in baseline_methods()
-                     if declared.spec is not None and field in declared.spec.model_fields)
+def _targeting_methods() -> str:
+    return ", ".join(f"--method {declared.name}" for declared in baseline_methods() if declared.target is not None)
 
 
 def _print_target(scored, name: str, target: Path | None) -> None:

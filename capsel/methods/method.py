@@ -61,7 +61,8 @@ class Method:
     scoring_reads: tuple[str, ...] = ()
     score_command: str | None = None
     counted_as: str = "scored (eligible)"
-    reused_as: str = "reused"
+    # the summary row counting results taken without the model (PPL's from CAP's run); None: no such row
+    reused_as: str | None = None
     target: TargetScoring | None = None
     ppl: PplSource | None = None
     help: str = ""

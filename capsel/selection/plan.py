@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Sequence
 
 import duckdb
 import pandas as pd
@@ -122,7 +123,7 @@ class Selection:
 
 def build_selection(
     con: duckdb.DuckDBPyConnection, request: SelectionRequest, key: ScoringKey | None,
-    fits: list[DomainFit] | None = None,
+    fits: Sequence[DomainFit] | None = None,
 ) -> Selection:
     """Fit every domain of `key`'s scores, size the quotas and pick the members.
 

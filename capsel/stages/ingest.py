@@ -34,9 +34,9 @@ def kept_nothing(report: IngestReport) -> bool:
 
 
 def lost_files_error(report: IngestReport) -> CapselError | None:
-    """The error of a run that quarantined every row of a file (None when each file kept a row): the run is
-    committed, yet it ends with this, naming the files and the fields hint, so nothing downstream runs on a pool
-    that lacks them. The CLI exits with it and a flow run fails with it, in the same words."""
+    """The error of a run that quarantined every row of a file (None when each file kept a row), naming the files
+    and the fields hint. The run is committed either way; `capsel ingest` exits with this error, and a flow fails
+    with it, in the same words, when the run kept nothing (`kept_nothing`)."""
     lost = [outcome for outcome in report.files if outcome.all_quarantined]
     if not lost:
         return None

@@ -83,8 +83,7 @@ def select_and_publish(request: SelectRequest, ctx: RunContext) -> SelectSummary
         if reconciled:
             counters["reconciled"] = reconciled.as_dict()
         on_step("selecting")
-        fits = list(request.fits) if request.fits is not None else None
-        selection = build_selection(ctx.con, request.selection, key, fits)
+        selection = build_selection(ctx.con, request.selection, key, request.fits)
         counters.update(n_members=len(selection.members), n_domains=len(selection.quotas))
         fault_point("select.before_publish")
         on_step("data-quality gate and publish")
