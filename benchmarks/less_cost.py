@@ -90,7 +90,7 @@ def main() -> None:
         scorer = LessFeatureScorer(LessConfig(), info, batch_size=args.batch_size)
         _, less_load_s = timed(lambda: scorer.sketcher)
         spec = LessSpec(model=ModelSpec(path=args.model), target=str(target_path), target_max=args.target_size)
-        scored, less_wall_s = timed(score, ScoreRequest(spec), RunContext(con, load_settings()), scorer)
+        scored, less_wall_s = timed(score, ScoreRequest(spec, scorer=scorer), RunContext(con, load_settings()))
         less = scored.target
         less.features = scored.scoring
         con.close()

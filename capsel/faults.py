@@ -32,9 +32,9 @@ FAULT_POINTS = (
     "publish.after_rename",          # the folder in place, its row still 'publishing'
     "publish.before_commit",         # the row marked 'published', not committed
     "publish.after_commit",          # published, the run not yet closed
-    "flow.after_ingest",             # a flow between ingest and scoring
-    "flow.after_score",              # a flow between scoring and selecting
-    "flow.before_select",            # a flow with its residuals fitted, before select and publish
+    "pipeline.after_ingest",         # a declared pipeline (a flow, the lab) between ingest and scoring
+    "pipeline.after_score",          # ... between scoring and selecting
+    "pipeline.before_select",        # ... with its residuals fitted, before select and publish
 )
 
 FAULT_POINT_ENV = "CAPSEL_FAULT_POINT"

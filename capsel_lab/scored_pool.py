@@ -22,8 +22,9 @@ from capsel.runner.progress import ProgressSink, RunSummary
 from capsel.scorers.cap import CapScorer
 from capsel.selection.scoring_key import ScoringKey, resolve_scoring_key
 from capsel.stages.context import RunContext
-from capsel.stages.ingest import IngestRequest, ingest
-from capsel.stages.score import ScoreRequest, score
+from capsel.stages.ingest import IngestRequest
+from capsel.stages.pipeline import SELECTION_STEPS, SelectionOutcome, SelectionPlan, run_steps
+from capsel.stages.score import ScoreRequest
 from capsel_lab.labels import candidate_labels
 from capsel_lab.world.export import write_jsonl
 from capsel_lab.world.facts import DOMAINS
@@ -69,14 +70,17 @@ def score_lab_pool(
 
     Returns the scores' key, what ingest and scoring counted, and the config as scored (prompt format resolved).
     """
-    # the stages the CLI and the flows run, with the engine built here (CPU, float32, the lab's config)
+    # the pipeline the flows run, through scoring, with the engine built here (CPU, float32, the lab's config)
     ctx = RunContext(con, load_settings(), sink, run_config={"lab": True, "batch_size": batch_size})
-    report = ingest(IngestRequest([str(write_jsonl(records, pool_path))], IngestOptions()), ctx)
     info = describe_model(str(model), dtype="float32", device="cpu")
     engine = ScoringEngine(load_model(info), config, batch_size)
     spec = CapSpec(model=ModelSpec(path=str(model), dtype="float32", device="cpu", prompt_format=config.prompt_format),
                    batch_size=batch_size, **config.model_dump(exclude={"prompt_format"}))
-    summary = score(ScoreRequest(spec), ctx, CapScorer.of(engine)).scoring
+    plan = SelectionPlan(IngestRequest([str(write_jsonl(records, pool_path))], IngestOptions()),
+                         ScoreRequest(spec, scorer=CapScorer.of(engine)))
+    outcome = run_steps(SELECTION_STEPS, plan, SelectionOutcome(), ctx)
+    assert outcome.ingest is not None and outcome.score is not None
+    report, summary = outcome.ingest, outcome.score.scoring
     key = resolve_scoring_key(con, info.fingerprint, engine.config.scoring_hash)
     return key, report, summary, engine.config
 

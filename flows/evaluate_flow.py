@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+from typing import Any
+
 from prefect import flow
 from prefect.logging import get_run_logger
 from prefect.runtime import flow_run
@@ -22,8 +25,11 @@ from capsel.runs import new_run_id, recorded_run
 from capsel.stages.context import RunContext
 from capsel.stages.evaluate import EvaluateRequest
 from capsel.stages.finetune import FinetuneStageRequest
-from capsel.tasks.evaluate import evaluate_task
-from capsel.tasks.finetune import finetune_task
+from capsel.stages.pipeline import EVALUATION_STEPS, DeclaredStep, EvaluationOutcome, EvaluationPlan, run_steps
+from capsel.tasks.steps import step_task
+
+# each declared step as a task of the flow
+STEP_TASKS = {declared.name: step_task(declared.step, declared.name) for declared in EVALUATION_STEPS}
 
 
 @flow(name="capsel-evaluate", log_prints=True)
@@ -72,20 +78,26 @@ def _run(config: EvaluateFlowConfig) -> dict:
                                   "selections")
             progress = StageProgress(keys.key("progress"))
             lineage = StageLineage(settings)
-            finetuned = []
-            for selection_id in selections:
-                for seed in config.finetune.seeds:
-                    progress.stage(f"fine-tuning on {selection_id}, seed {seed}")
-                    request = FinetuneStageRequest(selection_id, model, settings.output_root, config.finetune.profile,
-                                                   None, seed, config.finetune.prompt_format)
-                    tuned = finetune_task(request, ctx, progress.training)
-                    lineage.finetuned(ctx, selection_id, tuned)
-                    finetuned.append(tuned.finetune_id)
-            targets = finetuned + ([f"{BASE_PREFIX}{model}"] if config.evaluation.include_base else [])
-            progress.stage("evaluating")
-            summary = evaluate_task(EvaluateRequest(tuple(targets), specs, settings.output_root, options), ctx,
-                                    progress.counted)
-            lineage.evaluated(summary.run_id, specs)
+            finetunes = [FinetuneStageRequest(selection_id, model, settings.output_root, config.finetune.profile,
+                                              None, seed, config.finetune.prompt_format)
+                         for selection_id in selections for seed in config.finetune.seeds]
+            base = (f"{BASE_PREFIX}{model}",) if config.evaluation.include_base else ()
+            plan = EvaluationPlan(finetunes, EvaluateRequest(base, specs, settings.output_root, options))
+
+            sent = {"finetune": lineage.finetuned, "evaluate": lineage.evaluated}
+
+            def call(declared: DeclaredStep, request: Any, ctx: RunContext) -> Any:
+                progress.stage(declared.describe(request))
+                summary = STEP_TASKS[declared.name](request, ctx)
+                sent[declared.name](ctx, request, summary)
+                return summary
+
+            watched = replace(ctx, on_training=progress.training, on_count=progress.counted)
+            outcome = run_steps(EVALUATION_STEPS, plan, EvaluationOutcome(), watched, call)
+            summary = outcome.evaluated
+            assert summary is not None  # the evaluate step always runs
+            finetuned = [tuned.finetune_id for tuned in outcome.finetuned]
+            targets = finetuned + list(base)
             counters.update(selections=selections, finetunes=finetuned,
                             n_results=len(summary.results), n_reused=sum(r.reused for r in summary.results))
             publish_evaluation_artifacts(con, targets, keys)

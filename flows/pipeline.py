@@ -1,15 +1,15 @@
-"""The stages both flows share: ingest, score (sharded), residualize, select, gate and publish.
+"""The selection pipeline as a Prefect flow: the declared steps (`capsel.stages.pipeline.SELECTION_STEPS`), each a
+task, scoring a sharded subflow; what each step did goes to the run's artifacts, lineage and log.
 
-Composition only: every step is a capsel library call (through a task where it is one step
-of the DAG). The flow process is DuckDB's single writer; workers only compute.
+The flow process is DuckDB's single writer; workers only compute.
 """
 
 from __future__ import annotations
 
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 from prefect.logging import get_run_logger
 from prefect.runtime import flow_run
@@ -19,12 +19,10 @@ from capsel.config import Settings, load_settings
 from capsel.db import open_db
 from capsel.db.progress_file import name_job, report_stage
 from capsel.errors import CapselError
-from capsel.faults import fault_point
 from capsel.flows.artifacts import artifact_keys, publish_gate_failure, publish_run_artifacts, start_progress
 from capsel.flows.job_name import flow_job
 from capsel.flows.score_flow import score_flow_for
 from capsel.lineage.openlineage_events import FlowDatasets, ParentJob, event_emitter, run_event
-from capsel.methods.registry import method
 from capsel.methods.spec import ModelSpec
 from capsel.models.loading import describe_model
 from capsel.models.source import ModelSource
@@ -39,17 +37,15 @@ from capsel.profile.verdict_cache import keep_verdict, kept_verdict, profile_key
 from capsel.publish.publish import GateFailedError
 from capsel.runs import new_run_id, recorded_run
 from capsel.stages.context import RunContext
-from capsel.stages.ingest import IngestRequest, ingest, kept_nothing, lost_files_error
-from capsel.stages.residualize import ResidualizeRequest, residualize
-from capsel.stages.select import SelectRequest, select_and_publish, selection_key
-from capsel.store.results import ResultKey
+from capsel.stages.ingest import IngestRequest
+from capsel.stages.pipeline import SELECTION_STEPS, DeclaredStep, SelectionOutcome, SelectionPlan, run_steps
+from capsel.stages.score import ScoreRequest, ScoreSummary
+from capsel.stages.select import SelectRequest
 from capsel.tasks.profile import check_rank_profile
 from capsel.tasks.steps import step_task
 
-# the steps of the pipeline below: the stages the CLI runs, each a task of the flow
-INGEST = step_task(ingest, "ingest")
-RESIDUALIZE = step_task(residualize, "residualize")
-SELECT_AND_PUBLISH = step_task(select_and_publish, "select-and-publish")
+# each declared step as a task of the flow (scoring runs as a subflow instead)
+STEP_TASKS = {declared.name: step_task(declared.step, declared.name) for declared in SELECTION_STEPS}
 
 
 def run_pipeline(config: Callable[[], PipelineConfig], flow_key: str, publish_unchanged: bool) -> dict | State:
@@ -95,73 +91,102 @@ def _run(config: PipelineConfig, flow_key: str, publish_unchanged: bool) -> dict
 
 def _stages(con, config: PipelineConfig, settings: Settings, report: FlowReport, datasets: FlowDatasets,
             publish_unchanged: bool, keys: ArtifactKeys) -> None:
-    logger = get_run_logger()
     ctx = RunContext(con, settings, parent_run_id=report.run_id, prefect_flow_run_id=report.prefect_flow_run_id)
     model = getattr(config.scoring, "model", None)
     source = _loadable(model) if isinstance(model, ModelSpec) else None
     paths = config.sources.resolved_paths(settings)
     files = incoming_files(paths)
-    if files:
-        report.ingest = INGEST(IngestRequest(files, config.sources.ingest_options(settings)), ctx)
-        datasets.source_files = ingested_files(con, report.ingest)
-        logger.info(ingest_line(report.ingest, between="\n"))
-        if kept_nothing(report.ingest) and (lost := lost_files_error(report.ingest)) is not None:
-            # nothing downstream runs on a pool that lacks every row it was given; a file of bad rows beside good
-            # ones (the demo's) is quarantined and counted, and the run goes on
-            raise lost
-    else:
+    if not files:
         report.notes.append(f"no input files in {paths}" if paths else "no sources, and CAPSEL_INCOMING_DIR is unset")
-    fault_point("flow.after_ingest")
+    plan = SelectionPlan(IngestRequest(files, config.sources.ingest_options(settings)) if files else None,
+                         ScoreRequest(config.scoring), _select_request(config, settings), config.selection.domains,
+                         publish_unchanged)
 
-    if config.check_profile and isinstance(model, ModelSpec) and source is not None:
-        _warn_without_u_shape(con, model, source, report)
+    def sharded_score(request: ScoreRequest, ctx: RunContext) -> ScoreSummary:
+        if config.check_profile and isinstance(model, ModelSpec) and source is not None:
+            _warn_without_u_shape(con, model, source, report)
+        score_config = ScoreFlowConfig(db_path=config.db_path, scoring=config.scoring, runner=config.runner)
+        return score_flow_for(score_config)(score_config, parent_run_id=report.run_id,
+                                            progress_artifact_id=start_progress(keys))
 
-    score_config = ScoreFlowConfig(db_path=config.db_path, scoring=config.scoring, runner=config.runner)
-    scored = score_flow_for(score_config)(score_config, parent_run_id=report.run_id,
-                                          progress_artifact_id=start_progress(keys))
-    report.scoring = scored.scoring
-    report.notes.extend(scored.scoring.notes)
-    datasets.method = scored.key.method
-    fault_point("flow.after_score")
-    request = _select_request(config, settings, scored.key)
-    key = selection_key(ctx, request)
+    def call(declared: DeclaredStep, request: Any, ctx: RunContext) -> Any:
+        # scoring is a subflow of its own, its shards dispatched to the runner's workers
+        return sharded_score(request, ctx) if declared.name == "score" else STEP_TASKS[declared.name](request, ctx)
+
+    def after(name: str, outcome: SelectionOutcome) -> None:
+        _REPORTED[name](_Shown(con, plan, report, datasets), outcome)
+
+    try:
+        run_steps(SELECTION_STEPS, plan, SelectionOutcome(), ctx, call, after)
+    except GateFailedError as error:
+        publish_gate_failure(report.run_id, error, keys, settings)
+        raise
+
+
+@dataclass(frozen=True)
+class _Shown:
+    """Where a flow shows what its steps did: the run report (artifacts), the lineage datasets and the log."""
+
+    con: Any
+    plan: SelectionPlan
+    report: FlowReport
+    datasets: FlowDatasets
+
+
+def _ingested(shown: _Shown, outcome: SelectionOutcome) -> None:
+    if outcome.ingest is not None:
+        shown.report.ingest = outcome.ingest
+        shown.datasets.source_files = ingested_files(shown.con, outcome.ingest)
+        get_run_logger().info(ingest_line(outcome.ingest, between="\n"))
+
+
+def _scored(shown: _Shown, outcome: SelectionOutcome) -> None:
+    report, datasets, key = shown.report, shown.datasets, outcome.key
+    if outcome.score is None:
+        return
+    report.scoring = outcome.score.scoring
+    report.notes.extend(outcome.score.scoring.notes)
+    datasets.method = outcome.score.key.method
     report.key = key
     if key is not None:  # None only for a random draw over a pool with nothing scored
         datasets.model = {"fingerprint": key.model_fingerprint, "name_or_path": key.model_name,
                           "dtype": key.model.get("dtype")}
         datasets.scoring_config_hash, datasets.scoring_config = key.config_hash, key.scoring_config
 
-    n_new = (report.ingest.totals().n_inserted if report.ingest else 0) + report.scoring.n_processed
-    if not publish_unchanged and n_new == 0:
-        report.notes.append("nothing new was ingested or scored: no new selection version")
+
+def _residualized(shown: _Shown, outcome: SelectionOutcome) -> None:
+    if outcome.residuals is not None:
+        shown.report.fits, shown.report.examples = outcome.residuals.fits, outcome.residuals.examples
+
+
+def _selected(shown: _Shown, outcome: SelectionOutcome) -> None:
+    report, datasets, selected = shown.report, shown.datasets, outcome.selected
+    report.notes.extend(outcome.notes)
+    # the selection's inputs are named when it was attempted, refused by the gate too
+    datasets.selected = outcome.select_request is not None and outcome.publishes(shown.plan)
+    if selected is None:
         return
-    if key is not None and method(key.method).residualized:
-        residuals = RESIDUALIZE(ResidualizeRequest(key, config.selection.domains), ctx)
-        report.fits, report.examples = residuals.fits, residuals.examples
-    fault_point("flow.before_select")
-    datasets.selected = True
-    try:
-        fits = tuple(report.fits) if report.fits else None
-        selected = SELECT_AND_PUBLISH(replace(request, key=key, fits=fits), ctx)
-    except GateFailedError as error:
-        publish_gate_failure(report.run_id, error, keys, settings)
-        raise
     report.published = selected.published
     report.notes.extend(f"reconcile: {line}" for line in selected.reconciled.lines())
     report.notes.extend(selected.selection.notes)
     report.members = selection_rows(selected.selection.members)
-    report.plots = summary_plots(con, selected.selection)
-    report.change = version_diff(con, report.published.selection_id)
+    report.plots = summary_plots(shown.con, selected.selection)
+    report.change = version_diff(shown.con, report.published.selection_id)
     # OpenLineage names local folders here; a selection in object storage is not one of its datasets yet
     datasets.selection_dir = report.published.path
     datasets.selection_id = report.published.selection_id
 
 
-def _select_request(config: PipelineConfig, settings: Settings, scored: ResultKey) -> SelectRequest:
-    """The selection over what this run scored: LESS by the scores against its target, the rest by their key."""
+# what the flow shows after each declared step
+_REPORTED: dict[str, Callable[[_Shown, SelectionOutcome], None]] = {
+    "ingest": _ingested, "score": _scored, "residualize": _residualized, "select-and-publish": _selected,
+}
+
+
+def _select_request(config: PipelineConfig, settings: Settings) -> SelectRequest:
+    """The selection the run publishes (over the scores it made: the pipeline fills in their key)."""
     target = getattr(config.scoring, "target", None)
-    config_hash = None if target else scored.config_hash
-    return SelectRequest(config.selection.request(scored.model_fingerprint, config_hash),
+    return SelectRequest(config.selection.request(),
                          inside_destination(config.publish_root(settings), config.selection.out),
                          Path(target) if target else None, getattr(config.scoring, "target_max", None))
 

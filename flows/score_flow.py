@@ -69,7 +69,7 @@ def score_sharded(
         page_size=runner.shard_size, max_in_flight=runner.max_in_flight,
         run_config={"runner": runner.model_dump()},
     )
-    return score(ScoreRequest(spec, scope, pre_pass_for(runner.generator, settings, scorer)), ctx, scorer)
+    return score(ScoreRequest(spec, scope, pre_pass_for(runner.generator, settings, scorer), scorer), ctx)
 
 
 @flow(name="capsel-score", log_prints=True)

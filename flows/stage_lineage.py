@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Sequence
 
 from prefect.logging import get_run_logger
 from prefect.runtime import flow_run
 
 from capsel.config import Settings
-from capsel.evaluation.eval_spec import EvalSpec
 from capsel.lineage.openlineage_events import ParentJob, event_emitter
 from capsel.lineage.stage_events import StageDatasets, stage_event
 from capsel.runs import new_run_id
 from capsel.stages.context import RunContext
-from capsel.stages.finetune import FinetuneSummary, selection_folder
+from capsel.stages.evaluate import EvaluateRequest, EvaluateSummary
+from capsel.stages.finetune import FinetuneStageRequest, FinetuneSummary, selection_folder
 
 
 class StageLineage:
@@ -28,17 +27,18 @@ class StageLineage:
         self.parent = ParentJob(settings.openlineage_namespace, flow_run.flow_name, flow_run.id)
         self.models: list[tuple[str, str | None]] = []  # each fine-tuned model's folder and id, as the stage gave it
 
-    def finetuned(self, ctx: RunContext, selection_id: str, model: FinetuneSummary) -> None:
+    def finetuned(self, ctx: RunContext, request: FinetuneStageRequest, model: FinetuneSummary) -> None:
         """The fine-tune read the selection's folder and wrote the model's."""
+        selection_id = request.selection_id
         folder, _ = selection_folder(ctx, selection_id)
         self.models.append((str(model.model_dir), model.finetune_id))
         self._send("capsel.finetune", model.run_id, StageDatasets(
             inputs=[(str(folder), selection_id)], outputs=[(str(model.model_dir), model.finetune_id)]))
 
-    def evaluated(self, run_id: str | None, specs: Sequence[EvalSpec]) -> None:
+    def evaluated(self, ctx: RunContext, request: EvaluateRequest, summary: EvaluateSummary) -> None:
         """The evaluation read the fine-tuned models and the evaluation files and wrote the evaluations table."""
-        files: list[tuple[str, str | None]] = [(str(spec.path), spec.sha256) for spec in specs]
-        self._send("capsel.evaluate", run_id, StageDatasets(
+        files: list[tuple[str, str | None]] = [(str(spec.path), spec.sha256) for spec in request.evals]
+        self._send("capsel.evaluate", summary.run_id, StageDatasets(
             inputs=self.models + files, tables_written=[(Path(self.settings.db_path), "evaluations")]))
 
     def _send(self, job: str, run_id: str | None, datasets: StageDatasets) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -99,8 +100,8 @@ def evaluate(
                 resolved = [_finetuned_if_selection(ctx, target, model or settings.model, profile, config, seed,
                                                     prompt_format, out_root) for target in targets]
                 with _EvalBars() as bars:
-                    summary = evaluate_stage(EvaluateRequest(tuple(resolved), specs, out_root, options), ctx,
-                                             on_progress=bars.update, on_notice=bars.notice)
+                    summary = evaluate_stage(EvaluateRequest(tuple(resolved), specs, out_root, options),
+                                             replace(ctx, on_count=bars.update, on_notice=bars.notice))
                     commit.done(f"evaluation run {summary.run_id} stored {len(summary.results)} results")
             finally:
                 con.close()
@@ -117,7 +118,7 @@ def _finetuned_if_selection(ctx: RunContext, target: str, model: str | None, pro
         raise OptionError(f"{target} is a selection: name the base model to fine-tune with [[model]]")
     with TrainingBar(f"fine-tuning on {target}") as bar:
         summary = finetune_selection(FinetuneStageRequest(target, model, out_root, profile, config, seed,
-                                                          prompt_format), ctx, on_progress=bar.callback)
+                                                          prompt_format), replace(ctx, on_training=bar.callback))
     console.print(plain(f"{target}: {'reused' if summary.reused else 'trained'} {summary.finetune_id}"))
     return summary.finetune_id
 

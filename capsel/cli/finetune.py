@@ -50,7 +50,7 @@ def finetune(
     with json_output(json_out) as output, committed_work() as commit:
         try:
             with TrainingBar(f"fine-tuning on {selection_id}") as bar:
-                summary = finetune_selection(request, RunContext(con, settings), on_progress=bar.callback)
+                summary = finetune_selection(request, RunContext(con, settings, on_training=bar.callback))
                 commit.done(f"fine-tuned model {summary.finetune_id} at {summary.model_dir}")
         finally:
             con.close()

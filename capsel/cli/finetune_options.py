@@ -11,7 +11,7 @@ from rich.progress import TaskID
 from capsel.cli.common import checked_model_name, console
 from capsel.cli.progress import progress_bar
 from capsel.safe_text import visible
-from capsel.stages.finetune import TrainProgress
+from capsel.stages.context import TrainProgress
 
 ProfileOption = Annotated[str, typer.Option(
     "--profile", help="The training recipe: cpu-small (a small model on CPU, README: Fine-tuning a selection) or "

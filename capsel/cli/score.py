@@ -69,9 +69,8 @@ def score(
                 # vLLM writes every missing y-hat first; the HF scorer then finds them all stored
                 pre_pass = pre_pass_for(generator, settings, scorer)
                 with CandidateProgress("scoring") as progress:
-                    outcome = score_stage(ScoreRequest(spec, Scope(domain, limit), pre_pass),
-                                          RunContext(con, settings, progress, run_config={"generator": generator}),
-                                          scorer)
+                    outcome = score_stage(ScoreRequest(spec, Scope(domain, limit), pre_pass, scorer),
+                                          RunContext(con, settings, progress, run_config={"generator": generator}))
                     commit.done(f"score run {outcome.scoring.run_id} committed {outcome.scoring.n_processed} "
                                 "candidates")
             output.emit({

@@ -112,8 +112,8 @@ def score_baseline(
             scorer = described(spec)
             console.print(f"{name}: {declared.summary}")
             with CandidateProgress(f"{name} scoring") as progress:
-                outcome = score_stage(ScoreRequest(spec, Scope(domain, limit)), RunContext(con, settings, progress),
-                                      scorer)
+                outcome = score_stage(ScoreRequest(spec, Scope(domain, limit), scorer=scorer),
+                                      RunContext(con, settings, progress))
                 commit.done(f"{name} score run {outcome.scoring.run_id} committed {outcome.scoring.n_processed} "
                             "candidates")
         extra = {declared.reused_as: outcome.scoring.n_reused} if declared.reused_as else {}

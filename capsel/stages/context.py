@@ -9,6 +9,11 @@ import duckdb
 
 from capsel.config import Settings
 
+# a fine-tune's logged step: (step, total steps, loss, eta seconds)
+TrainProgress = Callable[[int, int, "float | None", "float | None"], None]
+# an evaluation's count: (what is under way, done, total; None while unknown)
+CountProgress = Callable[[str, int, "int | None"], None]
+
 if TYPE_CHECKING:  # the runner imports the scorers and torch: a light command (ingest) must not pay for them
     from capsel.runner.job import Dispatch
     from capsel.runner.progress import ProgressSink
@@ -19,8 +24,9 @@ class RunContext:
     """The single writer's connection and settings, the flow run a stage belongs to (if any) and its dispatch.
 
     Without `dispatch` scoring runs in this process, batch by batch; a flow passes its workers' submit and
-    its shard size as `page_size` (None: the runner's page). `on_step` hears a stage's steps by name (the
-    CLI shows them beside its spinner).
+    its shard size as `page_size` (None: the runner's page). The watchers hear a stage's progress: `sink` a
+    scoring run's candidates, `on_step` a stage's steps by name (the CLI shows them beside its spinner),
+    `on_training` a fine-tune's steps, `on_count` an evaluation's rows and `on_notice` its one-off lines.
     """
 
     con: duckdb.DuckDBPyConnection
@@ -33,3 +39,6 @@ class RunContext:
     max_in_flight: int = 4
     run_config: dict = field(default_factory=dict)
     on_step: Callable[[str], None] = lambda step: None
+    on_training: TrainProgress = lambda step, total, loss, eta_s: None
+    on_count: CountProgress = lambda what, done, total: None
+    on_notice: Callable[[str], None] = lambda line: None

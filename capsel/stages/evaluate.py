@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import orjson
 
@@ -19,13 +18,6 @@ from capsel.models.loading import LoadedModel
 from capsel.runs import recorded_run
 from capsel.stages.context import RunContext
 from capsel.versioning import code_version, config_hash
-
-# on_progress(what, done, total): the step under way and its count (total None while unknown)
-Progress = Callable[[str, int, "int | None"], None]
-
-
-def _quiet(what: str, done: int, total: int | None) -> None:
-    """No progress display."""
 
 
 @dataclass(frozen=True)
@@ -83,10 +75,10 @@ def refuse_code_execution(request: EvaluateRequest) -> None:
         raise OptionError(refusal())
 
 
-def evaluate(request: EvaluateRequest, ctx: RunContext, on_progress: Progress = _quiet,
-             on_notice: Callable[[str], None] = lambda line: None) -> EvaluateSummary:
+def evaluate(request: EvaluateRequest, ctx: RunContext) -> EvaluateSummary:
     """Evaluate each target on each evaluation; results already stored for the same weights, file and config are
-    reused, the rest computed and stored in one 'evaluate' run."""
+    reused, the rest computed and stored in one 'evaluate' run (counts go to `ctx.on_count`, notices to
+    `ctx.on_notice`)."""
     refuse_code_execution(request)
     targets = [resolve_target(ctx, text, request.options) for text in request.targets]
     summary = EvaluateSummary()
@@ -97,7 +89,7 @@ def evaluate(request: EvaluateRequest, ctx: RunContext, on_progress: Progress = 
                       prefect_flow_run_id=ctx.prefect_flow_run_id) as run_id:
         summary.run_id = run_id
         for target in targets:
-            runner = _TargetRunner(target, request, ctx, run_id, on_progress, on_notice)
+            runner = _TargetRunner(target, request, ctx, run_id)
             for spec in request.evals:
                 results = runner.results(spec)
                 counters["reused" if results and results[0].reused else "computed"] += 1
@@ -115,10 +107,9 @@ def _options_record(options: EvalOptions) -> dict:
 class _TargetRunner:
     """The evaluations of one target: loads its weights once, for the loss evaluations that need them."""
 
-    def __init__(self, target: EvalTarget, request: EvaluateRequest, ctx: RunContext, run_id: str,
-                 on_progress: Progress, on_notice: Callable[[str], None]) -> None:
+    def __init__(self, target: EvalTarget, request: EvaluateRequest, ctx: RunContext, run_id: str) -> None:
         self.target, self.request, self.ctx, self.run_id = target, request, ctx, run_id
-        self.on_progress, self.on_notice = on_progress, on_notice
+        self.on_progress, self.on_notice = ctx.on_count, ctx.on_notice
         self.loaded: LoadedModel | None = None
 
     def results(self, spec: EvalSpec) -> list[EvalResult]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import orjson
 
@@ -17,9 +16,6 @@ from capsel.publish.destination import destination
 from capsel.runs import recorded_run
 from capsel.side_environments import TRAINER
 from capsel.stages.context import RunContext
-
-# on_progress(step, total steps, loss, eta seconds)
-TrainProgress = Callable[[int, int, "float | None", "float | None"], None]
 
 
 @dataclass(frozen=True)
@@ -67,9 +63,9 @@ def selection_folder(ctx: RunContext, selection_id: str) -> tuple[Path, dict]:
     return folder, manifest
 
 
-def finetune_selection(request: FinetuneStageRequest, ctx: RunContext,
-                       on_progress: TrainProgress = lambda step, total, loss, eta: None) -> FinetuneSummary:
-    """The model fine-tuned on the selection: an identical finished one is reused, else LlamaFactory trains it."""
+def finetune_selection(request: FinetuneStageRequest, ctx: RunContext) -> FinetuneSummary:
+    """The model fine-tuned on the selection: an identical finished one is reused, else LlamaFactory trains it
+    (its logged steps go to `ctx.on_training`)."""
     from capsel.finetune import FinetuneRequest, finished_finetune, run_finetune
 
     folder, manifest = selection_folder(ctx, request.selection_id)
@@ -93,7 +89,7 @@ def finetune_selection(request: FinetuneStageRequest, ctx: RunContext,
 
         def progress(step: int, total: int, loss: float | None, eta: float | None) -> None:
             report_progress(step, total)
-            on_progress(step, total, loss, eta)
+            ctx.on_training(step, total, loss, eta)
 
         model = run_finetune(wanted, python, on_progress=progress)
         counters.update(finetune_id=model.finetune_id, reused=model.reused)

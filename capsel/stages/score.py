@@ -23,11 +23,13 @@ from capsel.store.scope import Scope
 
 @dataclass(frozen=True)
 class ScoreRequest:
-    """What to score: a method's spec and the candidates in scope; CAP may take y-hat from a `generator` first."""
+    """What to score: a method's spec and the candidates in scope; CAP may take y-hat from a `generator` first.
+    `scorer`: one already built from the spec (a door that described it first, or the lab's own engine)."""
 
     spec: ScorerSpec
     scope: Scope = Scope()
     generator: Generator | None = None
+    scorer: Scorer | None = None
 
 
 @dataclass
@@ -51,12 +53,12 @@ class ScoreSummary:
         return counters
 
 
-def score(request: ScoreRequest, ctx: RunContext, scorer: Scorer | None = None) -> ScoreSummary:
-    """Score every pending candidate in scope with the spec's scorer (`scorer`: one already built from it)."""
+def score(request: ScoreRequest, ctx: RunContext) -> ScoreSummary:
+    """Score every pending candidate in scope with the request's scorer, built from its spec when not given."""
     targeting = method(request.spec.method).target
     # read before any scoring, so a bad target row fails first
     target = load_object(targeting.prepare)(request.spec) if targeting is not None else None
-    scorer = scorer or build_scorer(request.spec)
+    scorer = request.scorer or build_scorer(request.spec)
     generation = None
     if request.generator is not None:
         if not isinstance(scorer, CapScorer):

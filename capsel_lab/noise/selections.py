@@ -44,7 +44,7 @@ def ppl_key(con: duckdb.DuckDBPyConnection, info: ModelInfo, config: ScoringConf
                                  prompt_format=config.prompt_format), info, batch_size)
     spec = PplSpec(model=ModelSpec(path=info.source.name_or_path, prompt_format=config.prompt_format),
                    prompt_tokens=config.prompt_tokens, horizon=config.horizon, batch_size=batch_size)
-    score(ScoreRequest(spec), RunContext(con, load_settings(), run_config={"lab": True}), scorer)
+    score(ScoreRequest(spec, scorer=scorer), RunContext(con, load_settings(), run_config={"lab": True}))
     return resolve_scoring_key(con, info.fingerprint, scorer.config.hash, method="ppl")
 
 

@@ -10,7 +10,7 @@ import json
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import pandas as pd
 
@@ -29,9 +29,19 @@ from capsel.methods.spec import ModelSpec
 from capsel.selection.budget import parse_budget
 from capsel.selection.plan import SelectionRequest
 from capsel.stages.context import RunContext
-from capsel.stages.evaluate import EvaluateRequest, evaluate
-from capsel.stages.finetune import FinetuneStageRequest, finetune_selection
-from capsel.stages.ingest import IngestRequest, ingest
+from capsel.stages.evaluate import EvaluateRequest
+from capsel.stages.finetune import FinetuneStageRequest
+from capsel.stages.ingest import IngestRequest
+from capsel.stages.pipeline import (
+    EVALUATION_STEPS,
+    SELECTION_STEPS,
+    DeclaredStep,
+    EvaluationOutcome,
+    EvaluationPlan,
+    SelectionOutcome,
+    SelectionPlan,
+    run_steps,
+)
 from capsel.stages.score import ScoreRequest, score
 from capsel.stages.select import SelectRequest, select_and_publish
 from capsel_lab.real_sft.pool import LabFiles, write_lab_files
@@ -101,17 +111,22 @@ def run_real_sft(spec: RealSftSpec, out_dir: Path, settings: Settings,
         ctx = RunContext(con, settings)
         _score_pool(ctx, spec, files, say)
         selections = _publish_selections(ctx, spec, out_dir, say)
-        runs = []
-        for (method, seed), selection in selections.items():
-            say(f"fine-tuning {method}, seed {seed} ({selection['n_members']} rows, {selection['n_junk']} junk)")
-            model = finetune_selection(FinetuneStageRequest(selection["selection_id"], spec.model, out_dir,
-                                                            spec.profile, recipe, seed, spec.prompt_format), ctx)
-            runs.append({"method": method, "seed": seed, "target": model.finetune_id, **selection,
-                         "train_seconds": model.manifest.get("train_seconds")})
+        runs = [{"method": method, "seed": seed, **selection} for (method, seed), selection in selections.items()]
+        plan = EvaluationPlan(
+            [FinetuneStageRequest(run["selection_id"], spec.model, out_dir, spec.profile, recipe, run["seed"],
+                                  spec.prompt_format) for run in runs],
+            EvaluateRequest((f"{BASE_PREFIX}{spec.model}",), _evals(spec, files), out_dir, _eval_options(spec, files)))
+
+        def call(declared: DeclaredStep, request: Any, ctx: RunContext) -> Any:
+            say(declared.describe(request))
+            return declared.step(request, ctx)
+
+        outcome = run_steps(EVALUATION_STEPS, plan, EvaluationOutcome(), ctx, call)
+        for run, model in zip(runs, outcome.finetuned):
+            run.update(target=model.finetune_id, train_seconds=model.manifest.get("train_seconds"))
         runs.append({"method": BASE, "seed": None, "target": f"{BASE_PREFIX}{spec.model}"})
-        say(f"evaluating {len(runs)} models on {spec.n_heldout} held-out rows")
-        results = evaluate(EvaluateRequest(tuple(run["target"] for run in runs), _evals(spec, files), out_dir,
-                                           _eval_options(spec, files)), ctx).results
+        assert outcome.evaluated is not None  # the evaluate step always runs
+        results = outcome.evaluated.results
     finally:
         con.close()
     metrics = {(r.target, r.eval.split(":")[0], r.metric): r.value for r in results if r.domain == "*"}
@@ -128,10 +143,11 @@ def run_real_sft(spec: RealSftSpec, out_dir: Path, settings: Settings,
 
 def _score_pool(ctx: RunContext, spec: RealSftSpec, files: LabFiles, say: Callable[[str], None]) -> None:
     say(f"ingesting {files.pool} and scoring it with {spec.model} (CAP, then PPL from CAP's run, then IFD)")
-    ingest(IngestRequest([str(files.pool)], IngestOptions()), ctx)
     model = ModelSpec(path=spec.model, prompt_format=spec.prompt_format)
+    # the selection pipeline through CAP's scoring; the baselines then score the same pool
+    run_steps(SELECTION_STEPS, SelectionPlan(IngestRequest([str(files.pool)], IngestOptions()),
+                                             ScoreRequest(CapSpec(model=model))), SelectionOutcome(), ctx)
     wanted = {entry["method"] for entry in spec.method_options().values()}
-    score(ScoreRequest(CapSpec(model=model)), ctx)
     if "ppl" in wanted:
         score(ScoreRequest(PplSpec(model=model)), ctx)
     if "ifd" in wanted:

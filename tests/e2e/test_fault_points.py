@@ -165,10 +165,10 @@ def _assert_folders_agree_with_rows(cwd: Path) -> None:
 
 # Every point between the flow's stages (inside them, the stages are the library calls the CLI sweep above
 # already kills at every point).
-FLOW_SWEPT = [point for point in FAULT_POINTS if point.startswith("flow.")]
+FLOW_SWEPT = [point for point in FAULT_POINTS if point.startswith("pipeline.")]
 # the stage a flow's progress file names at each flow point
-PROGRESS_STAGE_AT = {"flow.after_ingest": "ingest pool.jsonl", "flow.after_score": "score",
-                     "flow.before_select": "residualize"}
+PROGRESS_STAGE_AT = {"pipeline.after_ingest": "ingest pool.jsonl", "pipeline.after_score": "score",
+                     "pipeline.before_select": "residualize"}
 
 
 def _flow(prefect_server, run: Path, reference: Reference, fault: str | None = None) -> subprocess.CompletedProcess:

@@ -122,7 +122,7 @@ def write_target(path, candidates: list[dict]) -> TargetFile:
 def score_less(db, scorer: LessFeatureScorer, target: TargetFile):
     """The score stage with this scorer against `target`: the features, then the target's run (a LessSummary)."""
     spec = LessSpec(model=ModelSpec(path="tiny"), target=str(target.path), target_max=target.target_max)
-    done = score(ScoreRequest(spec), RunContext(db, load_settings()), scorer)
+    done = score(ScoreRequest(spec, scorer=scorer), RunContext(db, load_settings()))
     done.target.features = done.scoring
     return done.target
 

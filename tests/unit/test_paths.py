@@ -6,7 +6,6 @@ from capsel.config import load_settings
 from capsel.errors import CapselError
 from capsel.paths import inside_root, output_folder, typed_or_default, typed_path
 from capsel.pipeline_config import PipelineConfig
-from capsel.store.results import ResultKey
 
 
 def test_relative_path_lands_inside_root(tmp_path):
@@ -54,7 +53,7 @@ def test_a_flow_selection_out_outside_the_root_is_refused(tmp_path, out):
                                             "selection": {"out": out}})
     settings = load_settings(output_root=tmp_path / "root")
     with pytest.raises(CapselError, match="outside the output root"):
-        _select_request(config, settings, ResultKey("cap", "fp", "hash"))
+        _select_request(config, settings)
 
 
 def test_a_flow_selection_out_lands_inside_the_root(tmp_path):
@@ -62,7 +61,7 @@ def test_a_flow_selection_out_lands_inside_the_root(tmp_path):
 
     config = PipelineConfig.model_validate({"scoring": {"method": "cap", "model": {"path": "/models/m"}},
                                             "selection": {"out": "sels"}})
-    request = _select_request(config, load_settings(output_root=tmp_path / "root"), ResultKey("cap", "fp", "hash"))
+    request = _select_request(config, load_settings(output_root=tmp_path / "root"))
     assert request.out_dir == (tmp_path / "root" / "sels").resolve()
 
 
