@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
+from typing import Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -18,24 +19,19 @@ PROMPT_TOKENS = 256
 HORIZON = 48
 
 
-class ScoringConfig(BaseModel):
-    """Everything a generation or a divergence depends on besides the model (docs/method.md)."""
+class CapLimits(BaseModel):
+    """What CAP keeps of a candidate and where it splits the depth (docs/method.md): the options a CAP run
+    (`CapSpec`) and the engine's config share."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    prompt_tokens: int = Field(PROMPT_TOKENS, gt=0, description="keep the last P prompt token ids")
+    prompt_tokens: int = Field(PROMPT_TOKENS, gt=0, description="P: keep the last P prompt token ids")
     horizon: int = Field(HORIZON, gt=0, description="R: keep the first R response ids; generate at most R tokens")
-    early: float = Field(0.33, gt=0, lt=1, description="D_early averages layers l <= early * L")
-    late: float = Field(0.66, gt=0, lt=1, description="D_late averages layers l >= late * L")
-    min_prompt_tokens: int = Field(2, ge=1, description="fewer prompt ids than this: excluded short_prompt")
-    min_response_tokens: int = Field(6, ge=1, description="fewer response ids than this: excluded short_response")
-    prompt_format: PromptFormat = Field(
-        "auto", description="raw: the paper's tokenizer(prompt); chat: the model's chat template with the prompt "
-        "as the user turn; auto: chat when the tokenizer has a chat template, else raw",
-    )
+    early: float = Field(0.33, gt=0, lt=1, description="D_early averages blocks 1..floor(early * L)")
+    late: float = Field(0.66, gt=0, lt=1, description="D_late averages blocks ceil(late * L)..L")
+    min_prompt_tokens: int = Field(2, ge=1, description="fewer prompt ids: excluded short_prompt")
+    min_response_tokens: int = Field(6, ge=1, description="fewer response ids: excluded short_response")
 
     @model_validator(mode="after")
-    def _consistent(self) -> "ScoringConfig":
+    def _consistent(self) -> Self:
         if self.min_response_tokens > self.horizon:
             raise ValueError(f"horizon {self.horizon} is below min_response_tokens {self.min_response_tokens}")
         if self.min_prompt_tokens > self.prompt_tokens:
@@ -45,6 +41,17 @@ class ScoringConfig(BaseModel):
         if self.early >= self.late:
             raise ValueError(f"early fraction {self.early} must be below late fraction {self.late}")
         return self
+
+
+class ScoringConfig(CapLimits):
+    """Everything a generation or a divergence depends on besides the model (docs/method.md)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    prompt_format: PromptFormat = Field(
+        "auto", description="raw: the paper's tokenizer(prompt); chat: the model's chat template with the prompt "
+        "as the user turn; auto: chat when the tokenizer has a chat template, else raw",
+    )
 
     def resolved(self, tokenizer) -> "ScoringConfig":
         """This configuration with `auto` replaced by the prompt format the tokenizer gets (raw or chat)."""

@@ -5,15 +5,15 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field
 
-from capsel.cap_engine.config import HORIZON, PROMPT_TOKENS, ScoringConfig
+from capsel.cap_engine.config import CapLimits, ScoringConfig
 from capsel.methods.method import Method
 from capsel.methods.selectors import TopResidualZ
 from capsel.methods.spec import MethodSpec, ModelSpec
 
 
-class CapSpec(MethodSpec):
+class CapSpec(CapLimits, MethodSpec):
     """CAP (docs/method.md): y-hat, per-layer divergence, D_early and D_late, PPL."""
 
     method: Literal["cap"] = "cap"
@@ -21,17 +21,6 @@ class CapSpec(MethodSpec):
     # CAP alone can size its batches from free GPU memory
     batch_size: Annotated[int, Field(gt=0)] | Literal["auto"] = Field(  # type: ignore[assignment]
         16, description="candidates per model batch; auto sizes it from free GPU memory")
-    prompt_tokens: int = Field(PROMPT_TOKENS, gt=0, description="P: keep the last P prompt token ids")
-    horizon: int = Field(HORIZON, gt=0, description="R: keep the first R response ids; generate at most R tokens")
-    early: float = Field(0.33, gt=0, lt=1, description="D_early averages blocks 1..floor(early * L)")
-    late: float = Field(0.66, gt=0, lt=1, description="D_late averages blocks ceil(late * L)..L")
-    min_prompt_tokens: int = Field(2, ge=1, description="fewer prompt ids: excluded short_prompt")
-    min_response_tokens: int = Field(6, ge=1, description="fewer response ids: excluded short_response")
-
-    @model_validator(mode="after")
-    def _consistent(self) -> "CapSpec":
-        self.scoring_config()  # the same checks (horizon vs minimum, early below late) as the engine's config
-        return self
 
     def scoring_config(self) -> ScoringConfig:
         """The engine's configuration (prompt format as asked: resolved once the tokenizer is known)."""

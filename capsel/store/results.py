@@ -85,13 +85,22 @@ def write_results(
 ) -> None:
     """Append a batch of results to the scorer's table (inside a transaction): CAP's y-hat and divergences, or a
     baseline's scores, embeddings or gradient features."""
-    if not results:
-        return
-    if table != "divergences":
-        append_method_results(con, table, key.method, key.model_fingerprint, key.config_hash, run_id, results)
-        return
+    if results:
+        WRITERS.get(table, _write_baseline)(con, key, table, run_id, results)
+
+
+def _write_cap(con: duckdb.DuckDBPyConnection, key: ResultKey, table: str, run_id: str, results: Sequence) -> None:
     generations = [result.generation for result in results if result.generation is not None]
     if generations and key.generation_hash is not None:
         insert_generations(con, key.model_fingerprint, key.generation_hash, run_id, generations)
     fault_point("score.mid_batch")
     insert_divergences(con, key.model_fingerprint, key.config_hash, run_id, [result.divergence for result in results])
+
+
+def _write_baseline(con: duckdb.DuckDBPyConnection, key: ResultKey, table: str, run_id: str,
+                    results: Sequence) -> None:
+    append_method_results(con, table, key.method, key.model_fingerprint, key.config_hash, run_id, results)
+
+
+# CAP's results fill two tables (its y-hat and its divergences); each baseline table takes its declared columns
+WRITERS = {"divergences": _write_cap}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Callable, Sequence
 
 import duckdb
 import pyarrow as pa
@@ -47,29 +47,35 @@ def insert_divergences(
     _insert(con, _keyed(table, model_fingerprint, scoring_hash, run_id), "divergences")
 
 
+def _reasons(results: Sequence) -> pa.Array:
+    return pa.array([result.excluded_reason for result in results], type=pa.string())
+
+
+def _vectors(results: Sequence) -> pa.Array:
+    return pa.array([result.embedding for result in results], type=pa.list_(pa.float32()))
+
+
+# what each baseline table stores of a batch beside its key: the column naming the scorer's model, and the values
+BASELINE_COLUMNS: dict[str, tuple[str, Callable[[Sequence, str], dict]]] = {
+    "method_scores": ("model_fingerprint", lambda results, method: {
+        "method": [method] * len(results), "score": pa.array([r.score for r in results], type=pa.float64()),
+        "excluded_reason": _reasons(results)}),
+    "embeddings": ("encoder_fingerprint", lambda results, method: {"embedding": _vectors(results)}),
+    "gradient_features": ("model_fingerprint", lambda results, method: {
+        "feature": _vectors(results), "excluded_reason": _reasons(results)}),
+}
+
+
 def append_method_results(
     con: duckdb.DuckDBPyConnection, table: str, method: str, model_fingerprint: str, config_hash: str,
     run_id: str, results: Sequence,
 ) -> None:
     """A baseline's rows: a score per candidate (`method_scores`) or a vector (`embeddings`, `gradient_features`)."""
     n = len(results)
-    # embeddings name their scorer encoder_fingerprint; the other tables model_fingerprint
-    columns = {
-        "candidate_id": [result.candidate_id for result in results],
-        "encoder_fingerprint" if table == "embeddings" else "model_fingerprint": [model_fingerprint] * n,
-        "config_hash": [config_hash] * n,
-    }
-    reasons = pa.array([result.excluded_reason for result in results], type=pa.string())
-    vectors = pa.array([result.embedding for result in results], type=pa.list_(pa.float32()))
-    if table == "embeddings":
-        columns["embedding"] = vectors
-    elif table == "gradient_features":
-        columns.update(feature=vectors, excluded_reason=reasons)
-    else:
-        scores = pa.array([result.score for result in results], type=pa.float64())
-        columns.update(method=[method] * n, score=scores, excluded_reason=reasons)
-    rows = pa.table({**columns, "run_id": [run_id] * n})
-    con.append(table, rows.to_pandas(), by_name=True)
+    model_column, values = BASELINE_COLUMNS[table]
+    columns = {"candidate_id": [result.candidate_id for result in results], model_column: [model_fingerprint] * n,
+               "config_hash": [config_hash] * n, **values(results, method), "run_id": [run_id] * n}
+    con.append(table, pa.table(columns).to_pandas(), by_name=True)
 
 
 def _keyed(table: pa.Table, model_fingerprint: str, config_hash: str, run_id: str) -> pa.Table:
