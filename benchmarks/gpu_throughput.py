@@ -11,7 +11,7 @@ On CPU, in seconds (a tiny Llama, the HF generator instead of vLLM; the test sui
     python benchmarks/gpu_throughput.py --tiny
     python benchmarks/gpu_throughput.py --tiny --device cuda --enforce-eager   # the GPU route, tiny model
 
-The pool goes through the real `ingest`, `run_generation` and `run_scorer` with the CAP scorer (DuckDB writes
+The pool goes through the real `ingest` and `run_scorer` (y-hat, then CAP) with the CAP scorer (DuckDB writes
 included). The JSON has candidates/s end to end, the split between generation, scoring and
 writing, achieved FLOP/s against the device's peak, GPU utilisation and peak GPU memory.
 `--save` also writes it to benchmarks/results/<device>-<date>.json.
@@ -53,10 +53,10 @@ from capsel.db import open_db  # noqa: E402
 from capsel.db.records import fetch_records  # noqa: E402
 from capsel.ingest.pipeline import IngestOptions, ingest  # noqa: E402
 from capsel.models.loading import attention_implementation
-from capsel.runner.generation import run_generation
-from capsel.runner.job import run_scorer
+from capsel.runner.job import PAGE_SIZE, run_scorer
 from capsel.runner.progress import RunSummary
 from capsel.scorers.cap import CapScorer
+from capsel.scorers.yhat import YhatScorer
 from capsel.versioning import code_version  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -220,7 +220,8 @@ def main() -> None:
         if generator != "fused":
             with monitor.phase("generation"):
                 backend, startup["generator_start_s"] = timed(make_generator, generator, info, config, args, loaded)
-                phases["generation"] = phase(run_generation(con, info, backend, config))
+                phases["generation"] = phase(run_scorer(con, YhatScorer(CapScorer(info, config), backend),
+                                                              page_size=max(PAGE_SIZE, backend.batch_size)))
                 if hasattr(backend, "close"):
                     _, startup["generator_stop_s"] = timed(backend.close)
         with monitor.phase("scoring"):

@@ -17,11 +17,8 @@ FAULT_POINTS = (
     "ingest.mid_chunk",              # a chunk's duplicates inserted, its candidates not yet
     "ingest.before_commit",          # a unit's rows and counts written, not committed
     "ingest.after_commit",           # a unit committed (the last one with its run closed)
-    "generate.mid_batch",            # a batch's y-hat generated, not written
-    "generate.before_commit",        # a batch's y-hat written, not committed
-    "generate.after_commit",         # a batch committed
     "score.mid_batch",               # a batch's y-hat written, its divergences not yet
-    "score.before_commit",           # a batch (or shard) written, not committed
+    "score.before_commit",           # a batch (or shard) of any scorer's results, y-hat alone too, not committed
     "score.after_commit",            # a batch (or shard) committed
     "select.before_publish",         # the selection built, nothing published
     "publish.before_staging",        # no staging folder yet

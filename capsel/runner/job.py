@@ -24,7 +24,7 @@ from capsel.runner.work import Work, WorkResult, score_work
 from capsel.runs import recorded_run
 from capsel.scorers.base import Scorer
 from capsel.store.notes import result_notes
-from capsel.store.results import PENDING_SQL, ResultKey, pending_params, progress, register, write_results
+from capsel.store.results import ResultKey, pending_query, progress, register, write_results
 from capsel.store.scope import Scope, pending_pages
 
 PAGE_SIZE = 1024
@@ -53,8 +53,8 @@ def run_scorer(
     if page_size < 1:
         raise OptionError(f"shard size must be at least 1, got {page_size}")
     with scoring_run(con, scorer, scope, sink, run_config, page_size, parent_run_id=parent_run_id,
-                     prefect_flow_run_id=prefect_flow_run_id) as (tally, key, params):
-        pages = pending_pages(con, PENDING_SQL, params, scope, page_size)
+                     prefect_flow_run_id=prefect_flow_run_id) as (tally, key, pending):
+        pages = pending_pages(con, *pending, scope, page_size)
         if dispatch is None:
             def inline(work: Work) -> Done[WorkResult]:
                 with tally.timing("model"):
@@ -74,18 +74,18 @@ def run_scorer(
 def scoring_run(
     con: duckdb.DuckDBPyConnection, scorer: Scorer, scope: Scope, sink: ProgressSink | None,
     run_config: dict | None, page_size: int, **start_kwargs: object,
-) -> Iterator[tuple[Tally, ResultKey, dict]]:
+) -> Iterator[tuple[Tally, ResultKey, tuple[str, dict]]]:
     """Register the scorer, record the run (kind `scorer.run_kind`) and count what is already done."""
     key = register(con, scorer)
     tally = Tally(sink)
-    n_in_scope, n_done = progress(con, key, scope)
+    n_in_scope, n_done = progress(con, scorer, key, scope)
     pending = n_in_scope - n_done if scope.limit is None else min(n_in_scope - n_done, scope.limit)
     config = {**scorer.run_config(), "domain": scope.domain, "limit": scope.limit, "shard_size": page_size,
               "n_shards_planned": math.ceil(pending / page_size), **(run_config or {})}
     with recorded_run(con, scorer.run_kind, tally.counters, config=config, model_fingerprint=key.model_fingerprint,
                       **start_kwargs) as run_id:
         tally.begin(run_id, n_in_scope, n_done, scope.limit)
-        yield tally, key, pending_params(con, scorer, key)
+        yield tally, key, pending_query(con, scorer, key)
 
 
 def split_pending(scorer: Scorer, rows: list[dict]) -> tuple[list, list]:

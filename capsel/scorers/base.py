@@ -16,7 +16,7 @@ from capsel.cap_engine.batching import length_sorted_batches
 from capsel.cap_engine.inputs import CandidateText, candidate_text
 from capsel.models.loading import ModelInfo
 
-Table = Literal["divergences", "method_scores", "embeddings", "gradient_features"]
+Table = Literal["divergences", "generations", "method_scores", "embeddings", "gradient_features"]
 
 
 @dataclass(frozen=True)

@@ -114,18 +114,18 @@ class CapScorer(Scorer):
     def batches(self, items: Sequence[Any]) -> list[list[Any]]:
         """Stored y-hat first, then fresh candidates tokenised; exclusions together, the rest length-sorted."""
         stored = [item for item in items if isinstance(item, GenerationResult)]
-        return input_batches(stored, self.batch_size) + input_batches(self._prepared(items), self.batch_size)
+        return input_batches(stored, self.batch_size) + input_batches(self.prepared(items), self.batch_size)
 
     def score(self, items: Sequence[Any]) -> list[ScoredCandidate]:
         """Divergences for stored y-hat; y-hat and divergence together (fused) for the rest, in input order."""
         stored = [item for item in items if isinstance(item, GenerationResult)]
-        prepared = self._prepared(items)
+        prepared = self.prepared(items)
         results = {d.candidate_id: ScoredCandidate(None, d) for d in (self.engine.score(stored) if stored else [])}
         if prepared:
             results.update((s.candidate_id, s) for s in self.engine.generate_and_score(prepared))
         return [results[item.candidate_id] for item in items]
 
-    def _prepared(self, items: Sequence[Any]) -> list[ScoringInput]:
+    def prepared(self, items: Sequence[Any]) -> list[ScoringInput]:
         """The fresh items tokenised (those already tokenised kept as they are)."""
         ready = [item for item in items if isinstance(item, ScoringInput)]
         return ready + self.prepare([item for item in items if isinstance(item, CandidateText)])

@@ -5,9 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from capsel.cap_engine.generation import Generator
-from capsel.runner.generation import run_generation
+from capsel.runner.job import PAGE_SIZE, run_scorer
 from capsel.runner.progress import RunSummary
 from capsel.scorers.cap import CapScorer
+from capsel.scorers.yhat import YhatScorer
 from capsel.stages.context import RunContext
 from capsel.store.scope import Scope
 
@@ -22,10 +23,17 @@ class GenerateRequest:
 
 
 def generate(request: GenerateRequest, ctx: RunContext) -> RunSummary:
-    """Write every missing y-hat in scope, then close the generator (a vLLM engine frees its GPU memory)."""
+    """Write every missing y-hat in scope (each batch committed, resumable), then close the generator (a vLLM
+    engine frees its GPU memory).
+
+    A generator batch above the runner's page (vLLM) gets pages that large, so it can schedule a whole batch at
+    once instead of draining its queue every page.
+    """
+    generator = request.generator
     try:
-        return run_generation(ctx.con, request.scorer.info, request.generator, request.scorer.config, request.scope,
-                              ctx.sink, {"generator": request.generator.name})
+        return run_scorer(ctx.con, YhatScorer(request.scorer, generator), request.scope, ctx.sink,
+                          {"generator": generator.name}, page_size=max(PAGE_SIZE, generator.batch_size),
+                          parent_run_id=ctx.parent_run_id, prefect_flow_run_id=ctx.prefect_flow_run_id)
     finally:
-        if hasattr(request.generator, "close"):
-            request.generator.close()
+        if hasattr(generator, "close"):
+            generator.close()

@@ -66,18 +66,27 @@ def known_configs(con: duckdb.DuckDBPyConnection) -> list[dict]:
     ]
 
 
-def progress(con: duckdb.DuckDBPyConnection, key: ResultKey, scope: Scope) -> tuple[int, int]:
-    """(candidates in scope, how many already have a result under `key`)."""
-    n_in_scope, n_done = one_row(con, "store/result_progress", {
-        "domain": scope.domain, "method": key.method, "model_fingerprint": key.model_fingerprint,
-        "config_hash": key.config_hash,
-    })
+def progress(con: duckdb.DuckDBPyConnection, scorer: Scorer, key: ResultKey, scope: Scope) -> tuple[int, int]:
+    """(candidates in scope, how many already have a result under `key` in the scorer's table)."""
+    if scorer.table == "generations":  # y-hat alone: done where its generation config has a row
+        sql, params = "store/generation_progress", _generation_params(key)
+    else:
+        sql, params = "store/result_progress", {"method": key.method, "model_fingerprint": key.model_fingerprint,
+                                                "config_hash": key.config_hash}
+    n_in_scope, n_done = one_row(con, sql, {"domain": scope.domain, **params})
     return int(n_in_scope), int(n_done)
 
 
-def pending_params(con: duckdb.DuckDBPyConnection, scorer: Scorer, key: ResultKey) -> dict:
-    """The bound parameters of `result_pending` for this scorer: its key and the CAP configs it may reuse."""
-    return {**key.params(), "cap_config_hashes": scorer.reusable_cap_configs(known_configs(con))}
+def pending_query(con: duckdb.DuckDBPyConnection, scorer: Scorer, key: ResultKey) -> tuple[str, dict]:
+    """The SQL paging the scorer's pending candidates and its bound parameters: for y-hat, the candidates without
+    one; for the rest, those without a result, with the stored y-hat and CAP configs the scorer may reuse."""
+    if scorer.table == "generations":
+        return "store/generation_pending", _generation_params(key)
+    return PENDING_SQL, {**key.params(), "cap_config_hashes": scorer.reusable_cap_configs(known_configs(con))}
+
+
+def _generation_params(key: ResultKey) -> dict:
+    return {"model_fingerprint": key.model_fingerprint, "generation_hash": key.generation_hash}
 
 
 def write_results(
@@ -87,6 +96,12 @@ def write_results(
     baseline's scores, embeddings or gradient features."""
     if results:
         WRITERS.get(table, _write_baseline)(con, key, table, run_id, results)
+
+
+def _write_generations(con: duckdb.DuckDBPyConnection, key: ResultKey, table: str, run_id: str,
+                       results: Sequence) -> None:
+    assert key.generation_hash is not None  # only CAP's scorers write y-hat
+    insert_generations(con, key.model_fingerprint, key.generation_hash, run_id, results)
 
 
 def _write_cap(con: duckdb.DuckDBPyConnection, key: ResultKey, table: str, run_id: str, results: Sequence) -> None:
@@ -102,5 +117,6 @@ def _write_baseline(con: duckdb.DuckDBPyConnection, key: ResultKey, table: str, 
     append_method_results(con, table, key.method, key.model_fingerprint, key.config_hash, run_id, results)
 
 
-# CAP's results fill two tables (its y-hat and its divergences); each baseline table takes its declared columns
-WRITERS = {"divergences": _write_cap}
+# CAP's results fill two tables (its y-hat and its divergences), the y-hat pre-pass one; each baseline table takes
+# its declared columns
+WRITERS = {"divergences": _write_cap, "generations": _write_generations}

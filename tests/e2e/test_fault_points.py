@@ -29,8 +29,11 @@ pytestmark = pytest.mark.e2e
 DB = "capsel.duckdb"
 OUT = "sels"
 # the command each point's prefix belongs to (publish runs inside select)
-COMMAND_OF = {"ingest": "ingest", "generate": "generate", "score": "score", "select": "select", "publish": "select"}
-CLI_POINTS = [point for point in FAULT_POINTS if point.split(".")[0] in COMMAND_OF]
+COMMAND_OF = {"ingest": "ingest", "score": "score", "select": "select", "publish": "select"}
+# `capsel generate` (y-hat alone) commits its batches through the scoring loop, so it is killed at that loop's
+# commit points too (score.mid_batch lies between CAP's two tables: y-hat alone never reaches it)
+CLI_POINTS = [(point, COMMAND_OF[point.split(".")[0]]) for point in FAULT_POINTS if point.split(".")[0] in COMMAND_OF]
+CLI_POINTS += [(point, "generate") for point in ("score.before_commit", "score.after_commit")]
 # what the rerun's reconcile must say it repaired after a kill at each publish point (None: nothing to repair)
 RECONCILE_SAYS = {
     "publish.after_staging": "the staging folder of a killed publish",
@@ -103,12 +106,12 @@ def swept(request, reference, tmp_path_factory) -> dict[str, Swept]:
     The points share nothing but the read-only reference, and two at a time halves the sweep on two cores.
     """
     sweep_test = test_killed_at_point_then_rerun_ends_like_an_uninterrupted_run
-    points = [item.callspec.params["point"] for item in request.session.items
+    points = [(item.callspec.params["point"], item.callspec.params["command"]) for item in request.session.items
               if getattr(item, "function", None) is sweep_test]
 
-    def sweep(point: str) -> Swept:
-        cwd = tmp_path_factory.mktemp(point.replace(".", "-"))
-        command = COMMAND_OF[point.split(".")[0]]
+    def sweep(point_and_command: tuple[str, str]) -> Swept:
+        point, command = point_and_command
+        cwd = tmp_path_factory.mktemp(f"{command}-{point.replace('.', '-')}")
         _copy_store(reference.before[command], cwd / DB)
         args = _args(command, (reference.pool, reference.model))
         killed = _capsel(args, cwd, fault=point)
@@ -118,10 +121,9 @@ def swept(request, reference, tmp_path_factory) -> dict[str, Swept]:
         return dict(zip(points, pool.map(sweep, points)))
 
 
-@pytest.mark.parametrize("point", CLI_POINTS)
-def test_killed_at_point_then_rerun_ends_like_an_uninterrupted_run(point, reference, swept):
-    killed, rerun, cwd = swept[point].killed, swept[point].rerun, swept[point].cwd
-    command = COMMAND_OF[point.split(".")[0]]
+@pytest.mark.parametrize(("point", "command"), CLI_POINTS)
+def test_killed_at_point_then_rerun_ends_like_an_uninterrupted_run(point, command, reference, swept):
+    killed, rerun, cwd = swept[point, command].killed, swept[point, command].rerun, swept[point, command].cwd
     assert killed.returncode == -signal.SIGKILL, f"{point} never fired:\n{killed.stdout[-1500:]}{killed.stderr[-1500:]}"
     assert rerun.returncode == 0, rerun.stdout[-2000:] + rerun.stderr[-2000:]
 

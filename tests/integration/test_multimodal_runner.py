@@ -20,9 +20,9 @@ from capsel.cap_engine.inputs import CandidateText
 from capsel.db import open_db
 from capsel.image_store.store import ImageStore, image_store_dir
 from capsel.models.loading import describe_model, load_model
-from capsel.runner.generation import run_generation
 from capsel.runner.job import run_scorer
 from capsel.scorers.cap import CapScorer
+from capsel.scorers.yhat import YhatScorer
 from capsel.store.image_files import database_image_store
 from capsel_lab.tiny_vlm import build_tiny_vlm
 from tests.fixtures.pool import append_candidates
@@ -110,7 +110,7 @@ def test_two_phase_generation_then_scoring_gives_the_fused_results(pool, tmp_pat
 
     loaded = load_model(info)
     config = CONFIG.resolved(info.tokenizer)
-    generated = run_generation(con, info, HFGenerator(loaded, config.horizon, 4), config)
+    generated = run_scorer(con, YhatScorer(CapScorer(info, config), HFGenerator(loaded, config.horizon, 4)))
     assert generated.n_done == len(texts)
     run_scorer(con, CapScorer(info, config, 2, loaded))
 

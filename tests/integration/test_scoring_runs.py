@@ -11,9 +11,9 @@ from capsel.cap_engine.generation import HFGenerator
 from capsel.cap_engine.inputs import CandidateText
 from capsel.db import open_db
 from capsel.models.loading import load_model
-from capsel.runner.generation import run_generation
 from capsel.runner.job import run_scorer
 from capsel.scorers.cap import CapScorer
+from capsel.scorers.yhat import YhatScorer
 from capsel.store.scope import Scope
 from tests.fixtures.candidates import mixed_candidates
 from tests.fixtures.pool import append_candidates
@@ -132,7 +132,7 @@ def test_split_change_reuses_stored_generations(con, loaded, pool):
 def test_generate_then_score_matches_fused(tmp_path, con, loaded, pool):
     config = ScoringConfig(prompt_format="raw")
     generator = HFGenerator(loaded, config.horizon, batch_size=BATCH)
-    generated = run_generation(con, loaded.info, generator, config)
+    generated = run_scorer(con, YhatScorer(CapScorer(loaded.info, config), generator))
     assert generated.n_processed == len(pool)
     scored = run_scorer(con, CapScorer.of(ScoringEngine(loaded, config, batch_size=BATCH)))
     assert scored.n_generated == 0 and scored.n_processed == len(pool)

@@ -1,0 +1,69 @@
+"""CAP's y-hat alone, as one scorer among the others: the generation pre-pass (vLLM, or HF greedy decoding) runs
+through the same writer loop as every scoring run, and writes only `generations`.
+
+Scoring later finds the stored y-hat and measures only the divergences (`capsel.scorers.cap`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from capsel.cap_engine.generation import Generator, generation_results
+from capsel.cap_engine.results import GenerationResult
+from capsel.scorers.base import ConfigRow, Counted, Scorer
+from capsel.scorers.cap import CapScorer, input_batches
+
+
+class YhatScorer(Scorer):
+    """y-hat for each candidate by `generator`, under the keys of CAP's scorer `cap` (model, generation config)."""
+
+    table = "generations"
+    run_kind = "generate"
+
+    def __init__(self, cap: CapScorer, generator: Generator):
+        super().__init__(cap.identity, generator.batch_size)
+        # CAP's keys and tokenising at the generator's batch size: CAP's own weights are never loaded here (an
+        # 'auto' batch size would load them to size itself)
+        self.keys = CapScorer(cap.info, cap.config, generator.batch_size)
+        self.generator = generator
+
+    @property
+    def method(self) -> str:
+        """CAP's: its y-hat is stored under CAP's model and generation config."""
+        return self.keys.method
+
+    @property
+    def config_hash(self) -> str:
+        """CAP's scoring config, which names the generation config its y-hat is kept under."""
+        return self.keys.config_hash
+
+    @property
+    def generation_hash(self) -> str:
+        """The generation config's hash (keys `generations`)."""
+        return self.keys.generation_hash
+
+    @property
+    def prompt_format(self) -> str:
+        """The resolved prompt format (raw or chat)."""
+        return self.keys.prompt_format
+
+    def config_rows(self) -> list[ConfigRow]:
+        """CAP's configs, so a later scoring run finds them recorded."""
+        return self.keys.config_rows()
+
+    def run_config(self) -> dict:
+        """CAP's config fields and both hashes, and the generator's batch size."""
+        return self.keys.run_config()
+
+    def batches(self, items: Sequence[Any]) -> list[list[Any]]:
+        """Candidates tokenised; exclusions together, the rest length-sorted in batches of the generator's size."""
+        return input_batches(self.keys.prepared(items), self.batch_size)
+
+    def score(self, items: Sequence[Any]) -> list[GenerationResult]:
+        """The generator's y-hat for the eligible items; excluded and empty ones carry their reason."""
+        return generation_results(self.keys.prepared(items), self.generator)
+
+    def counted(self, results: Sequence[GenerationResult]) -> Counted:
+        """Every y-hat not excluded was generated."""
+        counted = super().counted(results)
+        return Counted(counted.n_done, counted.excluded, counted.n_done)
