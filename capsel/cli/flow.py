@@ -5,8 +5,8 @@ Prefect is imported inside the commands only, so `capsel --help` and `import cap
 
 from __future__ import annotations
 
-import functools
 from enum import Enum
+from importlib import import_module
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -81,32 +81,48 @@ InFlightOption = Annotated[Optional[int], typer.Option(
     "--max-in-flight", min=1, help="Shards submitted and not yet merged, at most (default 4).")]
 
 
-def select(config: ConfigOption = None, inputs: InputOption = None, domain: DomainOption = None,
-           field_map: MapOption = None, reingest: ReingestOption = None, method: MethodOption = None,
-           model: ModelOption = None,
-           encoder: EncoderOption = None, rater: RaterOption = None, target: TargetOption = None,
-           target_max: TargetMaxOption = None, max_length: MaxLengthOption = None, budget: BudgetOption = None,
-           ppl_guard: GuardOption = None, out: OutOption = None, shard_size: ShardOption = None,
-           batch_size: BatchSizeOption = None, device: DeviceOption = None, prompt_format: PromptFormatOption = None,
-           threads: ThreadsOption = None, runner: RunnerOption = None, num_gpus: GpusOption = None,
-           ray_address: RayAddressOption = None, max_in_flight: InFlightOption = None,
-           check_profile: ProfileOption = None, license_id: LicenseOption = None, db: DbOption = None) -> None:
-    """Run the selection flow: ingest, score by the method (sharded, resumable), gate, publish."""
-    pipeline = _pipeline_config(**locals(), profile_by_default=True)
-    from capsel.flows.select_flow import select_flow
+def _pipeline_command(flow: str, profile_by_default: bool, summary: str):
+    """A command that runs the pipeline flow `flow` ("module:attribute") on the config file's parameters with the
+    options typed applied on top (what was typed is trusted; what the file holds is checked as any run's
+    parameters are)."""
 
-    run_flow(select_flow, pipeline.parameters())
+    def command(config: ConfigOption = None, inputs: InputOption = None, domain: DomainOption = None,
+                field_map: MapOption = None, reingest: ReingestOption = None, method: MethodOption = None,
+                model: ModelOption = None, encoder: EncoderOption = None, rater: RaterOption = None,
+                target: TargetOption = None, target_max: TargetMaxOption = None, max_length: MaxLengthOption = None,
+                budget: BudgetOption = None, ppl_guard: GuardOption = None, out: OutOption = None,
+                shard_size: ShardOption = None, batch_size: BatchSizeOption = None, device: DeviceOption = None,
+                prompt_format: PromptFormatOption = None, threads: ThreadsOption = None,
+                runner: RunnerOption = None, num_gpus: GpusOption = None, ray_address: RayAddressOption = None,
+                max_in_flight: InFlightOption = None, check_profile: ProfileOption = None,
+                license_id: LicenseOption = None, db: DbOption = None) -> None:
+        trust_typed(db, *(inputs or ()), model, encoder, rater, target)
+        body = _config_file(config)
+        body.update(
+            sources=_typed_over(body.get("sources"), paths=[str(path) for path in inputs] if inputs else None,
+                                domain=domain, field_map=field_map, reingest=reingest),
+            selection=_typed_over(body.get("selection"), method=method.value if method else None, budget=budget,
+                                  ppl_guard=ppl_guard, out=out, license=license_id),
+            scoring=_scoring(method, model, encoder, rater, target, target_max, max_length, batch_size, device,
+                             prompt_format, body.get("scoring")),
+            runner=_runner(runner, shard_size, threads, num_gpus, ray_address, max_in_flight, body.get("runner")),
+            check_profile=body.get("check_profile", profile_by_default) if check_profile is None else check_profile,
+        )
+        if db:
+            body["db_path"] = str(db)
+        module, name = flow.split(":")
+        run_flow(getattr(import_module(module), name), validated(PipelineConfig, body).parameters())
+
+    command.__doc__ = summary
+    return command
 
 
-@functools.wraps(select)  # the same options: typer reads the signature select spells
-def rescore(**options) -> None:
-    pipeline = _pipeline_config(**options, profile_by_default=False)  # a schedule should not wait on a survey
-    from capsel.flows.rescore_flow import rescore_flow
-
-    run_flow(rescore_flow, pipeline.parameters())
-
-
-rescore.__doc__ = "Run the rescoring flow: new files only, score the new candidates, refit, publish a new version."
+select = _pipeline_command("capsel.flows.select_flow:select_flow", True,
+                           "Run the selection flow: ingest, score by the method (sharded, resumable), gate, publish.")
+# a schedule should not wait on a rank survey
+rescore = _pipeline_command("capsel.flows.rescore_flow:rescore_flow", False,
+                            "Run the rescoring flow: new files only, score the new candidates, refit, publish a new "
+                            "version.")
 
 
 def score(method: MethodOption = None, model: ModelOption = None, encoder: EncoderOption = None,
@@ -170,39 +186,18 @@ def _scoring(method, model, encoder, rater, target, target_max, max_length, batc
 
 
 def _runner(runner, shard_size, threads, num_gpus, ray_address, max_in_flight, base: dict | None = None) -> dict:
-    values = {"kind": runner.value if runner else None, "shard_size": shard_size, "threads": threads,
-              "num_gpus": num_gpus, "ray_address": ray_address, "max_in_flight": max_in_flight}
-    return {**(base or {}), **{key: value for key, value in values.items() if value is not None}}
+    return _typed_over(base, kind=runner.value if runner else None, shard_size=shard_size, threads=threads,
+                       num_gpus=num_gpus, ray_address=ray_address, max_in_flight=max_in_flight)
 
 
-def _pipeline_config(config: Path | None, inputs, domain, field_map, reingest, method, model, encoder, rater, target,
-                     target_max, max_length, budget, ppl_guard, out, shard_size, batch_size, device, prompt_format,
-                     threads, runner, num_gpus, ray_address, max_in_flight, check_profile, license_id, db,
-                     profile_by_default: bool) -> PipelineConfig:
-    """The config file's parameters with the command-line options applied on top (what was typed is trusted; what
-    the file holds is checked as any run's parameters are)."""
-    trust_typed(db, *(inputs or ()), model, encoder, rater, target)
+def _typed_over(base: dict | None, **typed: object) -> dict:
+    """The config file's part with the options typed (those not None) on top."""
+    return {**(base or {}), **{key: value for key, value in typed.items() if value is not None}}
+
+
+def _config_file(config: Path | None) -> dict:
+    """The parameters a --config file holds (none: {})."""
     try:
-        body = orjson.loads(config.read_bytes()) if config else {}
+        return orjson.loads(config.read_bytes()) if config else {}
     except (OSError, orjson.JSONDecodeError) as exc:
         raise CapselError(f"cannot read flow parameters from {config}: {exc}") from exc
-    sources = dict(body.get("sources") or {})
-    sources.update({key: value for key, value in {
-        "paths": [str(path) for path in inputs] if inputs else None, "domain": domain, "field_map": field_map,
-        "reingest": reingest,
-    }.items() if value is not None})
-    selection = dict(body.get("selection") or {})
-    selection.update({key: value for key, value in {
-        "method": method.value if method else None, "budget": budget, "ppl_guard": ppl_guard, "out": out,
-        "license": license_id,
-    }.items() if value is not None})
-    body.update(
-        sources=sources, selection=selection,
-        scoring=_scoring(method, model, encoder, rater, target, target_max, max_length, batch_size, device,
-                         prompt_format, body.get("scoring")),
-        runner=_runner(runner, shard_size, threads, num_gpus, ray_address, max_in_flight, body.get("runner")),
-    )
-    body["check_profile"] = body.get("check_profile", profile_by_default) if check_profile is None else check_profile
-    if db:
-        body["db_path"] = str(db)
-    return validated(PipelineConfig, body)
