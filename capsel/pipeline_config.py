@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable, Literal, TypeVar
+from typing import Callable, Literal, Sequence, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
@@ -11,16 +11,22 @@ from capsel.config import Settings, load_settings
 from capsel.dataset_license import DEFAULT_LICENSE, LICENSE_HELP, LICENSE_PATTERN
 from capsel.errors import CapselError, OptionError
 from capsel.ingest.image_access import image_access
+from capsel.ingest.inputs import InputFile
 from capsel.ingest.pipeline import DedupKeyMode, IngestOptions
 from capsel.ingest.records import parse_field_map
 from capsel.methods.registry import DEFAULT_METHOD, method, method_names
 from capsel.methods.scorer_spec import ScorerSpec
 from capsel.object_storage.remote_folder import RemoteFolder
 from capsel.object_storage.urls import is_url
+from capsel.paths import inside_destination
 from capsel.run_parameters import check_db_path, check_output_root, check_scorer, check_sources
 from capsel.selection.budget import parse_budget
 from capsel.selection.layer_split import parse_blocks
 from capsel.selection.plan import SelectionRequest
+from capsel.stages.ingest import IngestRequest
+from capsel.stages.pipeline import SelectionPlan
+from capsel.stages.score import ScoreRequest
+from capsel.stages.select import SelectRequest
 from capsel.store.scope import Scope
 from capsel.threads import use_torch_threads
 
@@ -252,6 +258,20 @@ class PipelineConfig(BaseModel):
     def record(self) -> dict:
         """JSON-ready copy stored with the flow's run."""
         return self.model_dump(mode="json")
+
+    def selection_plan(self, settings: Settings, files: Sequence[InputFile], publish_unchanged: bool) -> SelectionPlan:
+        """The declared pipeline's run: ingest `files` (none: nothing arrived), score, and publish the selection
+        over what was scored under the output root."""
+        return SelectionPlan(IngestRequest(files, self.sources.ingest_options(settings)) if files else None,
+                             ScoreRequest(self.scoring), self.select_request(settings), self.selection.domains,
+                             publish_unchanged)
+
+    def select_request(self, settings: Settings) -> SelectRequest:
+        """The selection the run publishes, inside the output root (the pipeline fills in the scores' key)."""
+        target = getattr(self.scoring, "target", None)
+        out_dir = inside_destination(self.publish_root(settings), self.selection.out)
+        return SelectRequest(self.selection.request(), out_dir, Path(target) if target else None,
+                             getattr(self.scoring, "target_max", None))
 
 
 # The Prefect form shows these under each top-level parameter (it reads a flow's "Args:" docstring section).

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from prefect.logging import get_run_logger
@@ -31,16 +30,13 @@ from capsel.orchestration.flow_runs import incoming_files, ingested_files
 from capsel.orchestration.run_report import FlowReport, ingest_line, selection_rows
 from capsel.orchestration.summary_plots import summary_plots
 from capsel.orchestration.version_diff import version_diff
-from capsel.paths import inside_destination
 from capsel.pipeline_config import PipelineConfig, ScoreFlowConfig
 from capsel.profile.verdict_cache import keep_verdict, kept_verdict, profile_key
 from capsel.publish.publish import GateFailedError
 from capsel.runs import new_run_id, recorded_run
 from capsel.stages.context import RunContext
-from capsel.stages.ingest import IngestRequest
 from capsel.stages.pipeline import SELECTION_STEPS, DeclaredStep, SelectionOutcome, SelectionPlan, run_steps
 from capsel.stages.score import ScoreRequest, ScoreSummary
-from capsel.stages.select import SelectRequest
 from capsel.tasks.profile import check_rank_profile
 from capsel.tasks.steps import step_task
 
@@ -98,9 +94,7 @@ def _stages(con, config: PipelineConfig, settings: Settings, report: FlowReport,
     files = incoming_files(paths)
     if not files:
         report.notes.append(f"no input files in {paths}" if paths else "no sources, and CAPSEL_INCOMING_DIR is unset")
-    plan = SelectionPlan(IngestRequest(files, config.sources.ingest_options(settings)) if files else None,
-                         ScoreRequest(config.scoring), _select_request(config, settings), config.selection.domains,
-                         publish_unchanged)
+    plan = config.selection_plan(settings, files, publish_unchanged)
 
     def sharded_score(request: ScoreRequest, ctx: RunContext) -> ScoreSummary:
         if config.check_profile and isinstance(model, ModelSpec) and source is not None:
@@ -181,14 +175,6 @@ def _selected(shown: _Shown, outcome: SelectionOutcome) -> None:
 _REPORTED: dict[str, Callable[[_Shown, SelectionOutcome], None]] = {
     "ingest": _ingested, "score": _scored, "residualize": _residualized, "select-and-publish": _selected,
 }
-
-
-def _select_request(config: PipelineConfig, settings: Settings) -> SelectRequest:
-    """The selection the run publishes (over the scores it made: the pipeline fills in their key)."""
-    target = getattr(config.scoring, "target", None)
-    return SelectRequest(config.selection.request(),
-                         inside_destination(config.publish_root(settings), config.selection.out),
-                         Path(target) if target else None, getattr(config.scoring, "target_max", None))
 
 
 def _loadable(model: ModelSpec) -> ModelSource:

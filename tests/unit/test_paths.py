@@ -47,21 +47,17 @@ def test_typed_out_wins_and_a_bare_command_writes_inside_the_root(tmp_path, monk
 
 @pytest.mark.parametrize("out", ["../x", "/etc/capsel"])
 def test_a_flow_selection_out_outside_the_root_is_refused(tmp_path, out):
-    from capsel.flows.pipeline import _select_request  # the Prefect layer: imported only where tested
-
     config = PipelineConfig.model_validate({"scoring": {"method": "cap", "model": {"path": "/models/m"}},
                                             "selection": {"out": out}})
     settings = load_settings(output_root=tmp_path / "root")
     with pytest.raises(CapselError, match="outside the output root"):
-        _select_request(config, settings)
+        config.select_request(settings)
 
 
 def test_a_flow_selection_out_lands_inside_the_root(tmp_path):
-    from capsel.flows.pipeline import _select_request
-
     config = PipelineConfig.model_validate({"scoring": {"method": "cap", "model": {"path": "/models/m"}},
                                             "selection": {"out": "sels"}})
-    request = _select_request(config, load_settings(output_root=tmp_path / "root"))
+    request = config.select_request(load_settings(output_root=tmp_path / "root"))
     assert request.out_dir == (tmp_path / "root" / "sels").resolve()
 
 
