@@ -1,6 +1,7 @@
-"""One function per stage, typed request and run context in, summary out: ingest, score (any method),
-residualize, select and publish, compare.
+"""One function per stage, typed request and run context in, summary out (`step.Step`): ingest, generate, score
+(any method), residualize, select and publish, fine-tune, evaluate, compare; `pipeline` declares the selection and
+evaluation pipelines once.
 
-A CLI command parses options, calls the stage and renders its summary; a Prefect task calls the same
-function and publishes artifacts. Neither holds policy.
+A CLI command parses options, calls one stage and renders its summary; the flows (each step a Prefect task) and
+the lab run the declared pipelines. None of them holds policy.
 """
