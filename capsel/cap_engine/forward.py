@@ -126,13 +126,14 @@ def _forward(loaded, ids, mask, positions, cache, keep_last: int) -> torch.Tenso
 
 def _call(loaded: LoadedModel, keep_last: int, cache: Any, **inputs: Any) -> torch.Tensor:
     kwargs = {"logits_to_keep": keep_last} if loaded.supports_logits_to_keep else {}
-    inputs[_cache_keyword(type(loaded.model).forward)] = cache
+    inputs[cache_keyword(type(loaded.model).forward)] = cache
     logits = loaded.model(**inputs, use_cache=True, **kwargs).logits
     return logits[:, -keep_last:] if keep_last and not loaded.supports_logits_to_keep else logits
 
 
 @functools.lru_cache(maxsize=None)
-def _cache_keyword(forward: Any) -> str:
+def cache_keyword(forward: Any) -> str:
+    """The name a model's `forward` takes its KV cache under."""
     # transformers 5.x names it `cache` and warns on every call under the old name (a FutureWarning per
     # batch in the user's terminal); the 4.x releases capsel also supports know only `past_key_values`
     return "cache" if "cache" in inspect.signature(forward).parameters else "past_key_values"

@@ -7,8 +7,6 @@ the same way here.
 
 from __future__ import annotations
 
-import inspect
-
 import pytest
 import torch
 import transformers as tf
@@ -16,7 +14,7 @@ from transformers import DynamicCache
 from transformers.cache_utils import DynamicSlidingWindowLayer
 
 from capsel.cap_engine.batching import left_padded, right_padded
-from capsel.cap_engine.forward import extend, prefill, rewind
+from capsel.cap_engine.forward import cache_keyword, extend, prefill, rewind
 from capsel.cap_engine.kv_buffers import BufferedLayer, BufferedSlidingWindowLayer
 from capsel.models.loading import describe_model, load_model
 from tests.fixtures.pool import tiny_model_dir
@@ -37,8 +35,7 @@ def _gemma3(folder, sliding_window: int):
 
 
 def _cache(model, cache) -> dict:
-    # transformers 5.x takes `cache` (and warns on the old name); 4.x knows only `past_key_values`
-    name = "cache" if "cache" in inspect.signature(type(model).forward).parameters else "past_key_values"
+    name = cache_keyword(type(model).forward)
     return {name: cache, "use_cache": True}
 
 

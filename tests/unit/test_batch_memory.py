@@ -17,6 +17,7 @@ from capsel.cap_engine.batch_memory import (
     resolve_batch_size,
 )
 from capsel.cap_engine.config import ScoringConfig
+from capsel.cap_engine.forward import cache_keyword
 from capsel.config import load_settings
 from capsel.models.loading import LoadedModel
 from tests.fixtures.tiny_models import FAMILIES, build_model
@@ -36,8 +37,8 @@ def test_shape_from_config_predicts_the_real_cache_and_logits(family):
     n_rows, n_tokens = 2, 30
     cache = tf.DynamicCache(config=model.config)
     with torch.no_grad():
-        out = model(torch.randint(4, 100, (n_rows, n_tokens)), past_key_values=cache, use_cache=True,
-                    output_hidden_states=True)
+        out = model(torch.randint(4, 100, (n_rows, n_tokens)), use_cache=True, output_hidden_states=True,
+                    **{cache_keyword(type(model).forward): cache})
     cache_bytes = sum(t.numel() * t.element_size() for layer in cache.layers for t in (layer.keys, layer.values))
     assert cache_bytes == n_rows * shape.kv_bytes(n_tokens, dtype_bytes=4)
     assert shape.vocab == out.logits.shape[-1]
