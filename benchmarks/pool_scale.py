@@ -1,0 +1,197 @@
+"""A whole selection over a large pool on one machine: time and peak memory of each stage.
+
+    python benchmarks/pool_scale.py --rows 10000000 --workdir /tmp/pool_scale --memory-limit 3GB
+
+Writes a JSONL pool (4 domains; every fifth row the case variant of the one before it, so dedup drops it; 1% with
+an empty response and 1 line in 10,000 not JSON, so quarantine takes them), then runs capsel's stages on it in
+this process, each timed with the process's RSS sampled every 20 ms:
+
+- ingest (`capsel.stages.ingest`: dedup per domain, quarantine);
+- score: the real writer loop (`run_scorer`: pending pages, batches, atomic commits) with a cheap deterministic
+  scorer standing in for the model (D_early and D_late from a hash of the candidate id; one row in 100 excluded);
+- residualize (the per-domain OLS in SQL);
+- select 10% per domain, gate, publish (members, excluded.parquet, the report, the dataset card).
+
+Prints one JSON line per stage and a summary line. DuckDB gets `--memory-limit` (it spills past it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import threading
+import time
+import zlib
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import duckdb
+import psutil
+
+from capsel.cap_engine.config import ScoringConfig
+from capsel.cap_engine.results import DivergenceResult, ScoredCandidate
+from capsel.config import load_settings
+from capsel.db import open_db
+from capsel.ingest.pipeline import IngestOptions
+from capsel.runner.job import run_scorer
+from capsel.scorers.base import ConfigRow, Scorer, ScorerIdentity
+from capsel.selection.budget import parse_budget
+from capsel.selection.plan import SelectionRequest
+from capsel.stages.context import RunContext
+from capsel.stages.ingest import IngestRequest, ingest
+from capsel.stages.residualize import ResidualizeRequest, residualize
+from capsel.stages.select import SelectRequest, select_and_publish, selection_key
+
+# one JSON object per line; DuckDB writes it from a range, so a 10M-row pool takes seconds, not minutes
+POOL_SQL = """
+copy (
+    select
+        'domain' || (base % 4) as domain,
+        case when i % 5 = 4 then upper(text) else text end as instruction,
+        '' as input,
+        case when i % 100 = 7 then '' else 'answer ' || i || ' to ' || text end as response
+    from (
+        select i, i - (i % 5 = 4)::bigint as base,
+               'question ' || (i - (i % 5 = 4)::bigint) || ' about the energy of a molecule in orbit' as text
+        from range($rows) t(i)
+    )
+) to '{path}' (format json)
+"""
+BAD_LINE = b'{"instruction": "a line cut short'
+
+
+class StandInScorer(Scorer):
+    """CAP's rows from a hash of each candidate id instead of a model: D_late follows D_early with noise, so the
+    per-domain fit is a real regression; one candidate in 100 is excluded as too short."""
+
+    table = "divergences"
+    run_kind = "score"
+    config = ScoringConfig(prompt_format="raw")
+
+    def __init__(self, batch_size: int) -> None:
+        super().__init__(ScorerIdentity("pool-scale-stand-in", "pool-scale stand-in", None, {}, "float32",
+                                        "StandIn", 12), batch_size)
+
+    @property
+    def method(self) -> str:
+        """Its rows are CAP's."""
+        return "cap"
+
+    @property
+    def config_hash(self) -> str:
+        """A real CAP scoring config's hash, so selection finds its layer split."""
+        return self.config.scoring_hash
+
+    @property
+    def generation_hash(self) -> str:
+        """The generation config the scoring config names."""
+        return self.config.generation_hash
+
+    def config_rows(self) -> list[ConfigRow]:
+        """The generation config, then the scoring config."""
+        return [ConfigRow(self.config.generation_hash, self.config.generation_config()),
+                ConfigRow(self.config.scoring_hash, self.config.scoring_config(), self.config.generation_hash)]
+
+    def item(self, row: dict) -> Any:
+        """Only the id: the stand-in reads nothing else."""
+        return row["candidate_id"]
+
+    def batches(self, items: Sequence[Any]) -> list[list[Any]]:
+        """Batches in page order (no text to sort by)."""
+        return [list(items[start:start + self.batch_size]) for start in range(0, len(items), self.batch_size)]
+
+    def score(self, items: Sequence[str]) -> list[ScoredCandidate]:
+        """Deterministic D_early, D_late and PPL per id."""
+        return [ScoredCandidate(None, _divergence(candidate_id)) for candidate_id in items]
+
+
+def _divergence(candidate_id: str) -> DivergenceResult:
+    bits = zlib.crc32(candidate_id.encode())
+    if bits % 100 == 0:
+        return DivergenceResult.excluded(candidate_id, "short_response")
+    d_early = 0.05 + (bits % 1000) / 2000.0
+    d_late = 0.1 + 0.7 * d_early + ((bits >> 10) % 1000) / 20000.0
+    return DivergenceResult(candidate_id, 48, None, d_early, d_late, 1.0 + (bits >> 20) % 50, None)
+
+
+def measured(stage: str, work: Callable[[], Any]) -> tuple[Any, dict]:
+    """Run `work()`; its wall seconds and the process's peak RSS meanwhile."""
+    process, peak, done = psutil.Process(), [0], threading.Event()
+
+    def sample() -> None:
+        while not done.is_set():
+            peak[0] = max(peak[0], process.memory_info().rss)
+            time.sleep(0.02)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    started = time.perf_counter()
+    try:
+        result = work()
+    finally:
+        done.set()
+        sampler.join()
+    seconds = time.perf_counter() - started
+    line = {"stage": stage, "seconds": round(seconds, 1),
+            "peak_rss_gib": round(max(peak[0], process.memory_info().rss) / 2**30, 2)}
+    print(json.dumps(line), flush=True)
+    return result, line
+
+
+def write_pool(path: Path, rows: int) -> None:
+    """The pool file, with its bad lines appended."""
+    con = duckdb.connect()
+    con.execute(POOL_SQL.replace("{path}", str(path).replace("'", "''")), {"rows": rows})
+    con.close()
+    with path.open("ab") as pool:
+        pool.write(b"\n".join([BAD_LINE] * max(1, rows // 10_000)) + b"\n")
+
+
+def main() -> None:
+    """Write the pool, then run and measure each stage."""
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rows", type=int, default=1_000_000, help="rows of the pool file")
+    parser.add_argument("--workdir", type=Path, required=True, help="folder for the pool, the DB and the output")
+    parser.add_argument("--memory-limit", default="3GB", help="DuckDB's memory_limit")
+    parser.add_argument("--page-size", type=int, default=100_000, help="pending candidates per page of scoring")
+    parser.add_argument("--batch-size", type=int, default=10_000, help="candidates per stand-in batch")
+    args = parser.parse_args()
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    pool, db = args.workdir / "pool.jsonl", args.workdir / "capsel.duckdb"
+    for stale in (db, db.with_name(db.name + ".wal")):
+        stale.unlink(missing_ok=True)
+    started = time.perf_counter()
+    write_pool(pool, args.rows)
+    print(f"pool: {args.rows} rows, {pool.stat().st_size / 2**30:.2f} GiB in {time.perf_counter() - started:.0f} s",
+          file=sys.stderr, flush=True)
+
+    con = open_db(db, memory_limit=args.memory_limit)
+    ctx = RunContext(con, load_settings(output_root=args.workdir / "out"))
+    lines = []
+    report, line = measured("ingest", lambda: ingest(IngestRequest([str(pool)], IngestOptions()), ctx))
+    totals = report.totals()
+    lines.append({**line, "inserted": totals.n_inserted, "duplicates": totals.n_duplicates,
+                  "quarantined": totals.n_quarantined})
+    scored, line = measured("score", lambda: run_scorer(con, StandInScorer(args.batch_size),
+                                                         page_size=args.page_size))
+    lines.append({**line, "scored": scored.n_processed})
+    request = SelectRequest(SelectionRequest(parse_budget("10%")), args.workdir / "out" / "selections")
+    key = selection_key(ctx, request)
+    assert key is not None
+    residuals, line = measured("residualize", lambda: residualize(ResidualizeRequest(key), ctx))
+    lines.append(line)
+    fits = tuple(residuals.fits)
+    selected, line = measured("select, gate, publish",
+                              lambda: select_and_publish(replace(request, key=key, fits=fits), ctx))
+    lines.append({**line, "members": len(selected.selection.members)})
+    con.close()
+    print(json.dumps({"rows": args.rows, "memory_limit": args.memory_limit,
+                      "total_seconds": round(sum(line["seconds"] for line in lines), 1),
+                      "peak_rss_gib": max(line["peak_rss_gib"] for line in lines),
+                      "stages": lines}))
+
+
+if __name__ == "__main__":
+    main()
