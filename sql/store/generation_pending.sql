@@ -9,6 +9,7 @@ generated as (
     from generations
     where model_fingerprint = $model_fingerprint
         and config_hash = $generation_hash
+        and candidate_id > $after_candidate_id
 ),
 
 final as (

@@ -1,7 +1,8 @@
 -- One page of the candidates in scope with no result yet for ($method, model, config), in candidate-id order,
 -- with what a scorer may take instead of running its model: CAP's stored y-hat under $generation_hash (null for
 -- the baselines), and CAP's measurement under one of $cap_config_hashes (PPL passes the configs with its own
--- limits and reuses that PPL; the others pass []).
+-- limits and reuses that PPL; the others pass []). Stored rows are read above $after_candidate_id only: a page
+-- lies above it, and each page then reads less of a large store.
 with pending as (
     select candidate_id, instruction, input, response
     from candidates_in_scope($domain, $after_candidate_id)
@@ -13,6 +14,7 @@ done as (
     where method = $method
         and model_fingerprint = $model_fingerprint
         and config_hash = $config_hash
+        and candidate_id > $after_candidate_id
 ),
 
 generated as (
@@ -20,6 +22,7 @@ generated as (
     from generations
     where model_fingerprint = $model_fingerprint
         and config_hash = $generation_hash
+        and candidate_id > $after_candidate_id
 ),
 
 cap as (
@@ -27,6 +30,7 @@ cap as (
     from divergences
     where model_fingerprint = $model_fingerprint
         and list_contains($cap_config_hashes::varchar[], config_hash)
+        and candidate_id > $after_candidate_id
     qualify row_number() over (partition by candidate_id order by created_at, config_hash) = 1
 ),
 
