@@ -37,6 +37,7 @@ from capsel.db import open_db
 from capsel.ingest.pipeline import IngestOptions
 from capsel.runner.job import run_scorer
 from capsel.scorers.base import ConfigRow, Scorer, ScorerIdentity
+from capsel.scorers.cap import cap_config_rows
 from capsel.selection.budget import parse_budget
 from capsel.selection.plan import SelectionRequest
 from capsel.stages.context import RunContext
@@ -91,8 +92,7 @@ class StandInScorer(Scorer):
 
     def config_rows(self) -> list[ConfigRow]:
         """The generation config, then the scoring config."""
-        return [ConfigRow(self.config.generation_hash, self.config.generation_config()),
-                ConfigRow(self.config.scoring_hash, self.config.scoring_config(), self.config.generation_hash)]
+        return cap_config_rows(self.config)
 
     def item(self, row: dict) -> Any:
         """Only the id: the stand-in reads nothing else."""

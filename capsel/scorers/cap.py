@@ -65,8 +65,7 @@ class CapScorer(Scorer):
 
     def config_rows(self) -> list[ConfigRow]:
         """The generation config, then the scoring config that names it."""
-        return [ConfigRow(self.config.generation_hash, self.config.generation_config()),
-                ConfigRow(self.config.scoring_hash, self.config.scoring_config(), self.config.generation_hash)]
+        return cap_config_rows(self.config)
 
     def run_config(self) -> dict:
         """The scoring config's fields and both hashes."""
@@ -135,6 +134,12 @@ class CapScorer(Scorer):
         counted = super().counted(results)
         generated = sum(1 for result in results if result.generation and result.generation.generated_ids)
         return Counted(counted.n_done, counted.excluded, generated)
+
+
+def cap_config_rows(config: ScoringConfig) -> list[ConfigRow]:
+    """A CAP config as `scoring_configs` keeps it: the generation config, then the scoring config that names it."""
+    return [ConfigRow(config.generation_hash, config.generation_config()),
+            ConfigRow(config.scoring_hash, config.scoring_config(), config.generation_hash)]
 
 
 def input_batches(items: Sequence[ScoringInput | GenerationResult], batch_size: int) -> list[list]:

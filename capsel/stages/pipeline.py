@@ -112,6 +112,8 @@ def _keep_score(plan: SelectionPlan, outcome: SelectionOutcome, summary: ScoreSu
     fault_point("pipeline.after_score")
     if plan.select is None:
         return
+    if not outcome.publishes(plan):
+        outcome.notes.append("nothing new was ingested or scored: no new selection version")
     # which scores the selection reads (the random control: CAP's), resolved once, so residualize fits those
     outcome.select_request = _select_request(plan, summary)
     outcome.key = selection_key(ctx, outcome.select_request)
@@ -136,10 +138,7 @@ def _keep_residuals(plan: SelectionPlan, outcome: SelectionOutcome, summary: Res
 
 
 def _select_requests(plan: SelectionPlan, outcome: SelectionOutcome) -> Iterable[SelectRequest]:
-    if outcome.select_request is None:
-        return
-    if not outcome.publishes(plan):
-        outcome.notes.append("nothing new was ingested or scored: no new selection version")
+    if outcome.select_request is None or not outcome.publishes(plan):
         return
     fault_point("pipeline.before_select")
     # the fits of this run's residualize step, so the regression is fitted once
