@@ -90,7 +90,9 @@ def test_demo_publishes_a_gated_selection_whose_counts_add_up(demo_run, tmp_path
     assert shown["paths"]["summary"] == str(folder / "demo.json")
     # every step timed, and the estimate made of the reference machine's pace for every step, the survey included
     assert set(shown["steps_s"]) == {"rank survey", "flow", "comparisons"}
-    assert sum(shown["steps_s"].values()) <= shown["wall_s"]
+    # each figure is rounded to 0.1 s on its own, so the steps' sum may pass the wall by half a tenth per figure
+    rounding = 0.05 * (len(shown["steps_s"]) + 1)
+    assert sum(shown["steps_s"].values()) <= shown["wall_s"] + rounding
     pace = MEASURED_PACE[TOY_MODEL]
     n_scored = len(records) - labels["duplicate"]
     assert shown["estimated_s"] == pytest.approx(
