@@ -158,8 +158,8 @@ else
         throughput profile "$RESULTS_DIR" --n-candidates 1024 --generator fused --profile
     fi
     if [[ "${VLM:-0}" == 1 ]]; then
-        step "multimodal_throughput.py, Llava-1.5-7B shape, 16 candidates"
-        "$PY" benchmarks/multimodal_throughput.py --n-candidates 16 > "$LOGS/vlm.log" 2>&1 || true
+        step "multimodal_throughput.py, Llava-1.5-7B shape, 128 candidates at batch 32"
+        "$PY" benchmarks/multimodal_throughput.py --n-candidates 128 --batch-size 32 > "$LOGS/vlm.log" 2>&1 || true
         cp "$LOGS/vlm.log" "$RESULTS_DIR/multimodal_throughput-$(date +%F).log"
         tail -40 "$LOGS/vlm.log"
     fi

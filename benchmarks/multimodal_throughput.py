@@ -3,14 +3,15 @@
 On a GPU: a Llava-1.5-7B-shaped VLM with random weights (CLIP ViT-L/14 at 336 px, 576 image tokens per picture,
 a Llama-2-7B text decoder), initialised directly on the device, nothing downloaded:
 
-    python benchmarks/multimodal_throughput.py --n-candidates 64
+    python benchmarks/multimodal_throughput.py --n-candidates 256 --batch-size 32 --compare-batch 1
 
 On CPU, in seconds (the tiny Llava of capsel_lab.tiny_vlm):
 
-    python benchmarks/multimodal_throughput.py --tiny --n-candidates 16
+    python benchmarks/multimodal_throughput.py --tiny --n-candidates 64 --batch-size 16 --compare-batch 1
 
-The engine runs a VLM one candidate per batch (unpadded rows: the model derives its own positions), so the
-figure to watch is how much of the device that leaves idle. Prints one JSON object.
+The engine stacks Llava's prompts (left-padded, pixels joined) `--batch-size` at a time; `--compare-batch B`
+scores the same candidates again at batch B in the same process and reports both rates and the largest
+divergence difference between the two runs. Prints one JSON object.
 """
 
 from __future__ import annotations
@@ -45,6 +46,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--n-candidates", type=int, default=32)
     parser.add_argument("--device", default=None, help="default: cuda, or cpu with --tiny")
     parser.add_argument("--dtype", default=None, help="default: bfloat16 on cuda, float32 on cpu")
+    parser.add_argument("--batch-size", type=int, default=16, help="candidates per batch (default 16)")
+    parser.add_argument("--compare-batch", type=int, default=None,
+                        help="also score at this batch size (e.g. 1) and report both rates")
     return parser.parse_args()
 
 
@@ -110,31 +114,57 @@ def main() -> None:
                 model = AutoModelForImageTextToText.from_config(config, dtype=getattr(torch, dtype))
             loaded, picture = wrap_model(info, model), 336
         startup = time.perf_counter() - started
-        engine = ScoringEngine(loaded, ScoringConfig(prompt_tokens=256, horizon=48, prompt_format="chat"), 1)
+        config = ScoringConfig(prompt_tokens=256, horizon=48, prompt_format="chat")
+        engine = ScoringEngine(loaded, config, args.batch_size)
         texts = candidates(folder, args.n_candidates, picture)
         started = time.perf_counter()
         inputs = engine.prepare(texts)
         prepare_s = time.perf_counter() - started
         if device == "cuda":
             torch.cuda.reset_peak_memory_stats()
-        started = time.perf_counter()
-        scored = engine.generate_and_score(inputs)
-        if device == "cuda":
-            torch.cuda.synchronize()
-        model_s = time.perf_counter() - started
+        scored, model_s = timed_scoring(engine, inputs, device)
+        compared = None
+        if args.compare_batch:
+            again, again_s = timed_scoring(ScoringEngine(loaded, config, args.compare_batch), inputs, device)
+            compared = {"batch_size": args.compare_batch, "model_s": round(again_s, 2),
+                        "candidates_per_s": round(len(texts) / (prepare_s + again_s), 3),
+                        "same_y_hat": all(a.generation.generated_ids == b.generation.generated_ids
+                                          for a, b in zip(scored, again)),
+                        "max_abs_divergence_diff": _largest_difference(scored, again)}
     done = [s for s in scored if s.excluded_reason is None]
     report = {
         "model": "tiny llava" if args.tiny else "random Llava-1.5-7B shape", "device": _device_name(device),
-        "dtype": dtype, "n_candidates": len(texts), "n_scored": len(done),
+        "dtype": dtype, "batch_size": engine.batch_size, "n_candidates": len(texts), "n_scored": len(done),
         "excluded": sorted({s.excluded_reason for s in scored if s.excluded_reason}),
         "prompt_ids_mean": round(sum(len(i.prompt_ids) for i in inputs) / len(inputs), 1),
         "generated_ids_mean": round(sum(len(s.generation.generated_ids or []) for s in scored) / len(scored), 1),
         "startup_s": round(startup, 2), "prepare_s": round(prepare_s, 2), "model_s": round(model_s, 2),
         "candidates_per_s": round(len(texts) / (prepare_s + model_s), 3),
         "peak_gpu_memory_bytes": torch.cuda.max_memory_allocated() if device == "cuda" else None,
+        "compared": compared,
         "command": "python " + " ".join(sys.argv),
     }
     print(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode())
+
+
+def timed_scoring(engine: ScoringEngine, inputs, device: str):
+    """The engine's results for the inputs and the seconds they took (the device drained), after one batch's
+    warm-up (first calls pay for lazy initialisation)."""
+    engine.generate_and_score(inputs[: engine.batch_size])
+    started = time.perf_counter()
+    scored = engine.generate_and_score(inputs)
+    if device == "cuda":
+        torch.cuda.synchronize()
+    return scored, time.perf_counter() - started
+
+
+def _largest_difference(first, second) -> float | None:
+    """Largest |Δ| of any layer's divergence between two runs over candidates both scored with equal y-hats."""
+    gaps = [abs(x - y) for a, b in zip(first, second)
+            if a.divergence.layer_divergence and b.divergence.layer_divergence
+            and a.generation.generated_ids == b.generation.generated_ids
+            for x, y in zip(a.divergence.layer_divergence, b.divergence.layer_divergence)]
+    return max(gaps) if gaps else None
 
 
 def _device_name(device: str) -> str:

@@ -86,9 +86,9 @@ class PplScorer(LmScorer):
         if eligible:
             with torch.inference_mode():
                 if self.info.is_multimodal:
-                    # one prompt at a time: its pixels go with it and the model derives its own positions
+                    # one prompt at a time, with its pictures' tensors (not every family's stack: vision_batch)
                     ppls = [response_perplexity(self.loaded, [item.prompt_ids], [item.response_ids],
-                                                getattr(item, "vision", None))[0] for item in eligible]
+                                                [getattr(item, "vision")])[0] for item in eligible]
                 else:
                     ppls = response_perplexity(self.loaded, [item.prompt_ids for item in eligible],
                                                [item.response_ids for item in eligible])
@@ -102,12 +102,12 @@ class PplScorer(LmScorer):
 
 def response_perplexity(
     loaded: LoadedModel, prompts: Sequence[Sequence[int]], responses: Sequence[Sequence[int]],
-    vision: Mapping[str, Any] | None = None,
+    visions: Sequence[Mapping[str, Any]] | None = None,
 ) -> list[float]:
     """exp(mean -log p(y_t | x, y_<t)) per row: the prompt's last logits predict y_1, y's own logits the rest.
 
-    `vision`: a VLM's processor tensors for its one prompt."""
-    state = prefill(loaded, prompts, vision, room=max(map(len, responses), default=0))
+    `visions`: a VLM's processor tensors for each prompt."""
+    state = prefill(loaded, prompts, visions, room=max(map(len, responses), default=0))
     ids, mask = right_padded(responses, pad_id(loaded), loaded.input_device)
     logits = extend(loaded, state, ids, mask)
     predictors = torch.cat([state.last_logits[:, None], logits[:, :-1]], dim=1)

@@ -25,14 +25,14 @@ def compare_stored(
     prompts: Sequence[Sequence[int]],
     responses: Sequence[Sequence[int]],
     generated: Sequence[Sequence[int]],
-    vision: Mapping[str, Any] | None = None,
+    visions: Sequence[Mapping[str, Any]] | None = None,
 ) -> PairMeasure:
     """Divergence and y's NLL when y-hat is already known: y-hat's aligned part runs as one branch.
 
-    `vision`: a VLM prompt's processor tensors (a batch of one), encoded once in the shared prefill.
+    `visions`: a VLM's processor tensors for each prompt, encoded once in the shared prefill.
     """
     n_aligned = [min(len(y), len(g)) for y, g in zip(responses, generated)]
-    state = prefill(loaded, prompts, vision, room=max(map(len, responses), default=0))
+    state = prefill(loaded, prompts, visions, room=max(map(len, responses), default=0))
     first_logits = state.last_logits
     kept = BlockStates(len(loaded.blocks))
     ids, mask = right_padded([g[:n] for g, n in zip(generated, n_aligned)], pad_id(loaded), loaded.input_device)
@@ -43,14 +43,14 @@ def compare_stored(
 
 def generate_and_compare(
     loaded: LoadedModel, prompts: Sequence[Sequence[int]], responses: Sequence[Sequence[int]], horizon: int,
-    vision: Mapping[str, Any] | None = None,
+    visions: Sequence[Mapping[str, Any]] | None = None,
 ) -> tuple[list[list[int]], PairMeasure]:
     """Greedy y-hat and the divergence: y-hat's block outputs come out of its own decoding.
 
     One extra step feeds y-hat's last token when that position is still needed for alignment.
-    `vision` as in compare_stored.
+    `visions` as in compare_stored.
     """
-    state = prefill(loaded, prompts, vision, room=max(horizon, *map(len, responses)))
+    state = prefill(loaded, prompts, visions, room=max(horizon, *map(len, responses)))
     first_logits = state.last_logits
     rows = GreedyRows(len(prompts), horizon, loaded.info.eos_token_ids, first_logits.device, pad_id(loaded))
     rows.advance(first_logits)

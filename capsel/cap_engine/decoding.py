@@ -59,12 +59,14 @@ class GreedyRows:
 
 
 def greedy_generate(
-    loaded: LoadedModel, prompts: Sequence[Sequence[int]], horizon: int, vision: Mapping[str, Any] | None = None
+    loaded: LoadedModel, prompts: Sequence[Sequence[int]], horizon: int,
+    visions: Sequence[Mapping[str, Any]] | None = None,
 ) -> list[list[int]]:
-    """Greedy continuation of each prompt: one prefill (with a VLM prompt's `vision` tensors), then cached steps."""
+    """Greedy continuation of each prompt: one prefill (with a VLM's processor tensors per prompt), then cached
+    steps."""
     if not prompts:
         return []
-    state = prefill(loaded, prompts, vision, room=horizon)
+    state = prefill(loaded, prompts, visions, room=horizon)
     rows = GreedyRows(len(prompts), horizon, loaded.info.eos_token_ids, state.last_logits.device, pad_id(loaded))
     rows.advance(state.last_logits)
     decode_while(loaded, state, rows, lambda: rows.running.any())
@@ -78,10 +80,9 @@ def decode_while(
 
     On CUDA the host reads a step's flag only after launching the next step, so the device never idles
     waiting for the host; the one step that may run past the end feeds tokens no result reads (aligned
-    positions are counted from the tokens, and a later branch starts from the rewound prompt). A VLM row
-    (fed unpadded, batch of one) checks each step, since a step past its end would feed a pad.
+    positions are counted from the tokens, and a later branch starts from the rewound prompt).
     """
-    trailing = state.last_logits.device.type == "cuda" and not state.model_positions
+    trailing = state.last_logits.device.type == "cuda"
     if not bool(needed()):
         return
     unread: tuple[torch.Tensor, Any] | None = None

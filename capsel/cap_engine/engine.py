@@ -15,6 +15,7 @@ from capsel.cap_engine.generation import HFGenerator, generation_results
 from capsel.cap_engine.inputs import EMPTY_GENERATION, CandidateText, ScoringInput
 from capsel.cap_engine.multimodal_inputs import model_inputs, with_vision
 from capsel.cap_engine.results import DivergenceResult, GenerationResult, ScoredCandidate
+from capsel.cap_engine.vision_batch import grouped, image_shape, prompts_per_batch
 from capsel.errors import CapselError
 from capsel.models.loading import LoadedModel
 
@@ -25,15 +26,15 @@ Row = TypeVar("Row")
 class ScoringEngine:
     """CAP measurements for batches of candidates with one loaded HF model (or VLM); touches no database.
 
-    A vision-language model scores one candidate per batch: its prompt carries image tensors and the model
-    derives (multimodal) positions itself, which needs unpadded rows.
+    A vision-language model's candidates share a batch where their image tensors stack (vision_batch), each
+    batch of prompts with one image shape; the others score one candidate per batch.
     """
 
     def __init__(self, loaded: LoadedModel, config: ScoringConfig, batch_size: int = 16):
         self.loaded = loaded
         self.multimodal = loaded.info.is_multimodal
         self.config = config.resolved(loaded.processor if self.multimodal else loaded.info.tokenizer)
-        self.batch_size = 1 if self.multimodal else batch_size
+        self.batch_size = prompts_per_batch(loaded.model, batch_size) if self.multimodal else batch_size
         self.early_layers, self.late_layers = layer_split(len(loaded.blocks), config.early, config.late)
 
     def prepare(self, candidates: Sequence[CandidateText]) -> list[ScoringInput]:
@@ -97,14 +98,14 @@ class ScoringEngine:
             for g, summary in zip(batch, summaries)
         ]
 
-    def _batch_vision(self, batch: Sequence[Any]) -> Mapping[str, Any] | None:
-        """A VLM batch's (one row's) processor tensors; None for a text model."""
+    def _batch_vision(self, batch: Sequence[Any]) -> list[Mapping[str, Any]] | None:
+        """A VLM batch's processor tensors, one mapping per row; None for a text model."""
         if not self.multimodal:
             return None
-        vision = _vision(batch[0])
-        if len(batch) != 1 or vision is None:
-            raise CapselError("a vision-language model scores one prepared multimodal candidate at a time")
-        return vision
+        visions = [_vision(item) for item in batch]
+        if any(vision is None for vision in visions):
+            raise CapselError("a vision-language model scores prepared multimodal candidates (with their tensors)")
+        return visions  # type: ignore[return-value]
 
     def _batched(
         self, rows: Sequence[Item], measure: Callable[[list[Item]], list[Row]], excluded: Callable[[Item, str], Row]
@@ -117,9 +118,10 @@ class ScoringEngine:
                 results[index] = excluded(row, row.excluded_reason)
             else:
                 eligible.append((index, row))
-        batches = length_sorted_batches(
-            eligible, self.batch_size, lambda item: (len(item[1].prompt_ids), len(item[1].response_ids))
-        )
+        groups = grouped(eligible, lambda item: image_shape(_vision(item[1]))) if self.multimodal else [eligible]
+        batches = [batch for group in groups for batch in length_sorted_batches(
+            group, self.batch_size, lambda item: (len(item[1].prompt_ids), len(item[1].response_ids))
+        )]
         with torch.inference_mode():
             for batch in batches:
                 for (index, _), result in zip(batch, measure([row for _, row in batch])):

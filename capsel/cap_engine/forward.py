@@ -10,6 +10,7 @@ from typing import Any, Mapping, Sequence
 import torch
 
 from capsel.cap_engine.batching import left_padded
+from capsel.cap_engine.vision_batch import joined_tensors, prompt_positions
 from capsel.models.loading import LoadedModel
 
 
@@ -19,11 +20,10 @@ class PromptState:
 
     cache: Any  # a transformers DynamicCache
     mask: torch.Tensor
-    prompt_lengths: torch.Tensor
+    # Each row's position for its first response token: its prompt length, or past a VLM's multimodal positions.
+    next_positions: torch.Tensor
     last_logits: torch.Tensor
     fed: int = 0
-    # A VLM row (batch of one, unpadded): the model derives positions itself (multimodal rotary ones included).
-    model_positions: bool = False
 
 
 def pad_id(loaded: LoadedModel) -> int:
@@ -35,22 +35,22 @@ def pad_id(loaded: LoadedModel) -> int:
 
 
 def prefill(
-    loaded: LoadedModel, prompts: Sequence[Sequence[int]], vision: Mapping[str, Any] | None = None, room: int = 0
+    loaded: LoadedModel, prompts: Sequence[Sequence[int]], visions: Sequence[Mapping[str, Any]] | None = None,
+    room: int = 0,
 ) -> PromptState:
     """Run the prompts once; logits only at the last prompt position (it predicts the first response token).
 
-    `vision` (a VLM's processor tensors for one prompt: pixel values, grids, token types) runs the vision
+    `visions` (a VLM's processor tensors for each prompt: pixel values, grids, token types) run the vision
     encoder here, once; the cache then holds the image and text prefix for every branch. `room`: the most
     positions any one branch will feed after the prompt; the cache is allocated for the prompt plus that.
     """
-    if vision is not None:
-        return _prefill_multimodal(loaded, prompts, vision, room)
     ids, mask = left_padded(prompts, pad_id(loaded), loaded.input_device)
-    # Left pads would get position -1; HF generate clamps them to 0 the same way.
-    positions = (mask.cumsum(-1) - 1).clamp(min=0)
+    tensors = {} if visions is None else joined_tensors(visions, ids.shape[1], loaded.input_device)
+    # Left pads get position 0, as HF generate clamps them; they are masked out.
+    positions, next_positions = prompt_positions(loaded.model, ids, mask, tensors)
     cache = _cache(loaded, ids.shape[1] + room)
-    logits = _forward(loaded, ids, mask, positions, cache, keep_last=1)
-    return PromptState(cache, mask, mask.sum(-1), logits[:, -1])
+    logits = _forward(loaded, ids, mask, positions, cache, keep_last=1, **tensors)
+    return PromptState(cache, mask, next_positions, logits[:, -1])
 
 
 def _cache(loaded: LoadedModel, capacity: int) -> Any:
@@ -66,28 +66,6 @@ def _cache(loaded: LoadedModel, capacity: int) -> Any:
     return preallocate(cache, capacity) if loaded.input_device.type == "cpu" else cache
 
 
-def _prefill_multimodal(
-    loaded: LoadedModel, prompts: Sequence[Sequence[int]], vision: Mapping[str, Any], room: int
-) -> PromptState:
-    if len(prompts) != 1:
-        raise ValueError(f"a multimodal prompt is prefilled alone, got a batch of {len(prompts)}")
-    ids = torch.tensor([list(prompts[0])], dtype=torch.long, device=loaded.input_device)
-    _forget_rope_deltas(loaded.model)
-    cache = _cache(loaded, ids.shape[1] + room)
-    tensors = {name: value.to(loaded.input_device) if isinstance(value, torch.Tensor) else value
-               for name, value in vision.items()}
-    logits = _call(loaded, keep_last=1, cache=cache, input_ids=ids, **tensors)
-    mask = torch.ones_like(ids)
-    return PromptState(cache, mask, mask.sum(-1), logits[:, -1], model_positions=True)
-
-
-def _forget_rope_deltas(model: torch.nn.Module) -> None:
-    """Drop multimodal-rotary offsets a previous prompt left on the model (Qwen2-VL keeps them between calls)."""
-    for module in model.modules():
-        if getattr(module, "rope_deltas", None) is not None:
-            setattr(module, "rope_deltas", None)
-
-
 def extend(
     loaded: LoadedModel, state: PromptState, ids: torch.Tensor, mask: torch.Tensor, keep_last: int = 0
 ) -> torch.Tensor:
@@ -96,15 +74,7 @@ def extend(
     keep_last=0 returns logits at every fed position, k>0 only at the last k.
     """
     width = ids.shape[1]
-    if state.model_positions:
-        if not bool(mask.all()):
-            raise ValueError("a multimodal row is fed unpadded")
-        # No mask, no positions: the model counts the cache (and adds its rotary offsets) itself.
-        logits = _call(loaded, keep_last, cache=state.cache, input_ids=ids)
-        state.mask = torch.cat([state.mask, mask.to(state.mask.device)], dim=1)
-        state.fed += width
-        return logits
-    positions = state.prompt_lengths[:, None] + state.fed + torch.arange(width, device=ids.device)[None, :]
+    positions = state.next_positions[:, None] + state.fed + torch.arange(width, device=ids.device)[None, :]
     state.mask = torch.cat([state.mask, mask.to(state.mask.device)], dim=1)
     logits = _forward(loaded, ids, state.mask, positions, state.cache, keep_last)
     state.fed += width
@@ -120,8 +90,9 @@ def rewind(state: PromptState) -> PromptState:
     return state
 
 
-def _forward(loaded, ids, mask, positions, cache, keep_last: int) -> torch.Tensor:
-    return _call(loaded, keep_last, cache=cache, input_ids=ids, attention_mask=mask, position_ids=positions)
+def _forward(loaded, ids, mask, positions, cache, keep_last: int, **tensors: Any) -> torch.Tensor:
+    return _call(loaded, keep_last, cache=cache, input_ids=ids, attention_mask=mask, position_ids=positions,
+                 **tensors)
 
 
 def _call(loaded: LoadedModel, keep_last: int, cache: Any, **inputs: Any) -> torch.Tensor:

@@ -10,6 +10,7 @@ from capsel.cap_engine.batching import length_sorted_batches
 from capsel.cap_engine.decoding import greedy_generate
 from capsel.cap_engine.inputs import EMPTY_GENERATION, ScoringInput
 from capsel.cap_engine.results import GenerationResult
+from capsel.cap_engine.vision_batch import grouped, image_shape, prompts_per_batch
 from capsel.models.loading import LoadedModel
 
 
@@ -39,18 +40,21 @@ class HFGenerator:
     def generate(
         self, prompt_ids_batch: Sequence[Sequence[int]], vision_batch: Sequence[Mapping[str, Any] | None] | None = None
     ) -> list[list[int]]:
-        """y-hat for each prompt, in the order given; a VLM decodes one prompt (with its pixels) at a time."""
-        if vision_batch is not None:
-            with torch.inference_mode():
-                return [greedy_generate(self.loaded, [prompt], self.horizon, vision)[0]
-                        for prompt, vision in zip(prompt_ids_batch, vision_batch)]
+        """y-hat for each prompt, in the order given; a VLM's prompts share a batch where their images stack."""
         indexed = list(enumerate(prompt_ids_batch))
         outputs: list[list[int]] = [[] for _ in indexed]
+        groups, batch_size = [indexed], self.batch_size
+        if vision_batch is not None:
+            visions = [vision or {} for vision in vision_batch]
+            groups = grouped(indexed, lambda item: image_shape(visions[item[0]]))
+            batch_size = prompts_per_batch(self.loaded.model, batch_size)
         with torch.inference_mode():
-            for batch in length_sorted_batches(indexed, self.batch_size, lambda item: len(item[1])):
-                generated = greedy_generate(self.loaded, [prompt for _, prompt in batch], self.horizon)
-                for (index, _), tokens in zip(batch, generated):
-                    outputs[index] = tokens
+            for group in groups:
+                for batch in length_sorted_batches(group, batch_size, lambda item: len(item[1])):
+                    generated = greedy_generate(self.loaded, [prompt for _, prompt in batch], self.horizon,
+                                                None if vision_batch is None else [visions[i] for i, _ in batch])
+                    for (index, _), tokens in zip(batch, generated):
+                        outputs[index] = tokens
         return outputs
 
 

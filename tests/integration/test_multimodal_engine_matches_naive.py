@@ -1,6 +1,7 @@
 """The engine scores VLM candidates (images in the shared prefix) as the naive full-sequence reference does.
 
-Tiny random VLMs built from configs (capsel_lab.tiny_vlm), float32 on CPU, within 1e-4.
+Tiny random VLMs built from configs (capsel_lab.tiny_vlm), float32 on CPU, within 1e-4: the candidates
+batched (left-padded, with the positions each model expects) and one at a time.
 """
 
 from __future__ import annotations
@@ -140,19 +141,24 @@ def test_multimodal_engine_matches_naive_reference(kind, tmp_path):
     assert any(0 < len(n["generated"] or []) < HORIZON for n in naive), "a y-hat stopped early by EOS"
 
     engine = ScoringEngine(loaded, config, batch_size=4)
+    # Llava, Gemma 3 and Qwen2-VL stack their prompts (images of three sizes, and a text-only prompt, in one
+    # batch); Molmo2's run one at a time
+    assert engine.batch_size == (1 if kind == "molmo2" else 4)
     inputs = engine.prepare([CandidateText(**candidate) for candidate in candidates])
     fused = engine.generate_and_score(inputs)
+    alone = ScoringEngine(loaded, config, batch_size=1).generate_and_score(inputs)
     generations = engine.generate(inputs)
     stored = engine.score(generations)
     # A stored y-hat (no tensors) joined again to its prepared input scores the same.
     rejoined = engine.score([with_vision(_plain(g), item) for g, item in zip(generations, inputs)])
 
-    for expected, item, both, generation, divergence, again in zip(naive, inputs, fused, generations, stored,
-                                                                    rejoined):
+    for expected, item, both, one, generation, divergence, again in zip(naive, inputs, fused, alone, generations,
+                                                                         stored, rejoined):
         assert item.prompt_ids == expected["prompt_ids"] and item.response_ids == expected["response_ids"]
         assert generation.generated_ids == expected["generated"] == both.generation.generated_ids
+        assert one.generation.generated_ids == expected["generated"]
         assert both.generation.images_dropped == expected["images_dropped"]
-        for result in (both.divergence, divergence, again):
+        for result in (both.divergence, one.divergence, divergence, again):
             _assert_matches(result, expected)
 
 
