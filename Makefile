@@ -105,7 +105,7 @@ lint: $(VENV)/.installed-dev
 	$(VENV)/bin/mypy capsel capsel_lab flows tasks
 
 test: lint setup-browser
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=15
 	if [ -f $(VLLM_VENV)/.installed ]; then $(MAKE) test-vllm; fi
 
 clean:
