@@ -21,6 +21,7 @@ from capsel.cap_engine.divergence import token_nll
 from capsel.cap_engine.forward import extend, pad_id, prefill
 from capsel.cap_engine.inputs import SHORT_PROMPT, SHORT_RESPONSE, CandidateText
 from capsel.cap_engine.multimodal_inputs import model_inputs
+from capsel.cap_engine.vision_batch import vision_batches
 from capsel.methods.ppl import PplSpec
 from capsel.models.loading import LoadedModel
 
@@ -85,19 +86,25 @@ class PplScorer(LmScorer):
         values = {}
         if eligible:
             with torch.inference_mode():
-                if self.info.is_multimodal:
-                    # one prompt at a time, with its pictures' tensors (not every family's stack: vision_batch)
-                    ppls = [response_perplexity(self.loaded, [item.prompt_ids], [item.response_ids],
-                                                [getattr(item, "vision")])[0] for item in eligible]
-                else:
-                    ppls = response_perplexity(self.loaded, [item.prompt_ids for item in eligible],
-                                               [item.response_ids for item in eligible])
-            values = {item.candidate_id: ppl for item, ppl in zip(eligible, ppls)}
+                # a VLM's prompts go with their pictures' tensors, in batches whose images stack (vision_batch)
+                batches = (vision_batches(self.loaded.model, eligible, len(eligible), _vision,
+                                          lambda item: len(item.prompt_ids))
+                           if self.info.is_multimodal else [eligible])
+                for batch in batches:
+                    ppls = response_perplexity(
+                        self.loaded, [item.prompt_ids for item in batch], [item.response_ids for item in batch],
+                        [_vision(item) for item in batch] if self.info.is_multimodal else None)
+                    values.update({item.candidate_id: ppl for item, ppl in zip(batch, ppls)})
         return [
             BaselineResult(item.candidate_id, excluded_reason=item.excluded_reason)
             if item.excluded_reason else BaselineResult(item.candidate_id, score=values[item.candidate_id])
             for item in inputs
         ]
+
+
+def _vision(item: Any) -> Mapping[str, Any]:
+    """A VLM input's processor tensors (capsel.cap_engine.multimodal_inputs.MultimodalInput)."""
+    return item.vision
 
 
 def response_perplexity(

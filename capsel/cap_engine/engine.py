@@ -15,7 +15,7 @@ from capsel.cap_engine.generation import HFGenerator, generation_results
 from capsel.cap_engine.inputs import EMPTY_GENERATION, CandidateText, ScoringInput
 from capsel.cap_engine.multimodal_inputs import model_inputs, with_vision
 from capsel.cap_engine.results import DivergenceResult, GenerationResult, ScoredCandidate
-from capsel.cap_engine.vision_batch import grouped, image_shape, prompts_per_batch
+from capsel.cap_engine.vision_batch import prompts_per_batch, vision_batches
 from capsel.errors import CapselError
 from capsel.models.loading import LoadedModel
 
@@ -118,10 +118,11 @@ class ScoringEngine:
                 results[index] = excluded(row, row.excluded_reason)
             else:
                 eligible.append((index, row))
-        groups = grouped(eligible, lambda item: image_shape(_vision(item[1]))) if self.multimodal else [eligible]
-        batches = [batch for group in groups for batch in length_sorted_batches(
-            group, self.batch_size, lambda item: (len(item[1].prompt_ids), len(item[1].response_ids))
-        )]
+        def length(item: tuple[int, Item]) -> tuple[int, int]:
+            return len(item[1].prompt_ids), len(item[1].response_ids)
+
+        batches = (vision_batches(self.loaded.model, eligible, self.batch_size, lambda item: _vision(item[1]), length)
+                   if self.multimodal else length_sorted_batches(eligible, self.batch_size, length))
         with torch.inference_mode():
             for batch in batches:
                 for (index, _), result in zip(batch, measure([row for _, row in batch])):

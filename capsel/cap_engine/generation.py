@@ -10,7 +10,7 @@ from capsel.cap_engine.batching import length_sorted_batches
 from capsel.cap_engine.decoding import greedy_generate
 from capsel.cap_engine.inputs import EMPTY_GENERATION, ScoringInput
 from capsel.cap_engine.results import GenerationResult
-from capsel.cap_engine.vision_batch import grouped, image_shape, prompts_per_batch
+from capsel.cap_engine.vision_batch import vision_batches
 from capsel.models.loading import LoadedModel
 
 
@@ -43,18 +43,18 @@ class HFGenerator:
         """y-hat for each prompt, in the order given; a VLM's prompts share a batch where their images stack."""
         indexed = list(enumerate(prompt_ids_batch))
         outputs: list[list[int]] = [[] for _ in indexed]
-        groups, batch_size = [indexed], self.batch_size
-        if vision_batch is not None:
-            visions = [vision or {} for vision in vision_batch]
-            groups = grouped(indexed, lambda item: image_shape(visions[item[0]]))
-            batch_size = prompts_per_batch(self.loaded.model, batch_size)
+        visions = None if vision_batch is None else [vision or {} for vision in vision_batch]
+        if visions is None:
+            batches = length_sorted_batches(indexed, self.batch_size, lambda item: len(item[1]))
+        else:
+            batches = vision_batches(self.loaded.model, indexed, self.batch_size, lambda item: visions[item[0]],
+                                     lambda item: len(item[1]))
         with torch.inference_mode():
-            for group in groups:
-                for batch in length_sorted_batches(group, batch_size, lambda item: len(item[1])):
-                    generated = greedy_generate(self.loaded, [prompt for _, prompt in batch], self.horizon,
-                                                None if vision_batch is None else [visions[i] for i, _ in batch])
-                    for (index, _), tokens in zip(batch, generated):
-                        outputs[index] = tokens
+            for batch in batches:
+                generated = greedy_generate(self.loaded, [prompt for _, prompt in batch], self.horizon,
+                                            None if visions is None else [visions[index] for index, _ in batch])
+                for (index, _), tokens in zip(batch, generated):
+                    outputs[index] = tokens
         return outputs
 
 

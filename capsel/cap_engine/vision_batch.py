@@ -13,6 +13,8 @@ from typing import Any, Callable, Mapping, Sequence, TypeVar
 
 import torch
 
+from capsel.cap_engine.batching import length_sorted_batches
+
 T = TypeVar("T")
 
 # Families whose image tensors stack along their first axis in image order and whose positions capsel sets
@@ -43,6 +45,16 @@ def image_shape(vision: Mapping[str, Any] | None) -> tuple:
     """What must agree for two prompts' image tensors to stack: each image tensor's shape past its first axis."""
     return tuple(sorted((name, tuple(value.shape[1:])) for name, value in (vision or {}).items()
                         if isinstance(value, torch.Tensor) and not _per_token(name)))
+
+
+def vision_batches(
+    model: torch.nn.Module, items: Sequence[T], batch_size: int, vision: Callable[[T], Mapping[str, Any] | None],
+    length: Callable[[T], Any],
+) -> list[list[T]]:
+    """A VLM's items in length-sorted batches of one image shape each, `prompts_per_batch` items at most."""
+    size = prompts_per_batch(model, batch_size)
+    return [batch for group in grouped(items, lambda item: image_shape(vision(item)))
+            for batch in length_sorted_batches(group, size, length)]
 
 
 def grouped(items: Sequence[T], key: Callable[[T], tuple]) -> list[list[T]]:
