@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Iterator
 
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
@@ -52,14 +54,46 @@ def load_source(
     """The source model in `dtype` (a GGUF file is dequantised) and its tokenizer, from local files only."""
     file_kwargs = {"gguf_file": gguf_file} if gguf_file else {}
     try:
-        tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True, **file_kwargs)
-        with MODEL_LOAD_LOCK:
+        with MODEL_LOAD_LOCK, _one_gguf_parse():
+            tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True, **file_kwargs)
             model = AutoModelForCausalLM.from_pretrained(
                 folder, local_files_only=True, dtype=DTYPES[dtype], **file_kwargs, **_dense_gguf(gguf_file)
             )
     except (OSError, ValueError) as exc:
         raise CapselError(f"cannot load the model in {folder}: {exc}") from exc
     return model.eval(), tokenizer
+
+
+@contextlib.contextmanager
+def _one_gguf_parse() -> Iterator[None]:
+    """Within the block, every GGUF reader transformers opens for one file is the same reader.
+
+    transformers reads a GGUF file's metadata anew for the config, the tokenizer and the weights, and each read
+    walks every field (Gemma 3's 262k-token vocabulary among them) in Python: three parses of one file, most of
+    an install's time. Its loader takes `gguf.GGUFReader` at call time, so sharing one reader per path here
+    leaves what it reads unchanged. Held under MODEL_LOAD_LOCK, since the swap is process-wide.
+    """
+    try:
+        import gguf
+    except ImportError:  # no GGUF support installed: nothing to share
+        yield
+        return
+    original = gguf.GGUFReader
+    readers: dict[str, object] = {}
+
+    def shared(path, *args, **kwargs):
+        key = str(Path(path).resolve())
+        if args or kwargs:  # another mode than the loader's read-only one
+            return original(path, *args, **kwargs)
+        if key not in readers:
+            readers[key] = original(path)
+        return readers[key]
+
+    setattr(gguf, "GGUFReader", shared)
+    try:
+        yield
+    finally:
+        setattr(gguf, "GGUFReader", original)
 
 
 def _dense_gguf(gguf_file: str | None) -> dict:
