@@ -25,7 +25,7 @@ from capsel.runs import recorded_run
 from capsel.scorers.base import Scorer
 from capsel.store.notes import result_notes
 from capsel.store.results import ResultKey, pending_query, progress, register, write_results
-from capsel.store.scope import Scope, pending_pages
+from capsel.store.scope import PendingQuery, Scope, pending_pages
 
 PAGE_SIZE = 1024
 Dispatch = Callable[[Work], ResultHandle[WorkResult]]
@@ -54,7 +54,7 @@ def run_scorer(
         raise OptionError(f"shard size must be at least 1, got {page_size}")
     with scoring_run(con, scorer, scope, sink, run_config, page_size, parent_run_id=parent_run_id,
                      prefect_flow_run_id=prefect_flow_run_id) as (tally, key, pending):
-        pages = pending_pages(con, *pending, scope, page_size)
+        pages = pending_pages(con, pending, scope, page_size)
         if dispatch is None:
             def inline(work: Work) -> Done[WorkResult]:
                 with tally.timing("model"):
@@ -74,7 +74,7 @@ def run_scorer(
 def scoring_run(
     con: duckdb.DuckDBPyConnection, scorer: Scorer, scope: Scope, sink: ProgressSink | None,
     run_config: dict | None, page_size: int, **start_kwargs: object,
-) -> Iterator[tuple[Tally, ResultKey, tuple[str, dict]]]:
+) -> Iterator[tuple[Tally, ResultKey, PendingQuery]]:
     """Register the scorer, record the run (kind `scorer.run_kind`) and count what is already done."""
     key = register(con, scorer)
     tally = Tally(sink)

@@ -12,10 +12,8 @@ from capsel.db import one_row, run_sql
 from capsel.db.records import fetch_records
 from capsel.faults import fault_point
 from capsel.scorers.base import Scorer
-from capsel.store.scope import Scope
+from capsel.store.scope import PendingQuery, Scope
 from capsel.store.tables import append_method_results, insert_divergences, insert_generations
-
-PENDING_SQL = "store/result_pending"
 
 
 @dataclass(frozen=True)
@@ -26,11 +24,6 @@ class ResultKey:
     model_fingerprint: str
     config_hash: str
     generation_hash: str | None = None
-
-    def params(self) -> dict[str, str | None]:
-        """Bound parameters naming the key."""
-        return {"method": self.method, "model_fingerprint": self.model_fingerprint, "config_hash": self.config_hash,
-                "generation_hash": self.generation_hash}
 
 
 def result_key(scorer: Scorer) -> ResultKey:
@@ -71,18 +64,24 @@ def progress(con: duckdb.DuckDBPyConnection, scorer: Scorer, key: ResultKey, sco
     if scorer.table == "generations":  # y-hat alone: done where its generation config has a row
         sql, params = "store/generation_progress", _generation_params(key)
     else:
-        sql, params = "store/result_progress", {"method": key.method, "model_fingerprint": key.model_fingerprint,
-                                                "config_hash": key.config_hash}
+        sql, params = "store/result_progress", _result_params(key)
     n_in_scope, n_done = one_row(con, sql, {"domain": scope.domain, **params})
     return int(n_in_scope), int(n_done)
 
 
-def pending_query(con: duckdb.DuckDBPyConnection, scorer: Scorer, key: ResultKey) -> tuple[str, dict]:
+def pending_query(con: duckdb.DuckDBPyConnection, scorer: Scorer, key: ResultKey) -> PendingQuery:
     """The SQL paging the scorer's pending candidates and its bound parameters: for y-hat, the candidates without
     one; for the rest, those without a result, with the stored y-hat and CAP configs the scorer may reuse."""
     if scorer.table == "generations":
-        return "store/generation_pending", _generation_params(key)
-    return PENDING_SQL, {**key.params(), "cap_config_hashes": scorer.reusable_cap_configs(known_configs(con))}
+        return PendingQuery("store/generation_pending_bounds", "store/generation_pending", _generation_params(key))
+    return PendingQuery("store/result_pending_bounds", "store/result_pending", _result_params(key), {
+        "generation_hash": key.generation_hash,
+        "cap_config_hashes": scorer.reusable_cap_configs(known_configs(con)),
+    })
+
+
+def _result_params(key: ResultKey) -> dict:
+    return {"method": key.method, "model_fingerprint": key.model_fingerprint, "config_hash": key.config_hash}
 
 
 def _generation_params(key: ResultKey) -> dict:

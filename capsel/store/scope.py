@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterator
 
 import duckdb
@@ -19,22 +19,35 @@ class Scope:
     limit: int | None = None
 
 
-def pending_pages(
-    con: duckdb.DuckDBPyConnection, sql_name: str, key_params: dict, scope: Scope, page_size: int
-) -> Iterator[list[dict]]:
-    """Pending rows in candidate-id order, page by page (keyset paging), at most scope.limit in all.
+@dataclass(frozen=True)
+class PendingQuery:
+    """The SQL that pages a scorer's pending rows: `bounds_sql` ends every page once per run (binding the key),
+    `page_sql` reads one page's window (binding the key and `page_params`, what it joins for reuse)."""
 
-    Each page is read only when the caller asks for it, so what earlier pages wrote is already excluded.
+    bounds_sql: str
+    page_sql: str
+    key_params: dict
+    page_params: dict = field(default_factory=dict)
+
+
+def pending_pages(
+    con: duckdb.DuckDBPyConnection, query: PendingQuery, scope: Scope, page_size: int
+) -> Iterator[list[dict]]:
+    """Pending rows in candidate-id order, page by page, at most scope.limit in all.
+
+    The last id of every page is found by one sort when the first page is asked for; each page then reads the
+    candidates and stored rows inside its id window (after the page before, up to its own last id) only, so a
+    run reads the store a bounded number of times rather than once per page. Each page is read only when the
+    caller asks for it, and still leaves out what has a result by then, so nothing is scored twice.
     """
-    after, remaining = "", scope.limit
-    while remaining is None or remaining > 0:
-        n_rows = page_size if remaining is None else min(page_size, remaining)
-        rows = fetch_records(con, sql_name, {
-            "domain": scope.domain, "after_candidate_id": after, "n_rows": n_rows, **key_params,
+    scope_params = {"domain": scope.domain, **query.key_params}
+    bounds = fetch_records(con, query.bounds_sql, {**scope_params, "page_size": page_size, "n_limit": scope.limit})
+    after = ""
+    for bound in bounds:
+        upto = bound["upto_candidate_id"]
+        rows = fetch_records(con, query.page_sql, {
+            **scope_params, **query.page_params, "after_candidate_id": after, "upto_candidate_id": upto,
         })
-        if not rows:
-            return
-        yield attach_image_files(con, rows)
-        after = rows[-1]["candidate_id"]
-        if remaining is not None:
-            remaining -= len(rows)
+        after = upto
+        if rows:
+            yield attach_image_files(con, rows)

@@ -1,11 +1,12 @@
 -- One page of the candidates in scope with no result yet for ($method, model, config), in candidate-id order,
 -- with what a scorer may take instead of running its model: CAP's stored y-hat under $generation_hash (null for
 -- the baselines), and CAP's measurement under one of $cap_config_hashes (PPL passes the configs with its own
--- limits and reuses that PPL; the others pass []). Stored rows are read above $after_candidate_id only: a page
--- lies above it, and each page then reads less of a large store.
+-- limits and reuses that PPL; the others pass []). The page is the id window ($after_candidate_id,
+-- $upto_candidate_id] that result_pending_bounds ended; every table is read inside it only.
 with pending as (
     select candidate_id, instruction, input, response
     from candidates_in_scope($domain, $after_candidate_id)
+    where candidate_id <= $upto_candidate_id
 ),
 
 done as (
@@ -15,6 +16,7 @@ done as (
         and model_fingerprint = $model_fingerprint
         and config_hash = $config_hash
         and candidate_id > $after_candidate_id
+        and candidate_id <= $upto_candidate_id
 ),
 
 generated as (
@@ -23,6 +25,7 @@ generated as (
     where model_fingerprint = $model_fingerprint
         and config_hash = $generation_hash
         and candidate_id > $after_candidate_id
+        and candidate_id <= $upto_candidate_id
 ),
 
 cap as (
@@ -31,6 +34,7 @@ cap as (
     where model_fingerprint = $model_fingerprint
         and list_contains($cap_config_hashes::varchar[], config_hash)
         and candidate_id > $after_candidate_id
+        and candidate_id <= $upto_candidate_id
     qualify row_number() over (partition by candidate_id order by created_at, config_hash) = 1
 ),
 
@@ -53,7 +57,6 @@ final as (
     left join generated on generated.candidate_id = pending.candidate_id
     left join cap on cap.candidate_id = pending.candidate_id
     order by pending.candidate_id
-    limit $n_rows
 )
 
 select * from final

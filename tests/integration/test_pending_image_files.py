@@ -8,7 +8,7 @@ from PIL import Image
 
 from capsel.db import open_db
 from capsel.image_store.store import ImageStore, image_store_dir
-from capsel.store.scope import Scope, pending_pages
+from capsel.store.scope import PendingQuery, Scope, pending_pages
 from tests.fixtures.pool import append_candidates
 
 
@@ -19,8 +19,9 @@ def image_bytes(color: tuple[int, int, int], fmt: str) -> bytes:
 
 
 def pages(con) -> list[dict]:
-    params = {"model_fingerprint": "m", "generation_hash": "g"}
-    return [row for page in pending_pages(con, "store/generation_pending", params, Scope(), 2) for row in page]
+    query = PendingQuery("store/generation_pending_bounds", "store/generation_pending",
+                         {"model_fingerprint": "m", "generation_hash": "g"})
+    return [row for page in pending_pages(con, query, Scope(), 2) for row in page]
 
 
 def test_text_pool_rows_have_no_images(tmp_path):
