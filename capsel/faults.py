@@ -14,7 +14,7 @@ from functools import cache
 # Every point, in the order a pipeline meets them; tests sweep this tuple and check it against the code.
 FAULT_POINTS = (
     "ingest.after_framing",          # a batch framed, nothing of it written
-    "ingest.mid_chunk",              # a chunk's duplicates inserted, its candidates not yet
+    "ingest.mid_chunk",              # a chunk's candidates inserted, its duplicates not yet
     "ingest.before_commit",          # a unit's rows and counts written, not committed
     "ingest.after_commit",           # a unit committed (the last one with its run closed)
     "score.mid_batch",               # a batch's y-hat written, its divergences not yet

@@ -15,6 +15,7 @@ from typing import BinaryIO, Callable, Iterator, Literal, Sequence, get_args
 import duckdb
 import orjson
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from capsel.db import one_row, run_sql, sql_text, transaction
 from capsel.db.progress_file import report_progress, report_stage
@@ -284,12 +285,16 @@ def _noting_ends(batches: Iterator[Batch], handle: BinaryIO, ends: deque[int]) -
 
 
 def _write_chunk(con: duckdb.DuckDBPyConnection, chunk: Chunk, ids: dict) -> None:
-    """Append one chunk: duplicates first (they test against candidates before this chunk joins them)."""
+    """Append one chunk: its new candidates first, then every other row of it as a duplicate."""
     if chunk.staged.num_rows:
         staged = _with_ids(chunk.staged, ids)
-        _run_over(con, staged, "staged_chunk", "ingest/ingest_chunk_duplicates")
+        inserted = _run_over(con, staged, "staged_chunk", "ingest/ingest_chunk_candidates")
+        assert inserted is not None  # the insert returns the ids it took
         fault_point("ingest.mid_chunk")
-        _run_over(con, staged, "staged_chunk", "ingest/ingest_chunk_candidates")
+        is_new = pc.and_(staged["is_first_in_chunk"],
+                         pc.is_in(staged["candidate_id"], inserted.to_arrow_table()["candidate_id"]))
+        _run_over(con, staged.append_column("is_new_candidate", is_new), "staged_chunk",
+                  "ingest/ingest_chunk_duplicates")
         if staged["stored_images"].null_count < staged.num_rows:  # text-only chunks skip the query
             _run_over(con, staged, "staged_chunk", "ingest/ingest_chunk_images")
     if chunk.quarantined.num_rows:
@@ -302,13 +307,15 @@ def _with_ids(table: pa.Table, ids: dict) -> pa.Table:
     return table
 
 
-def _run_over(con: duckdb.DuckDBPyConnection, table: pa.Table, view: str, statement: str) -> None:
-    """Run sql/<statement>.sql with the Arrow `table` visible under the name `view`.
+def _run_over(
+    con: duckdb.DuckDBPyConnection, table: pa.Table, view: str, statement: str
+) -> duckdb.DuckDBPyRelation | None:
+    """Run sql/<statement>.sql with the Arrow `table` visible under the name `view`; what it returns, if anything.
 
     A relation query rather than con.register: DuckDB keeps a registered Arrow table alive
     until the transaction commits, so every chunk of a file would pile up in memory.
     """
-    con.from_arrow(table).query(view, sql_text(statement))
+    return con.from_arrow(table).query(view, sql_text(statement))
 
 
 def _draw_sample(con: duckdb.DuckDBPyConnection, run_id: str, options: IngestOptions) -> None:

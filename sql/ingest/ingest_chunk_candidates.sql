@@ -1,4 +1,5 @@
--- First occurrence of each new key in a chunk becomes a candidate, texts exactly as given.
+-- First occurrence of each new key in a chunk becomes a candidate, texts exactly as given; returns the ids it
+-- inserted, so the rest of the chunk are its duplicates (ingest_chunk_duplicates).
 insert into candidates (
     candidate_id, domain, instruction, input, response, dedup_key, source_id, source_row, ingest_run_id,
     image_sha256
@@ -7,8 +8,6 @@ with chunk as (
     select * from staged_chunk
 ),
 
--- not exists (an anti join the planner builds on the chunk) rather than not in (a mark join
--- that rebuilds a hash table of every candidate for each chunk).
 final as (
     select
         candidate_id,
@@ -22,10 +21,13 @@ final as (
         ingest_run_id,
         list_transform(stored_images, lambda image: image.sha256) as image_sha256
     from chunk
-    where is_first_in_chunk and not exists (
-        select 1 from candidates where candidates.candidate_id = chunk.candidate_id
-    )
+    where is_first_in_chunk
     order by source_row
 )
 
-select * from final;
+select * from final
+-- A key already stored (from an earlier run, file or chunk of this transaction) is found by the primary key's
+-- index, one lookup per row; a join against candidates would read every stored candidate for each chunk, so
+-- ingest would slow down as the store grows.
+on conflict do nothing
+returning candidate_id;

@@ -1,5 +1,6 @@
--- Rows of a chunk whose key is already a candidate (from an earlier run, file or chunk of this
--- transaction) or appears earlier in the chunk. Runs before ingest_chunk_candidates.
+-- Rows of a chunk that did not become a candidate: their key is already a candidate (from an earlier run, file
+-- or chunk of this transaction) or appears earlier in the chunk. Runs after ingest_chunk_candidates, which marks
+-- the rows it inserted as is_new_candidate.
 insert into duplicates (source_id, source_row, candidate_id, domain, ingest_run_id)
 with chunk as (
     select
@@ -7,7 +8,7 @@ with chunk as (
         source_row,
         domain,
         candidate_id,
-        is_first_in_chunk,
+        is_new_candidate,
         ingest_run_id
     from staged_chunk
 ),
@@ -20,9 +21,7 @@ final as (
         domain,
         ingest_run_id
     from chunk
-    where not is_first_in_chunk or exists (
-        select 1 from candidates where candidates.candidate_id = chunk.candidate_id
-    )
+    where not is_new_candidate
     order by source_row
 )
 
