@@ -28,6 +28,7 @@ final as (
 select * from final
 -- A key already stored (from an earlier run, file or chunk of this transaction) is found by the primary key's
 -- index, one lookup per row; a join against candidates would read every stored candidate for each chunk, so
--- ingest would slow down as the store grows.
+-- ingest would slow down as the store grows. DuckDB's conflict path may store a row of the chunk out of source
+-- order (the rows themselves are the same); nothing reads candidates in storage order (the sample draw goes by id).
 on conflict do nothing
 returning candidate_id;
