@@ -24,6 +24,9 @@ DEFAULT_BATCH_SIZE = 16
 MAX_AUTO_BATCH_SIZE = 256
 # Share of the free memory the estimate may plan for; the rest absorbs allocator fragmentation.
 HEADROOM = 0.85
+# Picture positions planned per VLM prompt: four Llava-1.5 pictures' worth, more than most multimodal SFT rows hold;
+# the vision tower's own activations, one picture at a time, fit in the headroom.
+IMAGE_POSITIONS_PLANNED = 4 * 576
 
 
 @dataclass(frozen=True)
@@ -100,8 +103,18 @@ def resolve_batch_size(setting: int | str, loaded: LoadedModel, config: ScoringC
         return DEFAULT_BATCH_SIZE
     dtype_bytes = next(loaded.model.parameters()).element_size()
     shape = ModelShape.from_config(loaded.model.config)
-    return auto_batch_size(shape, config.prompt_tokens, config.horizon, dtype_bytes,
-                           free_device_bytes(loaded.input_device))
+    return auto_batch_size(shape, planned_prompt_positions(config, loaded.info.is_multimodal), config.horizon,
+                           dtype_bytes, free_device_bytes(loaded.input_device))
+
+
+def planned_prompt_positions(config: ScoringConfig, multimodal: bool) -> int:
+    """Prompt positions one candidate is planned for: P, plus a VLM's picture tokens, which P does not count.
+
+    A VLM's prompts share a batch (vision_batch), and a picture adds hundreds of positions past P (576 for
+    Llava-1.5, 256 for Gemma 3, by size for Qwen2-VL), so a VLM is sized as if each prompt held
+    IMAGE_POSITIONS_PLANNED of them.
+    """
+    return config.prompt_tokens + (IMAGE_POSITIONS_PLANNED if multimodal else 0)
 
 
 def _first(config, *names: str) -> int:

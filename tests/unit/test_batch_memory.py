@@ -10,10 +10,12 @@ from pydantic import ValidationError
 from capsel.cap_engine.batch_memory import (
     DEFAULT_BATCH_SIZE,
     HEADROOM,
+    IMAGE_POSITIONS_PLANNED,
     ModelShape,
     auto_batch_size,
     batch_fixed_bytes,
     candidate_bytes,
+    planned_prompt_positions,
     resolve_batch_size,
 )
 from capsel.cap_engine.config import ScoringConfig
@@ -95,3 +97,16 @@ def test_batch_size_setting_takes_a_number_or_auto(value, expected):
 def test_batch_size_setting_refuses_anything_else(value):
     with pytest.raises(ValidationError):
         load_settings(score_batch_size=value)
+
+
+def test_a_vlm_is_sized_for_its_pictures_positions_as_well_as_p():
+    """VLM prompts share batches, and their picture tokens lie past P: the plan counts them, so fewer fit."""
+    config = ScoringConfig()
+    text, vlm = planned_prompt_positions(config, False), planned_prompt_positions(config, True)
+    assert text == config.prompt_tokens and vlm == config.prompt_tokens + IMAGE_POSITIONS_PLANNED
+    shape = ModelShape(n_layers=32, hidden=4096, intermediate=11008, n_heads=32, n_kv_heads=32, head_dim=128,
+                       vocab=32064)
+    free = 60 * 2**30
+    assert auto_batch_size(shape, vlm, 48, 2, free) < auto_batch_size(shape, text, 48, 2, free)
+    # four 576-token pictures, P and 2R of cache per candidate, in bf16: what the plan keeps room for
+    assert candidate_bytes(shape, vlm, 48, 2) >= shape.kv_bytes(4 * 576 + 256 + 96, 2)
