@@ -79,9 +79,10 @@ def prompt_positions(
     bookkeeping of that offset (`rope_deltas`) assumes a batch it prefilled itself; capsel passes positions.
     """
     rope_index = getattr(getattr(model, "model", None), "get_rope_index", None)
-    if rope_index is None or "mm_token_type_ids" not in tensors:
+    if rope_index is None or not tensors:  # text prompts, or a model with one-axis positions
         positions = (mask.cumsum(-1) - 1).clamp(min=0)
         return positions, mask.sum(-1)
+    # what this transformers release's rope index takes (grids; token types since 5.x), never a silent 1-D guess
     accepted = inspect.signature(rope_index).parameters
     positions, _ = rope_index(ids, attention_mask=mask,
                               **{name: value for name, value in tensors.items() if name in accepted})
