@@ -82,7 +82,7 @@ def main() -> None:
     cuda = not args.tiny
     if args.dynamic_cache:
         from capsel.cap_engine import kv_buffers
-        kv_buffers.preallocate = lambda cache, capacity: cache
+        kv_buffers.preallocate = lambda cache, capacity, pool=None: cache
     report: dict = {"engine": branches.__file__, "device": torch.cuda.get_device_name(0) if cuda else "cpu"}
     with tempfile.TemporaryDirectory() as root:
         info = model_info(Path(root) / "model", args.tiny, "bfloat16" if cuda else "float32", "cuda" if cuda else "cpu")

@@ -36,7 +36,7 @@ def main() -> None:
     engine = ScoringEngine(load_model(describe_model(args.model, dtype="float32", device="cpu")), ScoringConfig(),
                            batch_size=args.batch_size)
     inputs = engine.prepare(real_pool(args.n_candidates))
-    variants = {"buffered": kv_buffers.preallocate, "dynamic": lambda cache, capacity: cache}
+    variants = {"buffered": kv_buffers.preallocate, "dynamic": lambda cache, capacity, pool=None: cache}
     rates: dict[str, list[float]] = {name: [] for name in variants}
     for round_index in range(args.rounds):
         order = list(variants) if round_index % 2 == 0 else list(reversed(variants))

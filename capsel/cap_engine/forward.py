@@ -56,14 +56,12 @@ def prefill(
 def _cache(loaded: LoadedModel, capacity: int) -> Any:
     from transformers import DynamicCache
 
-    from capsel.cap_engine.kv_buffers import preallocate
+    from capsel.cap_engine.kv_buffers import model_pool, preallocate
 
     cache = DynamicCache(config=loaded.model.config)
     # Sliding-window (and linear-attention) layers drop old states unless told to keep them for a crop.
     cache.activate_past_recording()
-    # Measured: on CPU the buffers score Gemma 3 270M 6% faster; on an H200 (8B shape, batch 256) a fresh set of
-    # per-layer buffers each batch ran 10% slower end to end than the growing cache (benchmarks/README.md).
-    return preallocate(cache, capacity) if loaded.input_device.type == "cpu" else cache
+    return preallocate(cache, capacity, model_pool(loaded.model).lease(cache))
 
 
 def extend(

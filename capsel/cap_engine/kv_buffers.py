@@ -1,25 +1,87 @@
-"""KV caches that write into buffers sized once per batch, so a greedy step copies only its own token's states.
+"""KV caches that write into preallocated buffers, so a greedy step copies only its own token's states.
 
 transformers' DynamicCache grows by concatenation: each greedy step copies the whole cache of every layer.
-Here each layer allocates [rows, heads, capacity, dim] at the prompt's prefill and gives attention a view of
+Here each layer holds [rows, heads, capacity, dim] from the prompt's prefill on and gives attention a view of
 its filled part. The keys and values are the same numbers the dynamic cache holds, so the scores do not
-change; cropping a branch off stays a slice of the view. forward.py uses it where it was measured faster
-(CPU); benchmarks/README.md has the figures.
+change; cropping a branch off stays a slice of the view.
+
+The memory comes from a `KVPool` kept per model: consecutive batches write into the same storage instead of
+each allocating its own (fresh buffers per batch made an H200 run 10% slower than the growing cache;
+benchmarks/README.md has the figures).
 """
 
 from __future__ import annotations
 
+import threading
+import weakref
 from typing import Any
 
 import torch
 from transformers.cache_utils import DynamicLayer, DynamicSlidingWindowLayer
 
+_POOLS: weakref.WeakKeyDictionary[Any, KVPool] = weakref.WeakKeyDictionary()
+_POOLS_LOCK = threading.Lock()
 
-def preallocate(cache: Any, capacity: int) -> Any:
+
+class KVPool:
+    """Per-layer key and value storage that one live cache at a time writes into.
+
+    The storage only grows (to the largest batch seen), so once the largest batch has run nothing more is
+    allocated. A cache built while another still holds the lease gets buffers of its own: sharing storage
+    between two live caches would let one overwrite the other's states.
+    """
+
+    def __init__(self) -> None:
+        self._stored: dict[tuple[int, str], torch.Tensor] = {}
+        self._lock = threading.Lock()
+        self._leased = False
+
+    def lease(self, cache: Any) -> KVPool | None:
+        """This pool for `cache` until the cache is collected, or None while another cache holds it."""
+        with self._lock:
+            if self._leased:
+                return None
+            self._leased = True
+        weakref.finalize(cache, self._release)
+        return self
+
+    def _release(self) -> None:
+        with self._lock:
+            self._leased = False
+
+    def take(self, key: tuple[int, str], like: torch.Tensor, size: int) -> torch.Tensor:
+        """A [rows, heads, size, dim] view of stored memory for `like`'s rows, heads and dim."""
+        rows, heads, _, dim = like.shape
+        stored = self._stored.pop(key, None)
+        if stored is not None and (stored.dtype, stored.device, stored.shape[1], stored.shape[3]) == (
+                like.dtype, like.device, heads, dim):
+            if stored.shape[0] >= rows and stored.shape[2] >= size:
+                self._stored[key] = stored
+                return stored[:rows, :, :size]
+            shape = (max(rows, stored.shape[0]), heads, max(size, stored.shape[2]), dim)
+        else:
+            shape = (rows, heads, size, dim)
+        # The old storage is let go before the larger one is allocated, so the two never coexist.
+        del stored
+        self._stored[key] = like.new_empty(shape)
+        return self._stored[key][:rows, :, :size]
+
+
+def model_pool(model: Any) -> KVPool:
+    """The pool of `model`'s caches; it lives as long as the model."""
+    with _POOLS_LOCK:
+        pool = _POOLS.get(model)
+        if pool is None:
+            pool = _POOLS[model] = KVPool()
+        return pool
+
+
+def preallocate(cache: Any, capacity: int, pool: KVPool | None = None) -> Any:
     """Swap the cache's plain and short sliding-window layers for buffered ones holding `capacity` positions.
 
     A sliding-window layer is swapped only while `capacity` stays under its window: past the window it drops
     its oldest states, which a buffer written from its start cannot follow, so such a layer stays dynamic.
+    `pool`: where the buffers' memory comes from (None: each layer allocates its own).
     """
     layers = getattr(cache, "layers", None)
     if not layers:
@@ -27,13 +89,13 @@ def preallocate(cache: Any, capacity: int) -> Any:
     for index, layer in enumerate(layers):
         kind = type(layer)
         if kind is DynamicLayer:
-            layers[index] = _retyped(layer, BufferedLayer, capacity)
+            layers[index] = _retyped(layer, BufferedLayer, capacity, pool, index)
         elif kind is DynamicSlidingWindowLayer and capacity < layer.sliding_window:
-            layers[index] = _retyped(layer, BufferedSlidingWindowLayer, capacity)
+            layers[index] = _retyped(layer, BufferedSlidingWindowLayer, capacity, pool, index)
     return cache
 
 
-def _retyped(layer: Any, kind: type[Any], capacity: int) -> Any:
+def _retyped(layer: Any, kind: type[Any], capacity: int, pool: KVPool | None, index: int) -> Any:
     # Built from the layer's own state rather than its constructor, whose arguments change between releases.
     if layer.is_initialized:
         return layer
@@ -41,6 +103,7 @@ def _retyped(layer: Any, kind: type[Any], capacity: int) -> Any:
     buffered.__dict__.update(layer.__dict__)
     buffered.capacity = capacity
     buffered.key_buffer = buffered.value_buffer = None
+    buffered.pool, buffered.pool_index = pool, index
     return buffered
 
 
@@ -50,6 +113,8 @@ class _Buffered:
     capacity: int
     key_buffer: torch.Tensor | None
     value_buffer: torch.Tensor | None
+    pool: KVPool | None
+    pool_index: int
     keys: Any  # transformers declares them Optional; a buffered layer's are set once it holds a state
     values: Any
 
@@ -82,6 +147,10 @@ class _Buffered:
         self.values = self.value_buffer[:, :, :needed]
 
     def _grow(self, key_states: torch.Tensor, value_states: torch.Tensor, filled: int, size: int) -> None:
+        if not filled and self.pool is not None:
+            self.key_buffer = self.pool.take((self.pool_index, "keys"), key_states, size)
+            self.value_buffer = self.pool.take((self.pool_index, "values"), value_states, size)
+            return
         # More than the batch was sized for (a caller's miscount): stay correct, at the cost of one copy.
         keys = key_states.new_empty((*key_states.shape[:2], size, key_states.shape[-1]))
         values = value_states.new_empty((*value_states.shape[:2], size, value_states.shape[-1]))

@@ -101,3 +101,47 @@ def test_buffered_cache_gives_the_dynamic_caches_logits(family, tmp_path):
         assert kinds == {BufferedSlidingWindowLayer}
     else:
         assert kinds == {BufferedLayer}
+
+
+def _storage(state) -> set[int]:
+    return {layer.key_buffer.untyped_storage().data_ptr() for layer in state.cache.layers}
+
+
+def _stock_prompt_logits(model, prompts, pad: int) -> torch.Tensor:
+    ids, mask = left_padded(prompts, pad, torch.device("cpu"))
+    cache = DynamicCache(config=model.config)
+    return model(input_ids=ids, attention_mask=mask, position_ids=(mask.cumsum(-1) - 1).clamp(min=0),
+                 **_cache(model, cache)).logits[:, -1]
+
+
+def test_consecutive_batches_write_into_the_same_pooled_storage(tmp_path):
+    loaded = load_model(describe_model(str(tiny_model_dir(tmp_path / "llama", "llama")), dtype="float32",
+                                       device="cpu"))
+    with torch.inference_mode():
+        first = prefill(loaded, PROMPTS, room=ROOM)
+        first_storage = _storage(first)
+        del first  # the batch is done: its cache hands the pool back
+        second = prefill(loaded, PROMPTS[:2], room=ROOM)
+        assert _storage(second) == first_storage
+        assert torch.equal(second.last_logits, _stock_prompt_logits(loaded.model, PROMPTS[:2], 0))
+        del second
+        # A wider batch than the pool holds gets larger storage, and keeps it for the batches after it.
+        wide = [[5] * 12, [6] * 3]
+        third = prefill(loaded, wide, room=ROOM)
+        third_storage = _storage(third)
+        assert torch.equal(third.last_logits, _stock_prompt_logits(loaded.model, wide, 0))
+        del third
+        assert _storage(prefill(loaded, PROMPTS, room=ROOM)) == third_storage
+
+
+def test_a_cache_built_while_another_lives_gets_storage_of_its_own(tmp_path):
+    loaded = load_model(describe_model(str(tiny_model_dir(tmp_path / "llama", "llama")), dtype="float32",
+                                       device="cpu"))
+    column = torch.tensor([[row[0]] for row in STEPS])
+    with torch.inference_mode():
+        expected = extend(loaded, prefill(loaded, PROMPTS, room=ROOM), column, torch.ones_like(column), keep_last=1)
+        first = prefill(loaded, PROMPTS, room=ROOM)
+        second = prefill(loaded, [[40, 41, 42, 43, 44, 45, 46], [47], [48, 49]], room=ROOM)
+        assert _storage(first).isdisjoint(_storage(second))
+        # Had the second batch written into the first one's storage, this step would read its states.
+        assert torch.equal(extend(loaded, first, column, torch.ones_like(column), keep_last=1), expected)
