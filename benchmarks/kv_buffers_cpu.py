@@ -1,4 +1,4 @@
-"""The engine on CPU with and without the preallocated KV buffers, alternating, same model and candidates.
+"""The engine on CPU with pooled, fresh (per batch) and no preallocated KV buffers, alternating, same candidates.
 
     .venv/bin/python benchmarks/kv_buffers_cpu.py --model gemma3-270m --n-candidates 32 --threads 2
 """
@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -36,8 +37,11 @@ def main() -> None:
     engine = ScoringEngine(load_model(describe_model(args.model, dtype="float32", device="cpu")), ScoringConfig(),
                            batch_size=args.batch_size)
     inputs = engine.prepare(real_pool(args.n_candidates))
-    variants = {"buffered": kv_buffers.preallocate, "dynamic": lambda cache, capacity, pool=None: cache}
+    pooled = kv_buffers.preallocate
+    variants = {"pooled": pooled, "fresh": lambda cache, capacity, pool=None: pooled(cache, capacity, None),
+                "dynamic": lambda cache, capacity, pool=None: cache}
     rates: dict[str, list[float]] = {name: [] for name in variants}
+    engine.generate_and_score(inputs[: args.batch_size])  # warm-up: thread pools, allocator, first-call paths
     for round_index in range(args.rounds):
         order = list(variants) if round_index % 2 == 0 else list(reversed(variants))
         for name in order:
@@ -45,8 +49,9 @@ def main() -> None:
             start = time.perf_counter()
             engine.generate_and_score(inputs)
             rates[name].append(round(args.n_candidates / (time.perf_counter() - start), 3))
-    print(json.dumps({"model": args.model, "n_candidates": args.n_candidates, "threads": args.threads,
-                      "candidates_per_s": rates}))
+    print(json.dumps({"model": args.model, "n_candidates": args.n_candidates, "batch_size": args.batch_size,
+                      "threads": args.threads, "candidates_per_s": rates,
+                      "median": {name: statistics.median(values) for name, values in rates.items()}}))
 
 
 if __name__ == "__main__":
