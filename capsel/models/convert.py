@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Iterator
 
+import numpy as np
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
@@ -72,6 +73,8 @@ def _one_gguf_parse() -> Iterator[None]:
     walks every field (Gemma 3's 262k-token vocabulary among them) in Python: three parses of one file, most of
     an install's time. Its loader takes `gguf.GGUFReader` at call time, so sharing one reader per path here
     leaves what it reads unchanged. Held under MODEL_LOAD_LOCK, since the swap is process-wide.
+
+    The shared reader also reads the mapped file through a plain array (`_plain_array_reader`).
     """
     try:
         import gguf
@@ -79,6 +82,7 @@ def _one_gguf_parse() -> Iterator[None]:
         yield
         return
     original = gguf.GGUFReader
+    plain = _plain_array_reader(original)
     readers: dict[str, object] = {}
 
     def shared(path, *args, **kwargs):
@@ -86,7 +90,7 @@ def _one_gguf_parse() -> Iterator[None]:
         if args or kwargs:  # another mode than the loader's read-only one
             return original(path, *args, **kwargs)
         if key not in readers:
-            readers[key] = original(path)
+            readers[key] = plain(path)
         return readers[key]
 
     setattr(gguf, "GGUFReader", shared)
@@ -94,6 +98,28 @@ def _one_gguf_parse() -> Iterator[None]:
         yield
     finally:
         setattr(gguf, "GGUFReader", original)
+
+
+def _plain_array_reader(reader_class: type) -> type:
+    """`reader_class` reading its file through a plain ndarray view of the memory map, not the memmap itself.
+
+    gguf's reader slices the file once per field element (Gemma 3's vocabulary: millions of slices), and every
+    slice of a `np.memmap` runs memmap's Python-level `__getitem__` and `__array_finalize__`. A plain view of the
+    same mapped bytes reads the same values: measured 3.4 s instead of 12.5 s to open Gemma 3 270M's file, and
+    transformers' parse of its fields 1.0 s instead of 1.9 s.
+    """
+
+    class PlainArrayReader(reader_class):
+        @property
+        def data(self) -> np.ndarray:
+            return self._plain
+
+        @data.setter
+        def data(self, mapped: np.ndarray) -> None:
+            # the view keeps the memmap (its base) and so the mapping alive
+            self._plain = mapped.view(np.ndarray)
+
+    return PlainArrayReader
 
 
 def _dense_gguf(gguf_file: str | None) -> dict:
