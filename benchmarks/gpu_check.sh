@@ -159,7 +159,8 @@ else
     fi
     if [[ "${VLM:-0}" == 1 ]]; then
         step "multimodal_throughput.py, Llava-1.5-7B shape, 128 candidates at batch 32"
-        "$PY" benchmarks/multimodal_throughput.py --n-candidates 128 --batch-size 32 > "$LOGS/vlm.log" 2>&1 || true
+        "$PY" benchmarks/multimodal_throughput.py --n-candidates 128 --batch-size 32 --save --results-dir "$RESULTS_DIR" \
+            > "$LOGS/vlm.log" 2>&1 || true
         cp "$LOGS/vlm.log" "$RESULTS_DIR/multimodal_throughput-$(date +%F).log"
         tail -40 "$LOGS/vlm.log"
     fi

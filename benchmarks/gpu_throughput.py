@@ -20,9 +20,7 @@ writing, achieved FLOP/s against the device's peak, GPU utilisation and peak GPU
 from __future__ import annotations
 
 import argparse
-import datetime
 import platform
-import re
 import sys
 import tempfile
 import time
@@ -36,6 +34,7 @@ sys.path.append(str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from gpu_monitor import GpuMonitor  # noqa: E402
+from saved_results import RESULTS, save  # noqa: E402
 from synthetic_llama import (  # noqa: E402
     MAX_LENGTHS,
     PoolShape,
@@ -59,7 +58,6 @@ from capsel.scorers.cap import CapScorer
 from capsel.scorers.yhat import YhatScorer
 from capsel.versioning import code_version  # noqa: E402
 
-RESULTS = Path(__file__).resolve().parent / "results"
 # Dense bf16 tensor-core peaks (no sparsity), FLOP/s; the first name found in the device name wins.
 PEAK_FLOPS = {"H100 PCIe": 756e12, "H100 NVL": 835e12, "H100": 989e12, "H200": 989e12, "A100": 312e12,
               "L40S": 362e12}
@@ -246,19 +244,6 @@ def main() -> None:
     print(text)
     if args.save:
         print(f"saved {save(text, device_name, args.results_dir)}", file=sys.stderr)
-
-
-def save(text: str, device_name: str, folder: Path) -> Path:
-    """benchmarks/results/<device>-<date>.json (a second run the same day gets -2, -3, ...)."""
-    slug = re.sub(r"[^a-z0-9]+", "-", device_name.lower()).strip("-")
-    folder.mkdir(parents=True, exist_ok=True)
-    stem, index = f"{slug}-{datetime.date.today().isoformat()}", 1
-    path = folder / f"{stem}.json"
-    while path.exists():
-        index += 1
-        path = folder / f"{stem}-{index}.json"
-    path.write_text(text + "\n")
-    return path
 
 
 if __name__ == "__main__":

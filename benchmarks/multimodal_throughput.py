@@ -29,6 +29,9 @@ import torch
 from PIL import Image
 
 sys.path.append(str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from saved_results import RESULTS, save  # noqa: E402
 
 from capsel.cap_engine.config import ScoringConfig  # noqa: E402
 from capsel.cap_engine.engine import ScoringEngine  # noqa: E402
@@ -49,6 +52,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--batch-size", type=int, default=16, help="candidates per batch (default 16)")
     parser.add_argument("--compare-batch", type=int, default=None,
                         help="also score at this batch size (e.g. 1) and report both rates")
+    parser.add_argument("--save", action="store_true",
+                        help="also write benchmarks/results/multimodal_throughput-<device>-<date>.json")
+    parser.add_argument("--results-dir", type=Path, default=RESULTS, help="where --save writes")
     return parser.parse_args()
 
 
@@ -144,7 +150,10 @@ def main() -> None:
         "compared": compared,
         "command": "python " + " ".join(sys.argv),
     }
-    print(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode())
+    text = orjson.dumps(report, option=orjson.OPT_INDENT_2).decode()
+    print(text)
+    if args.save:
+        print(f"saved {save(text, report['device'], args.results_dir, 'multimodal_throughput-')}", file=sys.stderr)
 
 
 def timed_scoring(engine: ScoringEngine, inputs, device: str):

@@ -17,11 +17,15 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_tiny_run_scores_every_candidate_and_reports(tmp_path):
     done = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "multimodal_throughput.py"), "--tiny", "--n-candidates", "3"],
+        [sys.executable, str(ROOT / "benchmarks" / "multimodal_throughput.py"), "--tiny", "--n-candidates", "3",
+         "--save", "--results-dir", str(tmp_path / "results")],
         cwd=tmp_path, env={**os.environ, "OMP_NUM_THREADS": "1"}, capture_output=True, text=True, timeout=300,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     report = orjson.loads(done.stdout)
+    saved = Path(done.stderr.rsplit("saved ", 1)[1].strip())
+    assert saved.parent == tmp_path / "results" and saved.name.startswith("multimodal_throughput-cpu-")
+    assert orjson.loads(saved.read_bytes()) == report
     assert report["n_candidates"] == report["n_scored"] == 3 and report["excluded"] == []
     # one 28 px picture is 4 image tokens in the tiny Llava, on top of the question's text ids
     assert report["prompt_ids_mean"] > 40 and 0 < report["generated_ids_mean"] <= 48
