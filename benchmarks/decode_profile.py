@@ -47,21 +47,29 @@ def timed_phases(branches, decoding, timings: dict) -> None:
 
 
 def sdpa_micro(batch: int, kv: int, capacity: int) -> dict:
-    """SDPA decode step (GQA repeated to 32 heads as HF does with a mask) on contiguous K/V and on buffer views."""
-    q = torch.randn(batch, 32, 1, 128, device="cuda", dtype=torch.bfloat16)
+    """One SDPA decode step on contiguous K/V and on a view of a larger buffer (as the pooled buffers give it):
+    GQA repeated to 32 heads (transformers before pack_gqa, with a mask) and packed, 4 query heads per KV head
+    (transformers 5.24's `pack_gqa` for a one-token step)."""
+    repeated_q = torch.randn(batch, 32, 1, 128, device="cuda", dtype=torch.bfloat16)
+    packed_q = repeated_q.reshape(batch, 8, 4, 128)
     full = torch.randn(batch, 8, capacity, 128, device="cuda", dtype=torch.bfloat16)
     mask = torch.ones(batch, 1, 1, kv, device="cuda", dtype=torch.bool)
     out = {}
     for name, k in (("contiguous", full[:, :, :kv].contiguous()), ("view", full[:, :, :kv])):
-        def step():
+        def repeated(k=k):
             key = k[:, :, None].expand(batch, 8, 4, kv, 128).reshape(batch, 32, kv, 128)
-            return torch.nn.functional.scaled_dot_product_attention(q, key, key, attn_mask=mask)
-        for _ in range(3):
-            step()
-        start = synced()
-        for _ in range(20):
-            step()
-        out[name + "_ms"] = round((synced() - start) / 20 * 1000, 3)
+            return torch.nn.functional.scaled_dot_product_attention(repeated_q, key, key, attn_mask=mask)
+
+        def packed(k=k):
+            return torch.nn.functional.scaled_dot_product_attention(packed_q, k, k, attn_mask=mask)
+
+        for kind, step in (("", repeated), ("packed_", packed)):
+            for _ in range(3):
+                step()
+            start = synced()
+            for _ in range(20):
+                step()
+            out[f"{kind}{name}_ms"] = round((synced() - start) / 20 * 1000, 3)
     return out
 
 
@@ -70,8 +78,9 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=256)
     parser.add_argument("--batches", type=int, default=2)
     parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--dynamic-cache", action="store_true",
-                        help="transformers' DynamicCache instead of the preallocated one (engines that have it)")
+    parser.add_argument("--kv", choices=("auto", "buffered", "dynamic"), default="auto",
+                        help="the KV cache: the engine's choice for the device (auto), the pooled buffers on any "
+                             "device, or transformers' growing DynamicCache")
     parser.add_argument("--tiny", action="store_true", help="the tiny Llama on CPU: checks the script, in seconds")
     args = parser.parse_args()
 
@@ -80,9 +89,9 @@ def main() -> None:
     from capsel.cap_engine.engine import ScoringEngine
 
     cuda = not args.tiny
-    if args.dynamic_cache:
-        from capsel.cap_engine import kv_buffers
-        kv_buffers.preallocate = lambda cache, capacity, pool=None: cache
+    if args.kv != "auto":
+        from capsel.cap_engine import forward
+        forward._cache = lambda loaded, capacity: forward.new_cache(loaded, capacity, buffered=args.kv == "buffered")
     report: dict = {"engine": branches.__file__, "device": torch.cuda.get_device_name(0) if cuda else "cpu"}
     with tempfile.TemporaryDirectory() as root:
         info = model_info(Path(root) / "model", args.tiny, "bfloat16" if cuda else "float32", "cuda" if cuda else "cpu")
