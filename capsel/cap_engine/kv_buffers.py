@@ -6,8 +6,8 @@ its filled part. The keys and values are the same numbers the dynamic cache hold
 change; cropping a branch off stays a slice of the view.
 
 The memory comes from a `KVPool` kept per model: consecutive batches write into the same storage instead of
-each allocating its own (fresh buffers per batch made an H200 run 10% slower than the growing cache;
-benchmarks/README.md has the figures).
+each allocating its own. forward.py uses the buffers where they were measured faster, on CPU; on an H200 even
+the pooled ones lost to the growing cache (benchmarks/README.md has the figures).
 """
 
 from __future__ import annotations
