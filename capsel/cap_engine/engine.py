@@ -13,7 +13,6 @@ from capsel.cap_engine.config import ScoringConfig, layer_split
 from capsel.cap_engine.divergence import PairMeasure, summarize
 from capsel.cap_engine.generation import HFGenerator, generation_results
 from capsel.cap_engine.inputs import EMPTY_GENERATION, CandidateText, ScoringInput
-from capsel.cap_engine.kv_buffers import model_pool
 from capsel.cap_engine.multimodal_inputs import model_inputs, with_vision
 from capsel.cap_engine.results import DivergenceResult, GenerationResult, ScoredCandidate
 from capsel.cap_engine.vision_batch import prompts_per_batch, vision_batches
@@ -122,10 +121,6 @@ class ScoringEngine:
         def length(item: tuple[int, Item]) -> tuple[int, int]:
             return len(item[1].prompt_ids), len(item[1].response_ids)
 
-        if eligible:
-            widest = max(len(row.prompt_ids) for _, row in eligible) + max(
-                self.config.horizon, *(len(row.response_ids) for _, row in eligible))
-            model_pool(self.loaded.model).plan(min(self.batch_size, len(eligible)), widest)
         batches = (vision_batches(self.loaded.model, eligible, self.batch_size, lambda item: _vision(item[1]), length)
                    if self.multimodal else length_sorted_batches(eligible, self.batch_size, length))
         with torch.inference_mode():

@@ -35,15 +35,6 @@ class KVPool:
         self._stored: dict[tuple[int, str], torch.Tensor] = {}
         self._lock = threading.Lock()
         self._leased = False
-        self._planned = (0, 0)
-
-    def plan(self, rows: int, positions: int) -> None:
-        """Size storage allocated from now on for at least `rows` x `positions`.
-
-        Measured on an H200: growing the storage batch by batch (a page's batches come shortest first) costs
-        seconds per growth near the memory limit, so a caller that knows its widest batch plans for it.
-        """
-        self._planned = (max(rows, self._planned[0]), max(positions, self._planned[1]))
 
     def lease(self, cache: Any) -> KVPool | None:
         """This pool for `cache` until the cache is collected, or None while another cache holds it."""
@@ -70,7 +61,7 @@ class KVPool:
             rows_held, size_held = stored.shape[0], stored.shape[2]
         else:
             rows_held, size_held = 0, 0
-        shape = (max(rows, rows_held, self._planned[0]), heads, max(size, size_held, self._planned[1]), dim)
+        shape = (max(rows, rows_held), heads, max(size, size_held), dim)
         # The old storage is let go before the larger one is allocated, so the two never coexist.
         del stored
         self._stored[key] = like.new_empty(shape)
