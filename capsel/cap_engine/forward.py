@@ -10,6 +10,7 @@ from typing import Any, Mapping, Sequence
 import torch
 
 from capsel.cap_engine.batching import left_padded
+from capsel.cap_engine.prefill_groups import join_caches, joinable, length_groups
 from capsel.cap_engine.vision_batch import joined_tensors, prompt_positions
 from capsel.models.loading import LoadedModel
 
@@ -49,8 +50,36 @@ def prefill(
     # Left pads get position 0, as HF generate clamps them; they are masked out.
     positions, next_positions = prompt_positions(loaded.model, ids, mask, tensors)
     cache = _cache(loaded, ids.shape[1] + room)
+    groups = _length_groups(loaded, prompts, cache, ids.shape[1] + room) if visions is None else []
+    if len(groups) > 1:
+        return PromptState(cache, mask, next_positions, _grouped_prefill(loaded, prompts, groups, cache))
     logits = _forward(loaded, ids, mask, positions, cache, keep_last=1, **tensors)
     return PromptState(cache, mask, next_positions, logits[:, -1])
+
+
+def _length_groups(
+    loaded: LoadedModel, prompts: Sequence[Sequence[int]], cache: Any, capacity: int
+) -> list[list[int]]:
+    # Measured on CPU only (benchmarks/README.md); on a GPU a group's forward is not known to pay for itself.
+    if loaded.input_device.type != "cpu" or not joinable(cache, capacity):
+        return []
+    return length_groups([len(prompt) for prompt in prompts])
+
+
+def _grouped_prefill(
+    loaded: LoadedModel, prompts: Sequence[Sequence[int]], groups: Sequence[Sequence[int]], cache: Any
+) -> torch.Tensor:
+    """Each group's own left-padded forward, the caches joined into `cache`; each row's last-prompt logits."""
+    parts, logits = [], []
+    for rows in groups:
+        ids, mask = left_padded([prompts[row] for row in rows], pad_id(loaded), loaded.input_device)
+        positions, _ = prompt_positions(loaded.model, ids, mask, {})
+        own = new_cache(loaded, ids.shape[1], buffered=False)
+        logits.append(_forward(loaded, ids, mask, positions, own, keep_last=1)[:, -1])
+        parts.append((rows, own))
+    join_caches(cache, parts, len(prompts), max(map(len, prompts)))
+    order = torch.as_tensor([row for rows in groups for row in rows], device=logits[0].device)
+    return torch.cat(logits)[torch.argsort(order)]
 
 
 def _cache(loaded: LoadedModel, capacity: int) -> Any:

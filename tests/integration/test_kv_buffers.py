@@ -9,57 +9,20 @@ from __future__ import annotations
 
 import pytest
 import torch
-import transformers as tf
-from transformers import DynamicCache
 from transformers.cache_utils import DynamicSlidingWindowLayer
 
-from capsel.cap_engine.batching import left_padded, right_padded
-from capsel.cap_engine.forward import cache_keyword, extend, prefill, rewind
+from capsel.cap_engine.batching import right_padded
+from capsel.cap_engine.forward import extend, prefill, rewind
 from capsel.cap_engine.kv_buffers import BufferedLayer, BufferedSlidingWindowLayer
 from capsel.models.loading import describe_model, load_model
 from tests.fixtures.pool import tiny_model_dir
-from tests.fixtures.tiny_models import FAMILIES, _common, build_tokenizer, save_model_dir
+from tests.fixtures.stock_cache import gemma3_folder, stock_prompt_logits, stock_run
+from tests.fixtures.tiny_models import FAMILIES
 
 PROMPTS = [[5, 6, 7, 8, 9, 10, 11], [12, 13], [14, 15, 16, 17]]
 STEPS = [[20, 21, 22], [23, 24, 25], [26, 27, 28]]
 RESPONSES = [[30, 31], [32, 33, 34, 35], [36]]
 ROOM = 4
-
-
-def _gemma3(folder, sliding_window: int):
-    torch.manual_seed(3)
-    config = tf.Gemma3TextConfig(**_common(32, 4), num_key_value_heads=2, head_dim=8,
-                                 sliding_window=sliding_window, layer_types=["sliding_attention", "full_attention"] * 2)
-    return save_model_dir(folder, tf.AutoModelForCausalLM.from_config(config, dtype=torch.float32).eval(),
-                          build_tokenizer())
-
-
-def _cache(model, cache) -> dict:
-    name = cache_keyword(type(model).forward)
-    return {name: cache, "use_cache": True}
-
-
-def _stock_run(model, pad: int):
-    """The same feeds through a stock DynamicCache: prompt, three steps, crop, the response branch."""
-    ids, mask = left_padded(PROMPTS, pad, torch.device("cpu"))
-    cache = DynamicCache(config=model.config)
-    cache.activate_past_recording()
-    lengths = mask.sum(-1)
-    outputs = [model(input_ids=ids, attention_mask=mask, position_ids=(mask.cumsum(-1) - 1).clamp(min=0),
-                     **_cache(model, cache)).logits[:, -1]]
-    for step in range(len(STEPS[0])):
-        mask = torch.cat([mask, torch.ones(len(PROMPTS), 1, dtype=torch.long)], dim=1)
-        column = torch.tensor([[row[step]] for row in STEPS])
-        outputs.append(model(input_ids=column, attention_mask=mask, position_ids=lengths[:, None] + step,
-                             **_cache(model, cache)).logits[:, -1])
-    cache.crop(-len(STEPS[0]))
-    mask = mask[:, : -len(STEPS[0])]
-    response, response_mask = right_padded(RESPONSES, pad, torch.device("cpu"))
-    mask = torch.cat([mask, response_mask], dim=1)
-    positions = lengths[:, None] + torch.arange(response.shape[1])[None, :]
-    outputs.append(model(input_ids=response, attention_mask=mask, position_ids=positions,
-                         **_cache(model, cache)).logits)
-    return outputs
 
 
 def _capsel_run(loaded, pad: int):
@@ -79,13 +42,13 @@ def _capsel_run(loaded, pad: int):
 @pytest.mark.parametrize("family", [*FAMILIES, "gemma3-window-8", "gemma3-window-512"])
 def test_buffered_cache_gives_the_dynamic_caches_logits(family, tmp_path):
     if family.startswith("gemma3"):
-        folder = _gemma3(tmp_path / family, int(family.rsplit("-", 1)[1]))
+        folder = gemma3_folder(tmp_path / family, int(family.rsplit("-", 1)[1]))
     else:
         folder = tiny_model_dir(tmp_path / family, family)
     loaded = load_model(describe_model(str(folder), dtype="float32", device="cpu"))
     pad = 0
     with torch.inference_mode():
-        stock = _stock_run(loaded.model, pad)
+        stock = stock_run(loaded.model, pad, PROMPTS, STEPS, RESPONSES)
         ours, layers, moved = _capsel_run(loaded, pad)
 
     for expected, got in zip(stock, ours):
@@ -107,13 +70,6 @@ def _storage(state) -> set[int]:
     return {layer.key_buffer.untyped_storage().data_ptr() for layer in state.cache.layers}
 
 
-def _stock_prompt_logits(model, prompts, pad: int) -> torch.Tensor:
-    ids, mask = left_padded(prompts, pad, torch.device("cpu"))
-    cache = DynamicCache(config=model.config)
-    return model(input_ids=ids, attention_mask=mask, position_ids=(mask.cumsum(-1) - 1).clamp(min=0),
-                 **_cache(model, cache)).logits[:, -1]
-
-
 def test_consecutive_batches_write_into_the_same_pooled_storage(tmp_path):
     loaded = load_model(describe_model(str(tiny_model_dir(tmp_path / "llama", "llama")), dtype="float32",
                                        device="cpu"))
@@ -123,13 +79,13 @@ def test_consecutive_batches_write_into_the_same_pooled_storage(tmp_path):
         del first  # the batch is done: its cache hands the pool back
         second = prefill(loaded, PROMPTS[:2], room=ROOM)
         assert _storage(second) == first_storage
-        assert torch.equal(second.last_logits, _stock_prompt_logits(loaded.model, PROMPTS[:2], 0))
+        assert torch.equal(second.last_logits, stock_prompt_logits(loaded.model, PROMPTS[:2], 0))
         del second
         # A wider batch than the pool holds gets larger storage, and keeps it for the batches after it.
         wide = [[5] * 12, [6] * 3]
         third = prefill(loaded, wide, room=ROOM)
         third_storage = _storage(third)
-        assert torch.equal(third.last_logits, _stock_prompt_logits(loaded.model, wide, 0))
+        assert torch.equal(third.last_logits, stock_prompt_logits(loaded.model, wide, 0))
         del third
         assert _storage(prefill(loaded, PROMPTS, room=ROOM)) == third_storage
 
