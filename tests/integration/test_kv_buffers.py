@@ -11,13 +11,11 @@ import pytest
 import torch
 from transformers.cache_utils import DynamicSlidingWindowLayer
 
-from capsel.cap_engine.batching import right_padded
-from capsel.cap_engine.forward import extend, prefill, rewind
+from capsel.cap_engine.forward import extend, prefill
 from capsel.cap_engine.kv_buffers import BufferedLayer, BufferedSlidingWindowLayer
 from capsel.models.loading import describe_model, load_model
 from tests.fixtures.pool import tiny_model_dir
-from tests.fixtures.stock_cache import gemma3_folder, stock_prompt_logits, stock_run
-from tests.fixtures.tiny_models import FAMILIES
+from tests.fixtures.stock_cache import CACHE_FAMILIES, capsel_run, load_cache_family, stock_prompt_logits, stock_run
 
 PROMPTS = [[5, 6, 7, 8, 9, 10, 11], [12, 13], [14, 15, 16, 17]]
 STEPS = [[20, 21, 22], [23, 24, 25], [26, 27, 28]]
@@ -25,36 +23,25 @@ RESPONSES = [[30, 31], [32, 33, 34, 35], [36]]
 ROOM = 4
 
 
-def _capsel_run(loaded, pad: int):
-    state = prefill(loaded, PROMPTS, room=ROOM)
-    buffers = {index: layer.key_buffer.data_ptr() for index, layer in enumerate(state.cache.layers)
-               if isinstance(layer, (BufferedLayer, BufferedSlidingWindowLayer))}
-    outputs = [state.last_logits]
-    for step in range(len(STEPS[0])):
-        column = torch.tensor([[row[step]] for row in STEPS])
-        outputs.append(extend(loaded, state, column, torch.ones_like(column), keep_last=1)[:, -1])
-    response, response_mask = right_padded(RESPONSES, pad, torch.device("cpu"))
-    outputs.append(extend(loaded, rewind(state), response, response_mask))
-    moved = [index for index, pointer in buffers.items() if state.cache.layers[index].key_buffer.data_ptr() != pointer]
-    return outputs, state.cache.layers, moved
+def _buffer_pointers(state) -> dict[int, int]:
+    return {index: layer.key_buffer.data_ptr() for index, layer in enumerate(state.cache.layers)
+            if isinstance(layer, (BufferedLayer, BufferedSlidingWindowLayer))}
 
 
-@pytest.mark.parametrize("family", [*FAMILIES, "gemma3-window-8", "gemma3-window-512"])
+@pytest.mark.parametrize("family", CACHE_FAMILIES)
 def test_buffered_cache_gives_the_dynamic_caches_logits(family, tmp_path):
-    if family.startswith("gemma3"):
-        folder = gemma3_folder(tmp_path / family, int(family.rsplit("-", 1)[1]))
-    else:
-        folder = tiny_model_dir(tmp_path / family, family)
-    loaded = load_model(describe_model(str(folder), dtype="float32", device="cpu"))
-    pad = 0
+    loaded = load_cache_family(family, tmp_path / family)
+    prefilled = []
     with torch.inference_mode():
-        stock = stock_run(loaded.model, pad, PROMPTS, STEPS, RESPONSES)
-        ours, layers, moved = _capsel_run(loaded, pad)
+        stock = stock_run(loaded.model, 0, PROMPTS, STEPS, RESPONSES)
+        ours = capsel_run(loaded, PROMPTS, STEPS, RESPONSES, ROOM,
+                          on_prefill=lambda state: prefilled.append((state, _buffer_pointers(state))))
 
     for expected, got in zip(stock, ours):
         assert torch.equal(expected, got)
-    assert moved == [], "a buffer was reallocated: the batch's capacity was miscounted"
-    kinds = {type(layer) for layer in layers}
+    state, pointers = prefilled[0]
+    assert _buffer_pointers(state) == pointers, "a buffer was reallocated: the batch's capacity was miscounted"
+    kinds = {type(layer) for layer in state.cache.layers}
     # A window shorter than prompt + room keeps its sliding layers dynamic; every other layer is buffered.
     if family == "gemma3-window-8":
         assert kinds == {BufferedLayer, DynamicSlidingWindowLayer}

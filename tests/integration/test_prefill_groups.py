@@ -13,12 +13,8 @@ import pytest
 import torch
 
 from capsel.cap_engine.batching import right_padded
-from capsel.cap_engine.forward import extend, prefill, rewind
 from capsel.cap_engine.prefill_groups import GROUP_OVERHEAD, length_groups
-from capsel.models.loading import describe_model, load_model
-from tests.fixtures.pool import tiny_model_dir
-from tests.fixtures.stock_cache import gemma3_folder, stock_run
-from tests.fixtures.tiny_models import FAMILIES
+from tests.fixtures.stock_cache import CACHE_FAMILIES, capsel_run, load_cache_family, stock_run
 
 # Three short prompts and two long ones: one left-padded forward would pad the short ones to 44.
 PROMPTS = [list(range(5, 5 + n)) for n in (40, 3, 44, 6, 5)]
@@ -51,40 +47,19 @@ def test_length_groups_is_the_cheapest_split(overhead, seed):
         assert len(groups) == 1
 
 
-def _forwards(model):
-    """Count the model's forwards while the returned list is alive."""
-    calls: list[int] = []
-    handle = model.register_forward_pre_hook(lambda *_: calls.append(1))
-    return calls, handle
-
-
-def _capsel_run(loaded):
-    calls, handle = _forwards(loaded.model)
-    state = prefill(loaded, PROMPTS, room=ROOM)
-    handle.remove()
-    outputs = [state.last_logits]
-    for step in range(len(STEPS[0])):
-        column = torch.tensor([[row[step]] for row in STEPS])
-        outputs.append(extend(loaded, state, column, torch.ones_like(column), keep_last=1)[:, -1])
-    response, response_mask = right_padded(RESPONSES, 0, torch.device("cpu"))
-    outputs.append(extend(loaded, rewind(state), response, response_mask))
-    return outputs, len(calls)
-
-
-@pytest.mark.parametrize("family", [*FAMILIES, "gemma3-window-8", "gemma3-window-512"])
+@pytest.mark.parametrize("family", CACHE_FAMILIES)
 def test_grouped_prefill_gives_one_forwards_logits(family, tmp_path):
-    if family.startswith("gemma3"):
-        folder = gemma3_folder(tmp_path / family, int(family.rsplit("-", 1)[1]))
-    else:
-        folder = tiny_model_dir(tmp_path / family, family)
-    loaded = load_model(describe_model(str(folder), dtype="float32", device="cpu"))
+    loaded = load_cache_family(family, tmp_path / family)
+    forwards: list[int] = []
+    counting = loaded.model.register_forward_pre_hook(lambda *_: forwards.append(1))
     with torch.inference_mode():
         stock = stock_run(loaded.model, 0, PROMPTS, STEPS, RESPONSES)
-        ours, forwards = _capsel_run(loaded)
+        forwards.clear()
+        ours = capsel_run(loaded, PROMPTS, STEPS, RESPONSES, ROOM, on_prefill=lambda _: counting.remove())
 
     # A window shorter than prompt + room drops states a joined cache would need: one forward there.
     expected_groups = 1 if family == "gemma3-window-8" else len(length_groups([len(p) for p in PROMPTS]))
-    assert forwards == expected_groups
+    assert len(forwards) == expected_groups
     assert len(length_groups([len(p) for p in PROMPTS])) == 2, "the prompts must make a split pay"
     response_mask = right_padded(RESPONSES, 0, torch.device("cpu"))[1].bool()
     for expected, got in zip(stock[:-1], ours[:-1]):
