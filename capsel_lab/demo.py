@@ -49,11 +49,11 @@ class DemoPace:
 # Measured on the reference machine with `capsel demo --json --model M` (its `steps_s` and the flow's rate; the
 # flow's start is its time less the scoring at that rate): an idle 2-core x86-64 VM, float32, batch 32. They
 # are what the demo announces; a user's machine may differ, and the demo says how long each step took there.
-REFERENCE_MACHINE = "an idle 2-core VM (2026-11-26)"
+REFERENCE_MACHINE = "an idle 2-core VM (2026-11-27)"
 MEASURED_PACE = {
-    "gemma3-270m": DemoPace(survey_s=24.0, start_s=37.0, rate=0.81, compare_s=6.0),
-    "smollm2-135m-instruct": DemoPace(survey_s=21.0, start_s=17.0, rate=1.25, compare_s=1.0),
-    TOY_MODEL: DemoPace(survey_s=4.0, start_s=16.0, rate=46.0, compare_s=1.0),
+    "gemma3-270m": DemoPace(survey_s=22.0, start_s=24.0, rate=1.22, compare_s=4.0),
+    "smollm2-135m-instruct": DemoPace(survey_s=17.5, start_s=16.0, rate=1.77, compare_s=1.0),
+    TOY_MODEL: DemoPace(survey_s=3.6, start_s=15.5, rate=52.0, compare_s=1.0),
 }
 # Clean rows per domain the real demo takes by default: about 2.5 minutes of scoring at the rates measured when
 # the demo was sized (0.7 and 1.5 candidates/s); another model gets Gemma's share
