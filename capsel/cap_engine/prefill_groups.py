@@ -68,15 +68,14 @@ def join_caches(cache: Any, parts: Sequence[tuple[Sequence[int], Any]], n_rows: 
     besides the caches.
     """
     for index in range(len(cache.layers)):
-        keys = values = None
+        first = parts[0][1].layers[index]
+        heads, dim = first.keys.shape[1], first.keys.shape[-1]
+        keys = first.keys.new_zeros((n_rows, heads, width, dim))
+        values = first.values.new_zeros((n_rows, heads, width, first.values.shape[-1]))
         for rows, own in parts:
             layer = own.layers[index]
-            if keys is None or values is None:
-                keys = layer.keys.new_zeros((n_rows, *layer.keys.shape[1:2], width, layer.keys.shape[-1]))
-                values = layer.values.new_zeros((n_rows, *layer.values.shape[1:2], width, layer.values.shape[-1]))
             where = torch.as_tensor(list(rows), device=keys.device)
             keys[where, :, width - layer.keys.shape[-2]:] = layer.keys
             values[where, :, width - layer.values.shape[-2]:] = layer.values
             own.layers[index] = None
-        assert keys is not None and values is not None
         cache.update(keys, values, index)
