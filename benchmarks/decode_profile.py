@@ -13,6 +13,7 @@ import json
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -78,24 +79,23 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=256)
     parser.add_argument("--batches", type=int, default=2)
     parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--kv", choices=("auto", "buffered", "dynamic"), default="auto",
+    parser.add_argument("--kv", choices=("auto", "buffered", "whole", "dynamic"), default="auto",
                         help="the KV cache: the engine's choice for the device (auto), the pooled buffers on any "
-                             "device, or transformers' growing DynamicCache")
+                             "device (attention on their filled part, or on the whole buffer), or transformers' "
+                             "growing DynamicCache")
     parser.add_argument("--tiny", action="store_true", help="the tiny Llama on CPU: checks the script, in seconds")
     args = parser.parse_args()
 
-    from capsel.cap_engine import branches, decoding
+    from capsel.cap_engine import branches, decoding, forward
     from capsel.cap_engine.config import ScoringConfig
     from capsel.cap_engine.engine import ScoringEngine
 
     cuda = not args.tiny
-    if args.kv != "auto":
-        from capsel.cap_engine import forward
-        forward._cache = lambda loaded, capacity: forward.new_cache(loaded, capacity, buffered=args.kv == "buffered")
     report: dict = {"engine": branches.__file__, "device": torch.cuda.get_device_name(0) if cuda else "cpu"}
     with tempfile.TemporaryDirectory() as root:
         info = model_info(Path(root) / "model", args.tiny, "bfloat16" if cuda else "float32", "cuda" if cuda else "cpu")
-        loaded = random_model(info, "sdpa")
+        loaded = replace(random_model(info, "sdpa"), kv_layout=args.kv)
+        report["kv_layout"] = forward.kv_layout(loaded)
         n = args.batch_size * args.batches
         pool = synthetic_pool(Path(root) / "pool.jsonl", n + 16, len(info.tokenizer), PoolShape())
         engine = ScoringEngine(loaded, ScoringConfig(prompt_format="raw"), args.batch_size)

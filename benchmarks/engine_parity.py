@@ -19,7 +19,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
-def dump(out: Path, batch_sizes: list[int]) -> None:
+def dump(out: Path, batch_sizes: list[int], kv_layout: str) -> None:
+    from dataclasses import replace
+
     from capsel.cap_engine.config import ScoringConfig
     from capsel.cap_engine.engine import ScoringEngine
     from capsel.cap_engine.inputs import CandidateText
@@ -36,6 +38,8 @@ def dump(out: Path, batch_sizes: list[int]) -> None:
                 folder = tiny_model_dir(Path(scratch) / f"{family}-{prompt_format}", family, 48,
                                         chat=prompt_format == "chat")
                 loaded = load_model(describe_model(str(folder), dtype="float32", device="cpu"))
+                if kv_layout != "auto":
+                    loaded = replace(loaded, kv_layout=kv_layout)
                 for batch_size in batch_sizes:
                     engine = ScoringEngine(loaded, ScoringConfig(horizon=48), batch_size=batch_size)
                     inputs = engine.prepare(texts)
@@ -73,10 +77,13 @@ def main() -> int:
     parser.add_argument("--out", type=Path)
     parser.add_argument("--batch-sizes", type=int, nargs="+", default=[1, 4, 16])
     parser.add_argument("--compare", type=Path, nargs=2, metavar=("BEFORE", "AFTER"))
+    parser.add_argument("--kv-layout", choices=("auto", "dynamic", "buffered", "whole"), default="auto",
+                        help="the KV cache the engine builds (auto: the engine's choice for the device; a tree "
+                             "from before this option has only auto)")
     args = parser.parse_args()
     if args.compare:
         return compare(*args.compare)
-    dump(args.out, args.batch_sizes)
+    dump(args.out, args.batch_sizes, args.kv_layout)
     return 0
 
 

@@ -17,8 +17,9 @@
 #
 # Environment: BEFORE_TREE (a folder holding an earlier capsel tree, e.g. from `git archive`: its own
 # benchmarks/gpu_throughput.py runs on the same machine right after this tree's, so an engine change is measured
-# before and after in one call; BEFORE_LABEL names it in the saved file), PROFILE=1 (one more run of this tree
-# with --profile), VLM=1 (benchmarks/multimodal_throughput.py, Llava-1.5-7B shape), N_CANDIDATES (pool size of each benchmark run, default 2048), VLLM_SPEC (default vllm==0.32.0, the
+# before and after in one call; BEFORE_LABEL names it in the saved file), KV_LAYOUTS (e.g. "whole dynamic": one more
+# fused run of this tree per KV cache layout named, in the same call, saved as kv-<layout>-<device>-<date>.json),
+# PROFILE=1 (one more run of this tree with --profile), VLM=1 (benchmarks/multimodal_throughput.py, Llava-1.5-7B shape), N_CANDIDATES (pool size of each benchmark run, default 2048), VLLM_SPEC (default vllm==0.32.0, the
 # release whose CPU build passes the parity tests here; capsel is installed within infra/vllm-constraints.txt),
 # GPU_VENV (default .venv-gpu), WHEELS (a folder of wheels: install from it alone, for a machine without a registry),
 # GPU_PY (use this Python instead of building a venv), RESULTS_DIR (where the benchmark JSON goes, default
@@ -114,7 +115,8 @@ throughput() {
 import json, sys
 r = json.load(open(sys.argv[1]))
 e = r["end_to_end"]
-print(f"{sys.argv[1]}: {r['generator']}, {e['candidates']} candidates on {r['device']['name']}")
+layout = r["phases"]["scoring"].get("kv_layout", "?")
+print(f"{sys.argv[1]}: {r['generator']}, KV {layout}, {e['candidates']} candidates on {r['device']['name']}")
 print(f"  end to end {e['candidates_per_s']} cand/s ({e['candidates_per_s_with_startup']} with {e['startup_s']} s start-up)")
 for name, phase in r["phases"].items():
     print(f"  {name}: {phase['candidates_per_s']} cand/s (model {phase['model_s']} s, write {phase['write_s']} s)")
@@ -131,6 +133,10 @@ if [[ "$MODE" == dry ]]; then
     fi
     step "gpu_throughput.py --tiny, fused HF route"
     throughput tiny-fused "$LOGS" --tiny --threads 1 --n-candidates 128 --generator fused
+    for layout in ${KV_LAYOUTS:-}; do
+        step "gpu_throughput.py --tiny, fused HF route, KV layout $layout"
+        throughput "tiny-kv-$layout" "$LOGS" --tiny --threads 1 --n-candidates 128 --generator fused --kv-layout "$layout"
+    done
 else
     step "gpu_throughput.py, Llama-3-8B shape, vllm route, $N_CANDIDATES candidates"
     if "$PY" -c 'import vllm' 2>/dev/null; then
@@ -140,6 +146,11 @@ else
     fi
     step "gpu_throughput.py, Llama-3-8B shape, fused HF route, $N_CANDIDATES candidates"
     throughput fused "$RESULTS_DIR" --n-candidates "$N_CANDIDATES" --generator fused
+    for layout in ${KV_LAYOUTS:-}; do
+        step "gpu_throughput.py, Llama-3-8B shape, fused HF route, KV layout $layout, $N_CANDIDATES candidates"
+        throughput "kv-$layout" "$RESULTS_DIR" --n-candidates "$N_CANDIDATES" --generator fused --kv-layout "$layout" \
+            || echo "KV layout $layout FAILED (the runs below go on)"
+    done
     if [[ -n "${BEFORE_TREE:-}" ]]; then
         step "the same run on the earlier tree in $BEFORE_TREE (${BEFORE_LABEL:-before})"
         before_site=$(mktemp -d)

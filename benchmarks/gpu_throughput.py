@@ -24,6 +24,7 @@ import platform
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import orjson
@@ -47,11 +48,12 @@ from synthetic_llama import (  # noqa: E402
 from capsel.cap_engine.batch_memory import resolve_batch_size  # noqa: E402
 from capsel.cap_engine.config import ScoringConfig  # noqa: E402
 from capsel.cap_engine.engine import ScoringEngine  # noqa: E402
+from capsel.cap_engine.forward import kv_layout  # noqa: E402
 from capsel.cap_engine.generation import HFGenerator  # noqa: E402
 from capsel.db import open_db  # noqa: E402
 from capsel.db.records import fetch_records  # noqa: E402
 from capsel.ingest.pipeline import IngestOptions, ingest  # noqa: E402
-from capsel.models.loading import attention_implementation
+from capsel.models.loading import KV_LAYOUTS, attention_implementation
 from capsel.runner.job import PAGE_SIZE, run_scorer
 from capsel.runner.progress import RunSummary
 from capsel.scorers.cap import CapScorer
@@ -80,12 +82,20 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--max-num-seqs", type=int, default=None, help="vLLM's concurrent sequences")
     parser.add_argument("--enforce-eager", action="store_true", help="vLLM without CUDA graphs")
     parser.add_argument("--profile", action="store_true", help="add a torch.profiler table of two scoring batches")
+    parser.add_argument("--kv-layout", choices=KV_LAYOUTS, default="auto",
+                        help="the HF engine's KV cache: auto (its choice for the device), dynamic (growing), buffered "
+                             "(preallocated, attention on the filled part) or whole (attention on the whole buffer)")
     parser.add_argument("--peak-tflops", type=float, default=None,
                         help="dense bf16 peak for MFU when the device is not in PEAK_FLOPS")
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     parser.add_argument("--save", action="store_true", help="also write benchmarks/results/<device>-<date>.json")
     parser.add_argument("--results-dir", type=Path, default=RESULTS, help="where --save writes")
     return parser.parse_args()
+
+
+def layout_model(info, attn: str, kv_layout: str):
+    """The random-weight HF model, its engine set to build `kv_layout` caches."""
+    return replace(random_model(info, attn), kv_layout=kv_layout)
 
 
 def timed(function, *args):
@@ -214,7 +224,7 @@ def main() -> None:
         attn = attention_implementation(info, args.attn)
         phases, startup, loaded = {}, {}, None
         if generator != "vllm":
-            loaded, startup["hf_model_init_s"] = timed(random_model, info, attn)
+            loaded, startup["hf_model_init_s"] = timed(layout_model, info, attn, args.kv_layout)
         if generator != "fused":
             with monitor.phase("generation"):
                 backend, startup["generator_start_s"] = timed(make_generator, generator, info, config, args, loaded)
@@ -224,10 +234,10 @@ def main() -> None:
                     _, startup["generator_stop_s"] = timed(backend.close)
         with monitor.phase("scoring"):
             if loaded is None:
-                loaded, startup["hf_model_init_s"] = timed(random_model, info, attn)
+                loaded, startup["hf_model_init_s"] = timed(layout_model, info, attn, args.kv_layout)
             engine = ScoringEngine(loaded, config, resolve_batch_size(args.batch_size, loaded, config))
             phases["scoring"] = phase(run_scorer(con, CapScorer.of(engine)))
-        phases["scoring"].update(batch_size=engine.batch_size, attn_implementation=attn)
+        phases["scoring"].update(batch_size=engine.batch_size, attn_implementation=attn, kv_layout=kv_layout(loaded))
         tokens = fetch_records(con, "scoring/scoring_token_counts", {
             "model_fingerprint": info.fingerprint, "generation_hash": config.generation_hash,
             "scoring_hash": config.scoring_hash, "horizon": config.horizon})[0]
@@ -243,7 +253,8 @@ def main() -> None:
     text = orjson.dumps(report, option=orjson.OPT_INDENT_2).decode()
     print(text)
     if args.save:
-        print(f"saved {save(text, device_name, args.results_dir)}", file=sys.stderr)
+        prefix = "" if args.kv_layout == "auto" else f"kv-{args.kv_layout}-"
+        print(f"saved {save(text, device_name, args.results_dir, prefix)}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ import torch
 from capsel.cap_engine.batching import left_padded
 from capsel.cap_engine.prefill_groups import join_caches, joinable, length_groups
 from capsel.cap_engine.vision_batch import joined_tensors, prompt_positions
-from capsel.models.loading import LoadedModel
+from capsel.models.loading import KV_LAYOUTS, LoadedModel
 
 
 @dataclass
@@ -74,7 +74,7 @@ def _grouped_prefill(
     for rows in groups:
         ids, mask = left_padded([prompts[row] for row in rows], pad_id(loaded), loaded.input_device)
         positions, _ = prompt_positions(loaded.model, ids, mask, {})
-        own = new_cache(loaded, ids.shape[1], buffered=False)
+        own = new_cache(loaded, ids.shape[1], "dynamic")
         logits.append(_forward(loaded, ids, mask, positions, own, keep_last=1)[:, -1])
         parts.append((rows, own))
     join_caches(cache, parts, len(prompts), max(map(len, prompts)))
@@ -83,16 +83,27 @@ def _grouped_prefill(
 
 
 def _cache(loaded: LoadedModel, capacity: int) -> Any:
+    return new_cache(loaded, capacity, kv_layout(loaded))
+
+
+def kv_layout(loaded: LoadedModel) -> str:
+    """The KV cache the engine builds for `loaded`: its `kv_layout`, or by device when that is "auto"."""
+    if loaded.kv_layout not in KV_LAYOUTS:
+        raise ValueError(f"unknown KV layout {loaded.kv_layout!r} (expected one of {', '.join(KV_LAYOUTS)})")
+    if loaded.kv_layout != "auto":
+        return loaded.kv_layout
     # Measured on an H200 (8B shape, batch 256, transformers 5.24): the growing cache scored 69.5 and 66.9 cand/s
-    # where the pooled buffers gave 55.1 and 55.1, so the buffers stay on CPU, where they are faster
-    # (benchmarks/README.md).
-    return new_cache(loaded, capacity, buffered=loaded.input_device.type == "cpu")
+    # where the pooled filled-part buffers gave 55.1 and 55.1, so those buffers stay on CPU, where they are faster
+    # (benchmarks/README.md). The whole-buffer layout is not measured on a GPU yet.
+    return "buffered" if loaded.input_device.type == "cpu" else "dynamic"
 
 
-def new_cache(loaded: LoadedModel, capacity: int, buffered: bool) -> Any:
+def new_cache(loaded: LoadedModel, capacity: int, layout: str) -> Any:
     """An empty KV cache for a batch that will hold `capacity` positions.
 
-    `buffered`: its layers write into the model's pooled buffers (kv_buffers) instead of growing by concatenation.
+    `layout`: "dynamic" (transformers' cache, growing by concatenation), "buffered" (layers write into the
+    model's pooled buffers, attention reads the filled part) or "whole" (the same buffers, attention reads
+    all `capacity` positions; see kv_buffers).
     """
     from transformers import DynamicCache
 
@@ -101,7 +112,9 @@ def new_cache(loaded: LoadedModel, capacity: int, buffered: bool) -> Any:
     cache = DynamicCache(config=loaded.model.config)
     # Sliding-window (and linear-attention) layers drop old states unless told to keep them for a crop.
     cache.activate_past_recording()
-    return preallocate(cache, capacity, model_pool(loaded.model).lease(cache)) if buffered else cache
+    if layout == "dynamic":
+        return cache
+    return preallocate(cache, capacity, model_pool(loaded.model).lease(cache), whole=layout == "whole")
 
 
 def extend(

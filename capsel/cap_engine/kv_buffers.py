@@ -1,13 +1,19 @@
 """KV caches that write into preallocated buffers, so a greedy step copies only its own token's states.
 
 transformers' DynamicCache grows by concatenation: each greedy step copies the whole cache of every layer.
-Here each layer holds [rows, heads, capacity, dim] from the prompt's prefill on and gives attention a view of
-its filled part. The keys and values are the same numbers the dynamic cache holds, so the scores do not
-change; cropping a branch off stays a slice of the view.
+Here each layer holds [rows, heads, capacity, dim] from the prompt's prefill on. The keys and values are the
+same numbers the dynamic cache holds, so the scores do not change; cropping a branch off stays a slice.
+
+Two ways to hand the buffer to attention (`preallocate`'s `whole`):
+- the filled part, a view (the default): attention reads what a dynamic cache would hold, bit for bit;
+- the whole buffer, contiguous, its unfilled tail hidden by the causal mask (as transformers' StaticCache
+  does): the tensors attention reads keep one shape and address for the whole batch, which CUDA kernels
+  may need to read them without a copy and CUDA graphs need at all. The sums then run over more (masked)
+  terms, so the logits agree to float rounding rather than bit for bit.
 
 The memory comes from a `KVPool` kept per model: consecutive batches write into the same storage instead of
-each allocating its own. forward.py uses the buffers where they were measured faster, on CPU; on an H200 even
-the pooled ones lost to the growing cache (benchmarks/README.md has the figures).
+each allocating its own. forward.py uses the filled-part buffers where they were measured faster, on CPU; on
+an H200 even the pooled ones lost to the growing cache (benchmarks/README.md has the figures).
 """
 
 from __future__ import annotations
@@ -50,22 +56,24 @@ class KVPool:
             self._leased = False
 
     def take(self, key: tuple[int, str], like: torch.Tensor, size: int) -> torch.Tensor:
-        """A [rows, heads, size, dim] view of stored memory for `like`'s rows, heads and dim."""
+        """A contiguous [rows, heads, size, dim] tensor in stored memory, for `like`'s rows, heads, dim and dtype.
+
+        Memory never written by a state holds zeros: a whole-buffer layer's attention multiplies its unfilled
+        tail by a zero weight, which only a finite number survives.
+        """
         rows, heads, _, dim = like.shape
-        stored = self._stored.pop(key, None)
-        if stored is not None and (stored.dtype, stored.device, stored.shape[1], stored.shape[3]) == (
-                like.dtype, like.device, heads, dim):
-            if stored.shape[0] >= rows and stored.shape[2] >= size:
-                self._stored[key] = stored
-                return stored[:rows, :, :size]
-            rows_held, size_held = stored.shape[0], stored.shape[2]
+        needed = rows * heads * size * dim
+        old = self._stored.pop(key, None)
+        held = old.numel() if old is not None and (old.dtype, old.device) == (like.dtype, like.device) else 0
+        if held >= needed:
+            assert old is not None
+            stored = old
         else:
-            rows_held, size_held = 0, 0
-        shape = (max(rows, rows_held), heads, max(size, size_held), dim)
-        # The old storage is let go before the larger one is allocated, so the two never coexist.
-        del stored
-        self._stored[key] = like.new_empty(shape)
-        return self._stored[key][:rows, :, :size]
+            # The old storage is let go before the larger one is allocated, so the two never coexist.
+            del old
+            stored = like.new_zeros(max(needed, held))
+        self._stored[key] = stored
+        return stored[:needed].view(rows, heads, size, dim)
 
 
 def model_pool(model: Any) -> KVPool:
@@ -77,12 +85,13 @@ def model_pool(model: Any) -> KVPool:
         return pool
 
 
-def preallocate(cache: Any, capacity: int, pool: KVPool | None = None) -> Any:
+def preallocate(cache: Any, capacity: int, pool: KVPool | None = None, whole: bool = False) -> Any:
     """Swap the cache's plain and short sliding-window layers for buffered ones holding `capacity` positions.
 
     A sliding-window layer is swapped only while `capacity` stays under its window: past the window it drops
     its oldest states, which a buffer written from its start cannot follow, so such a layer stays dynamic.
-    `pool`: where the buffers' memory comes from (None: each layer allocates its own).
+    `pool`: where the buffers' memory comes from (None: each layer allocates its own). `whole`: attention gets
+    the whole buffer, and a layer asked to hold more than `capacity` raises instead of growing.
     """
     layers = getattr(cache, "layers", None)
     if not layers:
@@ -90,28 +99,29 @@ def preallocate(cache: Any, capacity: int, pool: KVPool | None = None) -> Any:
     for index, layer in enumerate(layers):
         kind = type(layer)
         if kind is DynamicLayer:
-            layers[index] = _retyped(layer, BufferedLayer, capacity, pool, index)
+            layers[index] = _retyped(layer, BufferedLayer, capacity, pool, index, whole)
         elif kind is DynamicSlidingWindowLayer and capacity < layer.sliding_window:
-            layers[index] = _retyped(layer, BufferedSlidingWindowLayer, capacity, pool, index)
+            layers[index] = _retyped(layer, BufferedSlidingWindowLayer, capacity, pool, index, whole)
     return cache
 
 
-def _retyped(layer: Any, kind: type[Any], capacity: int, pool: KVPool | None, index: int) -> Any:
+def _retyped(layer: Any, kind: type[Any], capacity: int, pool: KVPool | None, index: int, whole: bool) -> Any:
     # Built from the layer's own state rather than its constructor, whose arguments change between releases.
     if layer.is_initialized:
         return layer
     buffered = object.__new__(kind)
     buffered.__dict__.update(layer.__dict__)
-    buffered.capacity = capacity
+    buffered.capacity, buffered.whole = capacity, whole
     buffered.key_buffer = buffered.value_buffer = None
     buffered.pool, buffered.pool_index = pool, index
     return buffered
 
 
 class _Buffered:
-    """Writes new states after the filled part of a preallocated buffer; `keys`/`values` are views of it."""
+    """Writes new states after the filled part of a preallocated buffer; `keys`/`values` are views of that part."""
 
     capacity: int
+    whole: bool
     key_buffer: torch.Tensor | None
     value_buffer: torch.Tensor | None
     pool: KVPool | None
@@ -126,12 +136,22 @@ class _Buffered:
     def update(
         self, key_states: torch.Tensor, value_states: torch.Tensor, *args: Any, **kwargs: Any
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Write the new states into the buffer and return the filled part, as transformers' layers return."""
+        """Write the new states into the buffer; return the filled part as transformers' layers do (or all of it)."""
         if not self.is_initialized:
             self.lazy_initialization(key_states, value_states)
         self._count(key_states.shape[-2])
         self._append(key_states, value_states)
+        if self.whole:
+            assert self.key_buffer is not None and self.value_buffer is not None
+            return self.key_buffer, self.value_buffer
         return self.keys, self.values
+
+    def get_mask_sizes(self, *args: Any, **kwargs: Any) -> tuple[int, int]:
+        """(kv_length, kv_offset) of the keys `update` returns, for transformers' mask (its arguments vary by
+        release)."""
+        if self.whole:
+            return self.capacity, 0
+        return super().get_mask_sizes(*args, **kwargs)  # type: ignore[misc]
 
     def _count(self, n_new: int) -> None:
         """Count positions the layer type tracks besides its states (none for a full-attention layer)."""
@@ -139,6 +159,9 @@ class _Buffered:
     def _append(self, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
         filled = self.keys.shape[-2] if self.key_buffer is not None else 0
         needed = filled + key_states.shape[-2]
+        if self.whole and needed > self.capacity:
+            # The mask was already built for `capacity` keys; growing would hand attention more.
+            raise RuntimeError(f"a whole-buffer KV layer sized for {self.capacity} positions was given {needed}")
         if self.key_buffer is None or needed > self.key_buffer.shape[-2]:
             self._grow(key_states, value_states, filled, max(needed, self.capacity))
         assert self.key_buffer is not None and self.value_buffer is not None
@@ -153,8 +176,8 @@ class _Buffered:
             self.value_buffer = self.pool.take((self.pool_index, "values"), value_states, size)
             return
         # More than the batch was sized for (a caller's miscount): stay correct, at the cost of one copy.
-        keys = key_states.new_empty((*key_states.shape[:2], size, key_states.shape[-1]))
-        values = value_states.new_empty((*value_states.shape[:2], size, value_states.shape[-1]))
+        keys = key_states.new_zeros((*key_states.shape[:2], size, key_states.shape[-1]))
+        values = value_states.new_zeros((*value_states.shape[:2], size, value_states.shape[-1]))
         if filled:
             keys[:, :, :filled].copy_(self.keys)
             values[:, :, :filled].copy_(self.values)

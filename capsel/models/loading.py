@@ -24,6 +24,8 @@ from capsel.models.source import ModelSource, resolve_model
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
+# The scoring engine's KV caches (cap_engine.forward.new_cache); "auto" picks one by device.
+KV_LAYOUTS = ("auto", "dynamic", "buffered", "whole")
 ATTENTION_FALLBACK = {"flash_attention_2": "sdpa", "sdpa": "eager"}
 
 
@@ -61,6 +63,8 @@ class LoadedModel:
     blocks: nn.ModuleList
     input_device: torch.device
     supports_logits_to_keep: bool = False
+    # The KV cache the scoring engine builds for a batch (cap_engine.forward.new_cache): "auto" picks by device.
+    kv_layout: str = "auto"
 
     @property
     def processor(self) -> Any:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 import torch
 
@@ -84,12 +86,16 @@ def test_engine_matches_naive_reference(family, prompt_format, tmp_path):
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
-def test_engine_on_cuda_matches_cpu(tmp_path):
+@pytest.mark.parametrize("cuda_kv_layout", ["auto", "whole", "buffered"])
+def test_engine_on_cuda_matches_cpu(tmp_path, cuda_kv_layout):
     path = str(tiny_model_dir(tmp_path / "llama"))
     texts = [CandidateText(**candidate) for candidate in mixed_candidates()]
     results = {}
     for device in ("cpu", "cuda"):
-        engine = ScoringEngine(load_model(describe_model(path, dtype="float32", device=device)), ScoringConfig(), 4)
+        loaded = load_model(describe_model(path, dtype="float32", device=device))
+        if device == "cuda":
+            loaded = replace(loaded, kv_layout=cuda_kv_layout)
+        engine = ScoringEngine(loaded, ScoringConfig(), 4)
         results[device] = engine.generate_and_score(engine.prepare(texts))
     for cpu, cuda in zip(results["cpu"], results["cuda"]):
         assert cpu.generation.generated_ids == cuda.generation.generated_ids

@@ -1,4 +1,5 @@
-"""The preallocated KV cache gives the logits of transformers' own DynamicCache, bit for bit, without regrowing.
+"""The preallocated KV cache gives the logits of transformers' own DynamicCache without regrowing: bit for bit
+when attention reads the filled part, to float rounding when it reads the whole buffer.
 
 Each family runs a left-padded prompt batch, greedy-style steps, a crop back to the prompt and a second
 branch, once through capsel's prefill/extend (buffered layers) and once through a stock DynamicCache driven
@@ -6,6 +7,8 @@ the same way here.
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import pytest
 import torch
@@ -88,3 +91,34 @@ def test_a_cache_built_while_another_lives_gets_storage_of_its_own(tmp_path):
         assert _storage(first).isdisjoint(_storage(second))
         # Had the second batch written into the first one's storage, this step would read its states.
         assert torch.equal(extend(loaded, first, column, torch.ones_like(column), keep_last=1), expected)
+
+
+@pytest.mark.parametrize("family", CACHE_FAMILIES)
+def test_whole_buffer_attention_gives_the_dynamic_caches_logits(family, tmp_path):
+    loaded = replace(load_cache_family(family, tmp_path / family), kv_layout="whole")
+    seen = []
+    with torch.inference_mode():
+        # A wider batch first leaves its states in the pooled storage: the batch after it must not read them.
+        capsel_run(loaded, [[50 + i for i in range(9)], [60, 61]], STEPS[:2], RESPONSES[:2], ROOM + 2)
+        stock = stock_run(loaded.model, 0, PROMPTS, STEPS, RESPONSES)
+        ours = capsel_run(loaded, PROMPTS, STEPS, RESPONSES, ROOM, on_prefill=seen.append)
+
+    for expected, got in zip(stock, ours):
+        torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
+    capacity = max(map(len, PROMPTS)) + ROOM
+    buffered = [layer for layer in seen[0].cache.layers if isinstance(layer, (BufferedLayer, BufferedSlidingWindowLayer))]
+    # Only gemma3-window-8's sliding layers stay dynamic (its window is shorter than prompt + room).
+    assert len(buffered) == len(seen[0].cache.layers) - (2 if family == "gemma3-window-8" else 0)
+    for layer in buffered:
+        assert layer.whole and layer.key_buffer.is_contiguous() and layer.key_buffer.shape[-2] == capacity
+        assert layer.get_mask_sizes(1) == (capacity, 0)
+
+
+def test_a_whole_buffer_layer_refuses_more_positions_than_it_was_sized_for(tmp_path):
+    loaded = replace(load_cache_family("llama", tmp_path / "llama"), kv_layout="whole")
+    column = torch.tensor([[row[0]] for row in STEPS])
+    with torch.inference_mode():
+        state = prefill(loaded, PROMPTS, room=1)
+        extend(loaded, state, column, torch.ones_like(column), keep_last=1)
+        with pytest.raises(RuntimeError, match="sized for 8 positions was given 9"):
+            extend(loaded, state, column, torch.ones_like(column), keep_last=1)
