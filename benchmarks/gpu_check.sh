@@ -19,7 +19,8 @@
 # benchmarks/gpu_throughput.py runs on the same machine right after this tree's, so an engine change is measured
 # before and after in one call; BEFORE_LABEL names it in the saved file), KV_LAYOUTS (e.g. "whole dynamic": one more
 # fused run of this tree per KV cache layout named, in the same call, saved as kv-<layout>-<device>-<date>.json),
-# PROFILE=1 (one more run of this tree with --profile), VLM=1 (benchmarks/multimodal_throughput.py, Llava-1.5-7B shape), N_CANDIDATES (pool size of each benchmark run, default 2048), VLLM_SPEC (default vllm==0.32.0, the
+# PROFILE=1 (one more run of this tree with --profile), DECODE_PROFILE (e.g. "dynamic whole": decode_profile.py, one
+# fused batch's synced phases and top kernels, once per KV layout named, JSON beside the others), VLM=1 (benchmarks/multimodal_throughput.py, Llava-1.5-7B shape), N_CANDIDATES (pool size of each benchmark run, default 2048), VLLM_SPEC (default vllm==0.32.0, the
 # release whose CPU build passes the parity tests here; capsel is installed within infra/vllm-constraints.txt),
 # GPU_VENV (default .venv-gpu), WHEELS (a folder of wheels: install from it alone, for a machine without a registry),
 # GPU_PY (use this Python instead of building a venv), RESULTS_DIR (where the benchmark JSON goes, default
@@ -168,6 +169,13 @@ else
         step "gpu_throughput.py --profile, fused HF route, 1024 candidates"
         throughput profile "$RESULTS_DIR" --n-candidates 1024 --generator fused --profile
     fi
+    for layout in ${DECODE_PROFILE:-}; do
+        step "decode_profile.py, Llama-3-8B shape, KV layout $layout"
+        "$PY" benchmarks/decode_profile.py --kv "$layout" \
+            --out "$RESULTS_DIR/decode_profile-$(date +%F)-kv-$layout.json" > "$LOGS/decode-$layout.log" 2>&1 \
+            || echo "decode_profile.py --kv $layout FAILED"
+        tail -25 "$LOGS/decode-$layout.log"
+    done
     if [[ "${VLM:-0}" == 1 ]]; then
         step "multimodal_throughput.py, Llava-1.5-7B shape, 128 candidates at batch 32"
         "$PY" benchmarks/multimodal_throughput.py --n-candidates 128 --batch-size 32 --save --results-dir "$RESULTS_DIR" \

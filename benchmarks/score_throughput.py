@@ -33,6 +33,7 @@ import statistics
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import orjson
@@ -44,8 +45,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from capsel.cap_engine.batching import left_padded, length_sorted_batches, right_padded  # noqa: E402
 from capsel.cap_engine.config import ScoringConfig, layer_split  # noqa: E402
 from capsel.cap_engine.engine import ScoringEngine  # noqa: E402
+from capsel.cap_engine.forward import kv_layout  # noqa: E402
 from capsel.cap_engine.inputs import CandidateText  # noqa: E402
-from capsel.models.loading import describe_model, load_model
+from capsel.models.loading import KV_LAYOUTS, describe_model, load_model
 
 N_WORDS = 4000
 
@@ -157,6 +159,14 @@ def matmul_gflops(size: int = 2048, repeats: int = 5) -> float:
     return 2 * size**3 / best / 1e9
 
 
+def layout_agreement(first, second) -> dict:
+    """How far two runs of the engine (other KV layouts) agree: rows with other ŷ ids, largest |Δ D_ℓ|."""
+    other_ids = sum(a.generation.generated_ids != b.generation.generated_ids for a, b in zip(first, second))
+    worst = max((abs(x - y) for a, b in zip(first, second) if a.divergence.layer_divergence
+                 for x, y in zip(a.divergence.layer_divergence, b.divergence.layer_divergence)), default=0.0)
+    return {"rows_with_other_generated_ids": other_ids, "max_abs_layer_divergence_diff": worst}
+
+
 def timed(function, *args):
     start = time.perf_counter()
     result = function(*args)
@@ -177,6 +187,8 @@ def main() -> None:
     parser.add_argument("--prompt-format", default="auto", help="raw | chat | auto (real models)")
     parser.add_argument("--engine-only", action="store_true",
                         help="time the fused engine alone (no paper-style pipeline, no ratio)")
+    parser.add_argument("--also-kv-layout", choices=KV_LAYOUTS[1:], default=None,
+                        help="also time the fused engine with this KV cache layout, in turn with the others")
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -203,6 +215,10 @@ def main() -> None:
         }
         if args.engine_only:
             pipelines = {"engine_fused": pipelines["engine_fused"]}
+        if args.also_kv_layout:
+            other = ScoringEngine(replace(loaded, kv_layout=args.also_kv_layout), config, batch_size=args.batch_size)
+            other.generate_and_score(warm)
+            pipelines[f"engine_fused_kv_{args.also_kv_layout}"] = lambda: other.generate_and_score(inputs)
         seconds: dict[str, list[float]] = {name: [] for name in pipelines}
         outputs = {}
         # The machine is shared: rotate the order each round so load swings hit every pipeline.
@@ -236,6 +252,9 @@ def main() -> None:
     for name, times in seconds.items():
         report[name] = {"seconds_per_round": times, "candidates_per_s_best": round(n / min(times), 3),
                         "candidates_per_s_median": round(n / statistics.median(times), 3)}
+    if args.also_kv_layout:
+        report["kv_layouts"] = {"default": kv_layout(loaded), "also": args.also_kv_layout,
+                                **layout_agreement(scored, outputs[f"engine_fused_kv_{args.also_kv_layout}"])}
     if "paper_style" in seconds:
         report["ratio_engine_over_paper_best"] = round(min(seconds["paper_style"]) / min(seconds["engine_fused"]), 2)
         report["ratio_engine_over_paper_median"] = round(
