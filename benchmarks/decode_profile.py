@@ -29,7 +29,7 @@ def synced() -> float:
     return time.perf_counter()
 
 
-def timed_phases(branches, decoding, timings: dict) -> None:
+def timed_phases(branches, decoding, StepGraph, timings: dict) -> None:
     """Wrap the engine's prefill, step feed and y branch so each call's synced wall time adds to `timings`."""
     def wrap(module, name, key):
         original = getattr(module, name)
@@ -45,6 +45,7 @@ def timed_phases(branches, decoding, timings: dict) -> None:
     wrap(branches, "prefill", "prefill_s")
     wrap(branches, "_against_reference", "y_branch_s")
     wrap(decoding, "extend", "step_forward_s")
+    wrap(StepGraph, "feed", "step_forward_s")
 
 
 def sdpa_micro(batch: int, kv: int, capacity: int) -> dict:
@@ -79,14 +80,14 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=256)
     parser.add_argument("--batches", type=int, default=2)
     parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--kv", choices=("auto", "buffered", "whole", "dynamic"), default="auto",
+    parser.add_argument("--kv", choices=("auto", "buffered", "whole", "graphed", "dynamic"), default="auto",
                         help="the KV cache: the engine's choice for the device (auto), the pooled buffers on any "
-                             "device (attention on their filled part, or on the whole buffer), or transformers' "
-                             "growing DynamicCache")
+                             "device (attention on their filled part, or on the whole buffer; graphed: whole, with "
+                             "the greedy step captured as a CUDA graph), or transformers' growing DynamicCache")
     parser.add_argument("--tiny", action="store_true", help="the tiny Llama on CPU: checks the script, in seconds")
     args = parser.parse_args()
 
-    from capsel.cap_engine import branches, decoding, forward
+    from capsel.cap_engine import branches, decoding, forward, graph_steps
     from capsel.cap_engine.config import ScoringConfig
     from capsel.cap_engine.engine import ScoringEngine
 
@@ -109,7 +110,7 @@ def main() -> None:
         report["plain_candidates_per_s"] = round(n / report["plain_s"], 2)
 
         timings: dict = {}
-        timed_phases(branches, decoding, timings)
+        timed_phases(branches, decoding, graph_steps.StepGraph, timings)
         start = synced()
         engine.generate_and_score(inputs)
         timings["total_s"] = synced() - start

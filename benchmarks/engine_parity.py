@@ -77,7 +77,7 @@ def main() -> int:
     parser.add_argument("--out", type=Path)
     parser.add_argument("--batch-sizes", type=int, nargs="+", default=[1, 4, 16])
     parser.add_argument("--compare", type=Path, nargs=2, metavar=("BEFORE", "AFTER"))
-    parser.add_argument("--kv-layout", choices=("auto", "dynamic", "buffered", "whole"), default="auto",
+    parser.add_argument("--kv-layout", choices=("auto", "dynamic", "buffered", "whole", "graphed"), default="auto",
                         help="the KV cache the engine builds (auto: the engine's choice for the device; a tree "
                              "from before this option has only auto)")
     args = parser.parse_args()

@@ -59,7 +59,7 @@ def generate_and_compare(
     with observe_blocks(loaded.blocks, kept):
         # Decode on while a row still generates or its last aligned y-hat token has not been fed yet.
         decode_while(loaded, state, rows,
-                     lambda: (rows.running | (state.fed < torch.minimum(response_lengths, rows.lengths))).any())
+                     lambda: (rows.running | (state.fed < torch.minimum(response_lengths, rows.lengths))).any(), kept)
     tokens = rows.tokens
     n_aligned = [min(len(y), len(g)) for y, g in zip(responses, tokens)]
     return tokens, _against_reference(loaded, rewind(state), first_logits, responses, kept, n_aligned)

@@ -11,7 +11,9 @@ from typing import Any, Callable, Mapping, Sequence
 
 import torch
 
+from capsel.cap_engine.divergence import BlockStates
 from capsel.cap_engine.forward import PromptState, extend, pad_id, prefill
+from capsel.cap_engine.graph_steps import StepGraph, step_graph
 from capsel.models.loading import LoadedModel
 
 
@@ -74,20 +76,38 @@ def greedy_generate(
 
 
 def decode_while(
-    loaded: LoadedModel, state: PromptState, rows: GreedyRows, needed: Callable[[], torch.Tensor]
+    loaded: LoadedModel, state: PromptState, rows: GreedyRows, needed: Callable[[], torch.Tensor],
+    kept: BlockStates | None = None,
 ) -> None:
     """Feed each row's newest token and advance while `needed()` (a device flag) holds, at most to the horizon.
 
     On CUDA the host reads a step's flag only after launching the next step, so the device never idles
     waiting for the host; the one step that may run past the end feeds tokens no result reads (aligned
     positions are counted from the tokens, and a later branch starts from the rewound prompt).
+    `kept`: the sink the block hooks fill, when a captured step (graph_steps) must keep them in slots.
     """
-    trailing = state.last_logits.device.type == "cuda"
     if not bool(needed()):
         return
+    steps = step_graph(loaded, state, rows.horizon, kept)
+    try:
+        _decode(loaded, state, rows, needed, steps)
+    finally:
+        if steps is not None:
+            steps.finish(state)
+
+
+def _decode(
+    loaded: LoadedModel, state: PromptState, rows: GreedyRows, needed: Callable[[], torch.Tensor],
+    steps: StepGraph | None,
+) -> None:
+    trailing = state.last_logits.device.type == "cuda"
     unread: tuple[torch.Tensor, Any] | None = None
     while state.fed < rows.horizon:
-        feed_last_tokens(loaded, state, rows)
+        ids, mask = rows.column(state.fed)
+        if steps is None:
+            state.last_logits = extend(loaded, state, ids.to(loaded.input_device), mask, keep_last=1)[:, -1]
+        else:
+            steps.feed(state, ids.to(loaded.input_device), mask)
         rows.advance(state.last_logits)
         flag = needed()
         if not trailing:
@@ -101,9 +121,3 @@ def decode_while(
             if not bool(unread[0]):
                 return
         unread = latest
-
-
-def feed_last_tokens(loaded: LoadedModel, state: PromptState, rows: GreedyRows) -> None:
-    """Feed each row's newest token (finished rows get a masked pad) and keep the next logits."""
-    ids, mask = rows.column(state.fed)
-    state.last_logits = extend(loaded, state, ids.to(loaded.input_device), mask, keep_last=1)[:, -1]

@@ -13,17 +13,37 @@ from capsel.cap_engine.results import DivergenceResult
 
 
 class BlockStates:
-    """Block-output sink that keeps every layer's outputs, concatenated along positions (y-hat during decoding)."""
+    """Block-output sink that keeps every layer's outputs, concatenated along positions (y-hat during decoding).
+
+    Captured greedy steps (graph_steps) keep them in slots instead: one [rows, width, hidden] tensor per layer,
+    each step's output copied in at the position `slot` holds on the device, as a replayed graph can only write
+    into memory it captured.
+    """
 
     def __init__(self, n_layers: int):
         self.parts: list[list[torch.Tensor]] = [[] for _ in range(n_layers)]
+        self.slots: list[torch.Tensor] | None = None
+        self.slot: torch.Tensor | None = None
+        self.n_slotted = 0
+
+    def use_slots(self, slots: list[torch.Tensor], slot: torch.Tensor) -> None:
+        """Keep the next outputs, one position each, in `slots` (per layer [rows, width, hidden]) at the position
+        `slot` (a one-element device tensor) holds."""
+        if any(self.parts):
+            raise RuntimeError("block states were kept before their slots were set up")
+        self.slots, self.slot = list(slots), slot
 
     def __call__(self, layer: int, hidden: torch.Tensor) -> None:
-        self.parts[layer].append(hidden)
+        if self.slots is None:
+            self.parts[layer].append(hidden)
+        else:
+            self.slots[layer].index_copy_(1, self.slot, hidden)  # type: ignore[arg-type]
 
     def collect(self) -> list[torch.Tensor]:
         """Per layer [rows, positions, hidden], positions in the order they were fed."""
-        return [torch.cat(part, dim=1) for part in self.parts]
+        if self.slots is None:
+            return [torch.cat(part, dim=1) for part in self.parts]
+        return [slots[:, : self.n_slotted] for slots in self.slots]
 
 
 class DistancesTo:

@@ -102,8 +102,8 @@ def new_cache(loaded: LoadedModel, capacity: int, layout: str) -> Any:
     """An empty KV cache for a batch that will hold `capacity` positions.
 
     `layout`: "dynamic" (transformers' cache, growing by concatenation), "buffered" (layers write into the
-    model's pooled buffers, attention reads the filled part) or "whole" (the same buffers, attention reads
-    all `capacity` positions; see kv_buffers).
+    model's pooled buffers, attention reads the filled part) or "whole"/"graphed" (the same buffers, attention
+    reads all `capacity` positions; see kv_buffers and graph_steps).
     """
     from transformers import DynamicCache
 
@@ -114,7 +114,7 @@ def new_cache(loaded: LoadedModel, capacity: int, layout: str) -> Any:
     cache.activate_past_recording()
     if layout == "dynamic":
         return cache
-    return preallocate(cache, capacity, model_pool(loaded.model).lease(cache), whole=layout == "whole")
+    return preallocate(cache, capacity, model_pool(loaded.model).lease(cache), whole=layout in ("whole", "graphed"))
 
 
 def extend(
@@ -142,11 +142,11 @@ def rewind(state: PromptState) -> PromptState:
 
 
 def _forward(loaded, ids, mask, positions, cache, keep_last: int, **tensors: Any) -> torch.Tensor:
-    return _call(loaded, keep_last, cache=cache, input_ids=ids, attention_mask=mask, position_ids=positions,
+    return call_model(loaded, keep_last, cache=cache, input_ids=ids, attention_mask=mask, position_ids=positions,
                  **tensors)
 
 
-def _call(loaded: LoadedModel, keep_last: int, cache: Any, **inputs: Any) -> torch.Tensor:
+def call_model(loaded: LoadedModel, keep_last: int, cache: Any, **inputs: Any) -> torch.Tensor:
     kwargs = {"logits_to_keep": keep_last} if loaded.supports_logits_to_keep else {}
     inputs[cache_keyword(type(loaded.model).forward)] = cache
     logits = loaded.model(**inputs, use_cache=True, **kwargs).logits

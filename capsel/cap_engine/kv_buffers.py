@@ -112,7 +112,7 @@ def _retyped(layer: Any, kind: type[Any], capacity: int, pool: KVPool | None, in
     buffered = object.__new__(kind)
     buffered.__dict__.update(layer.__dict__)
     buffered.capacity, buffered.whole = capacity, whole
-    buffered.key_buffer = buffered.value_buffer = None
+    buffered.key_buffer = buffered.value_buffer = buffered.write_at = None
     buffered.pool, buffered.pool_index = pool, index
     return buffered
 
@@ -126,6 +126,8 @@ class _Buffered:
     value_buffer: torch.Tensor | None
     pool: KVPool | None
     pool_index: int
+    # Set while captured greedy steps run (graph_steps): the position, on the device, each new state is written at.
+    write_at: torch.Tensor | None
     keys: Any  # transformers declares them Optional; a buffered layer's are set once it holds a state
     values: Any
 
@@ -139,6 +141,12 @@ class _Buffered:
         """Write the new states into the buffer; return the filled part as transformers' layers do (or all of it)."""
         if not self.is_initialized:
             self.lazy_initialization(key_states, value_states)
+        if self.write_at is not None:
+            # A graph replays this write at whatever position the tensor holds then; no host-side count moves.
+            assert self.key_buffer is not None and self.value_buffer is not None
+            self.key_buffer.index_copy_(2, self.write_at, key_states)
+            self.value_buffer.index_copy_(2, self.write_at, value_states)
+            return self.key_buffer, self.value_buffer
         self._count(key_states.shape[-2])
         self._append(key_states, value_states)
         if self.whole:
@@ -152,6 +160,13 @@ class _Buffered:
         if self.whole:
             return self.capacity, 0
         return super().get_mask_sizes(*args, **kwargs)  # type: ignore[misc]
+
+    def settle(self, filled: int) -> None:
+        """Stop writing at `write_at`; the first `filled` positions are the layer's states again."""
+        assert self.key_buffer is not None and self.value_buffer is not None
+        self.write_at = None
+        self.keys = self.key_buffer[:, :, :filled]
+        self.values = self.value_buffer[:, :, :filled]
 
     def _count(self, n_new: int) -> None:
         """Count positions the layer type tracks besides its states (none for a full-attention layer)."""

@@ -25,7 +25,8 @@ if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 # The scoring engine's KV caches (cap_engine.forward.new_cache); "auto" picks one by device.
-KV_LAYOUTS = ("auto", "dynamic", "buffered", "whole")
+# "graphed": "whole" with ŷ's greedy steps captured as one CUDA graph per batch (cap_engine.graph_steps).
+KV_LAYOUTS = ("auto", "dynamic", "buffered", "whole", "graphed")
 ATTENTION_FALLBACK = {"flash_attention_2": "sdpa", "sdpa": "eager"}
 
 

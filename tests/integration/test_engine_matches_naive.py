@@ -86,7 +86,7 @@ def test_engine_matches_naive_reference(family, prompt_format, tmp_path):
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
-@pytest.mark.parametrize("cuda_kv_layout", ["auto", "whole", "buffered"])
+@pytest.mark.parametrize("cuda_kv_layout", ["auto", "whole", "buffered", "graphed"])
 def test_engine_on_cuda_matches_cpu(tmp_path, cuda_kv_layout):
     path = str(tiny_model_dir(tmp_path / "llama"))
     texts = [CandidateText(**candidate) for candidate in mixed_candidates()]

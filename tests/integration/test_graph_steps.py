@@ -1,0 +1,106 @@
+"""ŷ's greedy steps run as one static step (graph_steps, layout "graphed") give what the usual steps give.
+
+On CPU the static step runs eagerly at every step: the tokens, positions, boolean mask over the whole KV buffer,
+device-side write position and block-output slots are all in play, and only the capture itself is not. Every
+tiny family runs the whole engine both ways; the CUDA case also captures the graph and replays it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+import torch
+
+from capsel.cap_engine import graph_steps
+from capsel.cap_engine.config import ScoringConfig
+from capsel.cap_engine.divergence import BlockStates
+from capsel.cap_engine.engine import ScoringEngine
+from capsel.cap_engine.generation import HFGenerator
+from capsel.cap_engine.inputs import CandidateText
+from capsel.models.loading import describe_model, load_model
+from tests.fixtures.candidates import mixed_candidates
+from tests.fixtures.pool import tiny_model_dir
+from tests.fixtures.stock_cache import CACHE_FAMILIES, load_cache_family
+
+TOLERANCE = 1e-5
+# Sliding-window layers are not whole buffers (or not buffered at all): their steps run as usual.
+UNCAPTURED = {"mistral", "gemma3-window-8", "gemma3-window-512"}
+
+
+@pytest.fixture
+def fed_steps(monkeypatch) -> list[int]:
+    """One entry per step a StepGraph fed, so a test can tell the static step ran."""
+    fed: list[int] = []
+    feed = graph_steps.StepGraph.feed
+
+    def counted(self, *args, **kwargs):
+        fed.append(1)
+        return feed(self, *args, **kwargs)
+
+    monkeypatch.setattr(graph_steps.StepGraph, "feed", counted)
+    return fed
+
+
+def _scored(loaded, texts, batch_size: int = 4):
+    engine = ScoringEngine(loaded, ScoringConfig(horizon=24), batch_size=batch_size)
+    return engine.generate_and_score(engine.prepare(texts))
+
+
+def _assert_same(expected, got) -> None:
+    for usual, static in zip(expected, got, strict=True):
+        assert static.generation.generated_ids == usual.generation.generated_ids
+        assert static.divergence.excluded_reason == usual.divergence.excluded_reason
+        if usual.divergence.layer_divergence:
+            assert static.divergence.layer_divergence == pytest.approx(usual.divergence.layer_divergence,
+                                                                       abs=TOLERANCE)
+            assert static.divergence.ppl == pytest.approx(usual.divergence.ppl, rel=TOLERANCE)
+
+
+@pytest.mark.parametrize("family", CACHE_FAMILIES)
+def test_static_steps_score_like_the_usual_steps(family, tmp_path, fed_steps):
+    loaded = load_cache_family(family, tmp_path / family)
+    texts = [CandidateText(**candidate) for candidate in mixed_candidates()]
+    usual = _scored(loaded, texts)
+    assert not fed_steps
+    static = _scored(replace(loaded, kv_layout="graphed"), texts)
+    _assert_same(usual, static)
+    if family in UNCAPTURED:
+        assert not fed_steps
+    else:
+        # every batch decodes: at least one step per batch of 4 (the horizon caps a batch at 24)
+        assert len(fed_steps) >= len(texts) // 4
+
+
+def test_static_steps_generate_like_the_usual_steps(tmp_path, fed_steps):
+    loaded = load_model(describe_model(str(tiny_model_dir(tmp_path / "qwen3", "qwen3")), dtype="float32",
+                                       device="cpu"))
+    prompts = [[5, 6, 7, 8, 9, 10, 11], [12, 13], [14, 15, 16, 17], [18]]
+    with torch.inference_mode():
+        usual = HFGenerator(loaded, 16, 4).generate(prompts)
+        static = HFGenerator(replace(loaded, kv_layout="graphed"), 16, 4).generate(prompts)
+    assert static == usual
+    assert fed_steps
+
+
+def test_slots_refuse_states_kept_before_them():
+    kept = BlockStates(2)
+    kept(0, torch.zeros(1, 1, 4))
+    with pytest.raises(RuntimeError, match="before their slots"):
+        kept.use_slots([torch.zeros(1, 8, 4)] * 2, torch.zeros(1, dtype=torch.long))
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_captured_steps_on_cuda_score_like_the_usual_steps(tmp_path, monkeypatch):
+    replays: list[int] = []
+    replay = torch.cuda.CUDAGraph.replay
+    monkeypatch.setattr(torch.cuda.CUDAGraph, "replay", lambda graph: (replays.append(1), replay(graph))[1])
+    texts = [CandidateText(**candidate) for candidate in mixed_candidates()]
+    for family in ("llama", "qwen3", "gpt2"):
+        loaded = load_model(describe_model(str(tiny_model_dir(tmp_path / family, family)), dtype="float32",
+                                           device="cuda"))
+        usual = _scored(replace(loaded, kv_layout="whole"), texts)
+        replays.clear()
+        _assert_same(usual, _scored(replace(loaded, kv_layout="graphed"), texts))
+        assert replays, f"{family}: no step was replayed from a graph"
