@@ -104,10 +104,11 @@ def _decode(
     unread: tuple[torch.Tensor, Any] | None = None
     while state.fed < rows.horizon:
         ids, mask = rows.column(state.fed)
+        ids = ids.to(loaded.input_device)
         if steps is None:
-            state.last_logits = extend(loaded, state, ids.to(loaded.input_device), mask, keep_last=1)[:, -1]
+            state.last_logits = extend(loaded, state, ids, mask, keep_last=1)[:, -1]
         else:
-            steps.feed(state, ids.to(loaded.input_device), mask)
+            steps.feed(state, ids, mask)
         rows.advance(state.last_logits)
         flag = needed()
         if not trailing:

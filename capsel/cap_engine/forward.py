@@ -143,10 +143,11 @@ def rewind(state: PromptState) -> PromptState:
 
 def _forward(loaded, ids, mask, positions, cache, keep_last: int, **tensors: Any) -> torch.Tensor:
     return call_model(loaded, keep_last, cache=cache, input_ids=ids, attention_mask=mask, position_ids=positions,
-                 **tensors)
+                      **tensors)
 
 
 def call_model(loaded: LoadedModel, keep_last: int, cache: Any, **inputs: Any) -> torch.Tensor:
+    """The model's logits for `inputs` on `cache`: at every position (keep_last=0) or the last keep_last."""
     kwargs = {"logits_to_keep": keep_last} if loaded.supports_logits_to_keep else {}
     inputs[cache_keyword(type(loaded.model).forward)] = cache
     logits = loaded.model(**inputs, use_cache=True, **kwargs).logits
