@@ -2,7 +2,8 @@
 
 On CPU the static step runs eagerly at every step: the tokens, positions, boolean mask over the whole KV buffer,
 device-side write position and block-output slots are all in play, and only the capture itself is not. Every
-tiny family runs the whole engine both ways; the CUDA case also captures the graph and replays it.
+tiny family runs the whole engine both ways; the CUDA case also captures the graph and replays it. What a
+capture forbids, an operator whose result the host must wait for, is looked for in the step's operators here.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from dataclasses import replace
 
 import pytest
 import torch
+
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from capsel.cap_engine import graph_steps
 from capsel.cap_engine.config import ScoringConfig
@@ -26,6 +29,24 @@ from tests.fixtures.stock_cache import CACHE_FAMILIES, load_cache_family
 TOLERANCE = 1e-5
 # Sliding-window layers are not whole buffers (or not buffered at all): their steps run as usual.
 UNCAPTURED = {"mistral", "gemma3-window-8", "gemma3-window-512"}
+
+
+# Operators that make the host wait for the device (a value read back, or a result whose size depends on the
+# data) or copy host data to the device: inside a CUDA graph capture each is an error or a stale constant.
+HOST_WAITS = {"_local_scalar_dense", "item", "nonzero", "is_nonzero", "masked_select", "equal", "_unique2",
+              "unique_dim", "unique_consecutive", "lift_fresh", "lift_fresh_copy"}
+
+
+class OperatorNames(TorchDispatchMode):
+    """Records the name of every aten operator run while active."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.names: set[str] = set()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.names.add(func.__name__.split(".")[0])
+        return func(*args, **(kwargs or {}))
 
 
 @pytest.fixture
@@ -81,6 +102,22 @@ def test_static_steps_generate_like_the_usual_steps(tmp_path, fed_steps):
         static = HFGenerator(replace(loaded, kv_layout="graphed"), 16, 4).generate(prompts)
     assert static == usual
     assert fed_steps
+
+
+@pytest.mark.parametrize("family", sorted(set(CACHE_FAMILIES) - UNCAPTURED))
+def test_the_captured_step_has_no_operator_the_host_waits_for(family, tmp_path, monkeypatch):
+    recorded = OperatorNames()
+    forward = graph_steps.StepGraph._forward
+
+    def watched(self):
+        with recorded:
+            return forward(self)
+
+    monkeypatch.setattr(graph_steps.StepGraph, "_forward", watched)
+    loaded = replace(load_cache_family(family, tmp_path / family), kv_layout="graphed")
+    _scored(loaded, [CandidateText(**candidate) for candidate in mixed_candidates()][:8])
+    assert {"scaled_dot_product_attention", "index_copy_"} <= recorded.names  # the step ran, and wrote in place
+    assert not recorded.names & HOST_WAITS
 
 
 def test_slots_refuse_states_kept_before_them():
