@@ -15,7 +15,8 @@
 # (2026-11-27: 21 MB of tracked files, 41 MB of wheels, 4 MB of old tree).
 # Then, on the device (carry [".device-carry"]):
 #   GPU_PY=python3 WHEELS=.device-carry/wheels BEFORE_TREE=.device-carry/old BEFORE_LABEL=engine-<BEFORE> VLM=1 \
-#       KV_LAYOUTS="whole graphed" DECODE_PROFILE="dynamic graphed" RESULTS_DIR=$OUT N_CANDIDATES=2048 \
+#       KV_LAYOUTS="whole graphed" DECODE_PROFILE="dynamic graphed" VLM_KV_LAYOUTS="auto graphed" \
+#       RESULTS_DIR=$OUT N_CANDIDATES=2048 \
 #       bash benchmarks/gpu_check.sh
 # (BEFORE_TREE can be left out when the change keeps the GPU's default path: then KV_LAYOUTS is the comparison.)
 set -euo pipefail

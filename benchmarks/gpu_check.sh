@@ -20,7 +20,8 @@
 # before and after in one call; BEFORE_LABEL names it in the saved file), KV_LAYOUTS (e.g. "whole dynamic": one more
 # fused run of this tree per KV cache layout named, in the same call, saved as kv-<layout>-<device>-<date>.json),
 # PROFILE=1 (one more run of this tree with --profile), DECODE_PROFILE (e.g. "dynamic whole": decode_profile.py, one
-# fused batch's synced phases and top kernels, once per KV layout named, JSON beside the others), VLM=1 (benchmarks/multimodal_throughput.py, Llava-1.5-7B shape), N_CANDIDATES (pool size of each benchmark run, default 2048), VLLM_SPEC (default vllm==0.32.0, the
+# fused batch's synced phases and top kernels, once per KV layout named, JSON beside the others), VLM=1
+# (with VLM_KV_LAYOUTS, default "auto": one run per KV layout named) (benchmarks/multimodal_throughput.py, Llava-1.5-7B shape), N_CANDIDATES (pool size of each benchmark run, default 2048), VLLM_SPEC (default vllm==0.32.0, the
 # release whose CPU build passes the parity tests here; capsel is installed within infra/vllm-constraints.txt),
 # GPU_VENV (default .venv-gpu), WHEELS (a folder of wheels: install from it alone, for a machine without a registry),
 # GPU_PY (use this Python instead of building a venv), RESULTS_DIR (where the benchmark JSON goes, default
@@ -177,11 +178,13 @@ else
         tail -25 "$LOGS/decode-$layout.log"
     done
     if [[ "${VLM:-0}" == 1 ]]; then
-        step "multimodal_throughput.py, Llava-1.5-7B shape, 128 candidates at batch 32"
-        "$PY" benchmarks/multimodal_throughput.py --n-candidates 128 --batch-size 32 --save --results-dir "$RESULTS_DIR" \
-            > "$LOGS/vlm.log" 2>&1 || true
-        cp "$LOGS/vlm.log" "$RESULTS_DIR/multimodal_throughput-$(date +%F).log"
-        tail -40 "$LOGS/vlm.log"
+        for layout in ${VLM_KV_LAYOUTS:-auto}; do
+            step "multimodal_throughput.py, Llava-1.5-7B shape, 128 candidates at batch 32, KV layout $layout"
+            "$PY" benchmarks/multimodal_throughput.py --n-candidates 128 --batch-size 32 --kv-layout "$layout" --save \
+                --results-dir "$RESULTS_DIR" > "$LOGS/vlm-$layout.log" 2>&1 || true
+            cp "$LOGS/vlm-$layout.log" "$RESULTS_DIR/multimodal_throughput-$(date +%F)-kv-$layout.log"
+            tail -40 "$LOGS/vlm-$layout.log"
+        done
     fi
     echo "goal: 120 candidates/s end to end; logs in $LOGS"
 fi

@@ -21,6 +21,7 @@ import random
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -35,8 +36,9 @@ from saved_results import RESULTS, save  # noqa: E402
 
 from capsel.cap_engine.config import ScoringConfig  # noqa: E402
 from capsel.cap_engine.engine import ScoringEngine  # noqa: E402
+from capsel.cap_engine.forward import kv_layout  # noqa: E402
 from capsel.cap_engine.inputs import CandidateText  # noqa: E402
-from capsel.models.loading import ModelInfo, describe_model, load_model, wrap_model  # noqa: E402
+from capsel.models.loading import KV_LAYOUTS, ModelInfo, describe_model, load_model, wrap_model  # noqa: E402
 from capsel.models.source import ModelSource  # noqa: E402
 from capsel_lab.tiny_vlm import CHAT_TEMPLATE, build_tiny_vlm, vlm_tokenizer  # noqa: E402
 
@@ -52,6 +54,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--batch-size", type=int, default=16, help="candidates per batch (default 16)")
     parser.add_argument("--compare-batch", type=int, default=None,
                         help="also score at this batch size (e.g. 1) and report both rates")
+    parser.add_argument("--kv-layout", choices=KV_LAYOUTS, default="auto",
+                        help="the engine's KV cache (see gpu_throughput.py --kv-layout; graphed captures the greedy "
+                             "step of Llava's text model as a CUDA graph)")
     parser.add_argument("--save", action="store_true",
                         help="also write benchmarks/results/multimodal_throughput-<device>-<date>.json")
     parser.add_argument("--results-dir", type=Path, default=RESULTS, help="where --save writes")
@@ -120,6 +125,7 @@ def main() -> None:
                 model = AutoModelForImageTextToText.from_config(config, dtype=getattr(torch, dtype))
             loaded, picture = wrap_model(info, model), 336
         startup = time.perf_counter() - started
+        loaded = replace(loaded, kv_layout=args.kv_layout)
         config = ScoringConfig(prompt_tokens=256, horizon=48, prompt_format="chat")
         engine = ScoringEngine(loaded, config, args.batch_size)
         texts = candidates(folder, args.n_candidates, picture)
@@ -140,7 +146,8 @@ def main() -> None:
     done = [s for s in scored if s.excluded_reason is None]
     report = {
         "model": "tiny llava" if args.tiny else "random Llava-1.5-7B shape", "device": _device_name(device),
-        "dtype": dtype, "batch_size": engine.batch_size, "n_candidates": len(texts), "n_scored": len(done),
+        "dtype": dtype, "kv_layout": kv_layout(loaded), "batch_size": engine.batch_size,
+        "n_candidates": len(texts), "n_scored": len(done),
         "excluded": sorted({s.excluded_reason for s in scored if s.excluded_reason}),
         "prompt_ids_mean": round(sum(len(i.prompt_ids) for i in inputs) / len(inputs), 1),
         "generated_ids_mean": round(sum(len(s.generation.generated_ids or []) for s in scored) / len(scored), 1),
@@ -153,7 +160,8 @@ def main() -> None:
     text = orjson.dumps(report, option=orjson.OPT_INDENT_2).decode()
     print(text)
     if args.save:
-        print(f"saved {save(text, report['device'], args.results_dir, 'multimodal_throughput-')}", file=sys.stderr)
+        prefix = "multimodal_throughput-" + ("" if args.kv_layout == "auto" else f"kv-{args.kv_layout}-")
+        print(f"saved {save(text, report['device'], args.results_dir, prefix)}", file=sys.stderr)
 
 
 def timed_scoring(engine: ScoringEngine, inputs, device: str):

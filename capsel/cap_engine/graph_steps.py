@@ -6,9 +6,11 @@ once per batch, a step is one launch. What changes from step to step reaches the
 reads in place: the fed tokens and their positions, the attention mask over the whole KV buffer, the position
 each layer writes its new states at, and the slot the kept block outputs go to.
 
-Only a text model whose every cache layer is a whole buffer (kv_buffers, layout "graphed") and whose
-attention is SDPA (which takes the boolean mask built here) is captured; any other batch runs its steps as
-usual. On CPU the same step runs eagerly every time: that is how the tests hold it to the usual path.
+Only a model whose every cache layer is a whole buffer (kv_buffers, layout "graphed": so no sliding windows)
+and whose attention is SDPA (which takes the boolean mask built here) is captured; any other batch runs its
+steps as usual. A VLM's steps feed text alone (its images are in the prefilled cache), so Llava's and
+Qwen2-VL's are captured like a text model's. On CPU the same step runs eagerly every time: that is how the
+tests hold it to the usual path.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ WARMUP_RUNS = 2
 def step_graph(loaded: LoadedModel, state: PromptState, horizon: int, kept: BlockStates | None) -> StepGraph | None:
     """A StepGraph for this batch's greedy steps, or None where its steps run as usual."""
     layers = getattr(state.cache, "layers", None)
-    if (kv_layout(loaded) != "graphed" or loaded.info.is_multimodal or not layers
+    if (kv_layout(loaded) != "graphed" or not layers
             or getattr(loaded.model.config, "_attn_implementation", None) != "sdpa"
             or not all(type(layer) is BufferedLayer and layer.whole for layer in layers)):
         return None
@@ -56,8 +58,7 @@ class StepGraph:
         self.kept = kept
         if kept is not None:
             # Allocated here, on the stream the steps run on, before any warm-up or capture.
-            config = loaded.model.config
-            width = (rows, horizon, config.hidden_size)
+            width = (rows, horizon, loaded.model.get_input_embeddings().embedding_dim)
             kept.use_slots([torch.zeros(width, dtype=loaded.model.dtype, device=device) for _ in loaded.blocks],
                            self.slot)
         self.graph: Any = None

@@ -12,7 +12,6 @@ from dataclasses import replace
 
 import pytest
 import torch
-
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from capsel.cap_engine import graph_steps
@@ -22,9 +21,11 @@ from capsel.cap_engine.engine import ScoringEngine
 from capsel.cap_engine.generation import HFGenerator
 from capsel.cap_engine.inputs import CandidateText
 from capsel.models.loading import describe_model, load_model
+from capsel_lab.tiny_vlm import build_tiny_vlm
 from tests.fixtures.candidates import mixed_candidates
 from tests.fixtures.pool import tiny_model_dir
 from tests.fixtures.stock_cache import CACHE_FAMILIES, load_cache_family
+from tests.fixtures.tiny_vlm_rows import HORIZON, PROMPT_TOKENS, SEEDS, describe_tiny_vlm, vlm_candidates, vlm_images
 
 TOLERANCE = 1e-5
 # Sliding-window layers are not whole buffers (or not buffered at all): their steps run as usual.
@@ -120,6 +121,17 @@ def test_the_captured_step_has_no_operator_the_host_waits_for(family, tmp_path, 
     assert not recorded.names & HOST_WAITS
 
 
+@pytest.mark.parametrize("kind", ["llava", "qwen2_vl"])
+def test_a_vlms_static_steps_score_like_its_usual_steps(kind, tmp_path, fed_steps):
+    loaded = load_model(describe_tiny_vlm(build_tiny_vlm(tmp_path / kind, kind, seed=SEEDS.get(kind, 0)), kind))
+    config = ScoringConfig(horizon=HORIZON, prompt_tokens=PROMPT_TOKENS)
+    texts = [CandidateText(**candidate) for candidate in vlm_candidates(vlm_images(tmp_path))]
+    usual, static = (ScoringEngine(model, config, batch_size=4) for model in (loaded,
+                                                                               replace(loaded, kv_layout="graphed")))
+    _assert_same(usual.generate_and_score(usual.prepare(texts)), static.generate_and_score(static.prepare(texts)))
+    assert fed_steps
+
+
 def test_slots_refuse_states_kept_before_them():
     kept = BlockStates(2)
     kept(0, torch.zeros(1, 1, 4))
@@ -141,3 +153,12 @@ def test_captured_steps_on_cuda_score_like_the_usual_steps(tmp_path, monkeypatch
         replays.clear()
         _assert_same(usual, _scored(replace(loaded, kv_layout="graphed"), texts))
         assert replays, f"{family}: no step was replayed from a graph"
+    folder = build_tiny_vlm(tmp_path / "llava", "llava")
+    loaded = load_model(describe_tiny_vlm(folder, "llava", "cuda"))
+    config = ScoringConfig(horizon=HORIZON, prompt_tokens=PROMPT_TOKENS)
+    pictured = [CandidateText(**candidate) for candidate in vlm_candidates(vlm_images(tmp_path))]
+    usual, static = (ScoringEngine(model, config, batch_size=4) for model in (replace(loaded, kv_layout="whole"),
+                                                                               replace(loaded, kv_layout="graphed")))
+    replays.clear()
+    _assert_same(usual.generate_and_score(usual.prepare(pictured)), static.generate_and_score(static.prepare(pictured)))
+    assert replays, "llava: no step was replayed from a graph"

@@ -6,28 +6,30 @@ batched (left-padded, with the positions each model expects) and one at a time.
 
 from __future__ import annotations
 
-import importlib.util
 from dataclasses import replace
 
 import pytest
 import torch
-from PIL import Image
-from transformers import AutoConfig, GenerationConfig
 
 from capsel.cap_engine.config import ScoringConfig
 from capsel.cap_engine.engine import ScoringEngine
 from capsel.cap_engine.inputs import CandidateText
 from capsel.cap_engine.multimodal_inputs import MultimodalGeneration, with_vision
-from capsel.models.loading import ModelInfo, describe_model, eos_token_ids, load_model
-from capsel.models.source import resolve_model
-from capsel_lab.tiny_vlm import build_tiny_vlm, image_only_qwen2_vl_processor
+from capsel.models.loading import load_model
+from capsel_lab.tiny_vlm import build_tiny_vlm
+from tests.fixtures.tiny_vlm_rows import (
+    HAS_TORCHVISION,
+    HORIZON,
+    PROMPT_TOKENS,
+    SEEDS,
+    describe_tiny_vlm,
+    vlm_candidates,
+    vlm_images,
+)
 from tests.reference.naive_multimodal import naive_multimodal_cap
 
 torch.set_num_threads(1)
 TOLERANCE = 1e-4
-HORIZON = 16
-PROMPT_TOKENS = 40
-LONG = " ".join(["the quick brown fox jumps over the lazy dog"] * 8)
 
 # Where each kind keeps its text decoder blocks and which ids make up an image span, written out by hand.
 TEXT_BLOCKS = {kind: "model.language_model.layers" for kind in ("llava", "gemma3", "qwen2_vl", "molmo2")}
@@ -36,57 +38,11 @@ MARKERS = {
     "gemma3": ("boi_token_index", "image_token_index", "eoi_token_index"),
     "qwen2_vl": ("vision_start_token_id", "image_token_id", "vision_end_token_id"),
 }
-HAS_TORCHVISION = importlib.util.find_spec("torchvision") is not None
 # Molmo2, the paper's VLM: transformers builds its processors only with torchvision (not installable beside
 # torch 2.13's CPU build from the registry; the lent GPU machines have it)
 MOLMO2 = pytest.param("molmo2", marks=pytest.mark.skipif(not HAS_TORCHVISION, reason="Molmo2's processor needs "
                                                                                        "torchvision"))
 KINDS = ["llava", "gemma3", "qwen2_vl", MOLMO2]
-SEEDS = {"qwen2_vl": 2}
-
-
-def _images(folder) -> list[str]:
-    paths = []
-    for index, (size, colour) in enumerate([((40, 30), (200, 20, 20)), ((24, 60), (20, 20, 200)),
-                                            ((64, 64), (20, 180, 20))]):
-        path = folder / f"image{index}.png"
-        Image.new("RGB", size, colour).save(path)
-        paths.append(str(path))
-    return paths
-
-
-def _candidates(images: list[str]) -> list[dict]:
-    red, blue, green = images
-    return [
-        {"candidate_id": "one-image", "instruction": "<image>\nWhat colour is the square?", "input": "",
-         "response": "It is red, a deep and even red from edge to edge.", "images": (red,)},
-        {"candidate_id": "two-images", "instruction": "Compare <image> with <image> and say which is wider.",
-         "input": "Answer briefly.", "response": "The first is wider.", "images": (red, blue)},
-        # The cut falls after the first image's span: it is dropped, the second (after the long text) kept.
-        {"candidate_id": "drops-one", "instruction": f"<image> {LONG} <image> Which colour?", "input": "",
-         "response": "Green, as the kept picture shows clearly.", "images": (blue, green)},
-        {"candidate_id": "text-only", "instruction": "Name a colour that is not in any picture.", "input": "",
-         "response": "Purple is a fine answer to that question, I think.", "images": ()},
-        {"candidate_id": "short", "instruction": "<image> Colour?", "input": "", "response": "Red.",
-         "images": (red,)},
-    ]
-
-
-def _describe(folder, kind: str, device: str = "cpu") -> ModelInfo:
-    """describe_model; for Qwen2-VL without torchvision, the same description with its image-only processor.
-
-    transformers builds Qwen2-VL's processor only with torchvision (for its video processor), which this
-    environment lacks; the stand-in is Qwen2VLProcessor itself with the video part left out.
-    """
-    if kind != "qwen2_vl" or HAS_TORCHVISION:
-        return describe_model(str(folder), dtype="float32", device=device)
-    processor = image_only_qwen2_vl_processor(folder)
-    config = AutoConfig.from_pretrained(folder)
-    return ModelInfo(
-        source=resolve_model(str(folder), None, False), dtype="float32", device=device,
-        tokenizer=processor.tokenizer, eos_token_ids=eos_token_ids(processor.tokenizer, GenerationConfig.from_pretrained(folder).eos_token_id),
-        architecture=config.architectures[0], n_layers=config.text_config.num_hidden_layers, processor=processor,
-    )
 
 
 def _module(model, path: str):
@@ -111,12 +67,12 @@ def _assert_matches(result, expected) -> None:
 @pytest.mark.parametrize("kind", KINDS)
 def test_multimodal_engine_matches_naive_reference(kind, tmp_path):
     # seeds whose y-hats do not all start with one token (see _declare_eos)
-    info = _describe(build_tiny_vlm(tmp_path / kind, kind, seed=SEEDS.get(kind, 0)), kind)
+    info = describe_tiny_vlm(build_tiny_vlm(tmp_path / kind, kind, seed=SEEDS.get(kind, 0)), kind)
     loaded = load_model(info)
     assert info.processor is not None and info.n_layers == loaded.model.config.text_config.num_hidden_layers
     assert loaded.blocks is _module(loaded.model, TEXT_BLOCKS[kind]), "the text decoder's blocks, not the vision's"
     markers = _markers(loaded, kind)
-    candidates = _candidates(_images(tmp_path))
+    candidates = vlm_candidates(vlm_images(tmp_path))
     config = ScoringConfig(horizon=HORIZON, prompt_tokens=PROMPT_TOKENS)
     _declare_eos(loaded, config, candidates)
     info = loaded.info
@@ -168,13 +124,13 @@ def test_multimodal_engine_matches_naive_reference(kind, tmp_path):
 def test_multimodal_engine_on_cuda_matches_cpu(kind, tmp_path):
     """The VLM path on a GPU (pixels, cache and hooks on the device) gives the CPU's y-hat and divergences."""
     folder = build_tiny_vlm(tmp_path / kind, kind, seed=SEEDS.get(kind, 0))
-    candidates = [CandidateText(**candidate) for candidate in _candidates(_images(tmp_path))]
+    candidates = [CandidateText(**candidate) for candidate in vlm_candidates(vlm_images(tmp_path))]
     config = ScoringConfig(horizon=HORIZON, prompt_tokens=PROMPT_TOKENS)
     # cuDNN may run the patch-embedding convolution in TF32 otherwise, which is not a float32 comparison
     torch.backends.cudnn.allow_tf32 = False
     results = {}
     for device in ("cpu", "cuda"):
-        engine = ScoringEngine(load_model(_describe(folder, kind, device)), config, batch_size=4)
+        engine = ScoringEngine(load_model(describe_tiny_vlm(folder, kind, device)), config, batch_size=4)
         results[device] = engine.generate_and_score(engine.prepare(candidates))
     for cpu, cuda in zip(results["cpu"], results["cuda"]):
         assert cuda.generation.generated_ids == cpu.generation.generated_ids, cpu.candidate_id
