@@ -22,6 +22,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from synthetic_llama import PoolShape, model_info, pool_texts, random_model, synthetic_pool  # noqa: E402
 
+from capsel.models.loading import KV_LAYOUTS  # noqa: E402
+
 
 def synced() -> float:
     if torch.cuda.is_available():
@@ -29,7 +31,7 @@ def synced() -> float:
     return time.perf_counter()
 
 
-def timed_phases(branches, decoding, StepGraph, timings: dict) -> None:
+def timed_phases(branches, decoding, graph_steps, timings: dict) -> None:
     """Wrap the engine's prefill, step feed and y branch so each call's synced wall time adds to `timings`."""
     def wrap(module, name, key):
         original = getattr(module, name)
@@ -45,7 +47,7 @@ def timed_phases(branches, decoding, StepGraph, timings: dict) -> None:
     wrap(branches, "prefill", "prefill_s")
     wrap(branches, "_against_reference", "y_branch_s")
     wrap(decoding, "extend", "step_forward_s")
-    wrap(StepGraph, "feed", "step_forward_s")
+    wrap(graph_steps.StepGraph, "feed", "step_forward_s")
 
 
 def sdpa_micro(batch: int, kv: int, capacity: int) -> dict:
@@ -80,7 +82,7 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=256)
     parser.add_argument("--batches", type=int, default=2)
     parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--kv", choices=("auto", "buffered", "whole", "graphed", "dynamic"), default="auto",
+    parser.add_argument("--kv", choices=KV_LAYOUTS, default="auto",
                         help="the KV cache: the engine's choice for the device (auto), the pooled buffers on any "
                              "device (attention on their filled part, or on the whole buffer; graphed: whole, with "
                              "the greedy step captured as a CUDA graph), or transformers' growing DynamicCache")
@@ -110,7 +112,7 @@ def main() -> None:
         report["plain_candidates_per_s"] = round(n / report["plain_s"], 2)
 
         timings: dict = {}
-        timed_phases(branches, decoding, graph_steps.StepGraph, timings)
+        timed_phases(branches, decoding, graph_steps, timings)
         start = synced()
         engine.generate_and_score(inputs)
         timings["total_s"] = synced() - start

@@ -18,6 +18,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from capsel.models.loading import KV_LAYOUTS  # noqa: E402
+
 
 def dump(out: Path, batch_sizes: list[int], kv_layout: str) -> None:
     from dataclasses import replace
@@ -37,9 +39,8 @@ def dump(out: Path, batch_sizes: list[int], kv_layout: str) -> None:
             for prompt_format in ("raw", "chat"):
                 folder = tiny_model_dir(Path(scratch) / f"{family}-{prompt_format}", family, 48,
                                         chat=prompt_format == "chat")
-                loaded = load_model(describe_model(str(folder), dtype="float32", device="cpu"))
-                if kv_layout != "auto":
-                    loaded = replace(loaded, kv_layout=kv_layout)
+                loaded = replace(load_model(describe_model(str(folder), dtype="float32", device="cpu")),
+                                 kv_layout=kv_layout)
                 for batch_size in batch_sizes:
                     engine = ScoringEngine(loaded, ScoringConfig(horizon=48), batch_size=batch_size)
                     inputs = engine.prepare(texts)
@@ -77,7 +78,7 @@ def main() -> int:
     parser.add_argument("--out", type=Path)
     parser.add_argument("--batch-sizes", type=int, nargs="+", default=[1, 4, 16])
     parser.add_argument("--compare", type=Path, nargs=2, metavar=("BEFORE", "AFTER"))
-    parser.add_argument("--kv-layout", choices=("auto", "dynamic", "buffered", "whole", "graphed"), default="auto",
+    parser.add_argument("--kv-layout", choices=KV_LAYOUTS, default="auto",
                         help="the KV cache the engine builds (auto: the engine's choice for the device; a tree "
                              "from before this option has only auto)")
     args = parser.parse_args()

@@ -21,7 +21,8 @@
 # fused run of this tree per KV cache layout named, in the same call, saved as kv-<layout>-<device>-<date>.json),
 # PROFILE=1 (one more run of this tree with --profile), DECODE_PROFILE (e.g. "dynamic whole": decode_profile.py, one
 # fused batch's synced phases and top kernels, once per KV layout named, JSON beside the others), VLM=1
-# (with VLM_KV_LAYOUTS, default "auto": one run per KV layout named) (benchmarks/multimodal_throughput.py, Llava-1.5-7B shape), N_CANDIDATES (pool size of each benchmark run, default 2048), VLLM_SPEC (default vllm==0.32.0, the
+# (benchmarks/multimodal_throughput.py, Llava-1.5-7B shape, once per KV layout in VLM_KV_LAYOUTS, default "auto"),
+# N_CANDIDATES (pool size of each benchmark run, default 2048), VLLM_SPEC (default vllm==0.32.0, the
 # release whose CPU build passes the parity tests here; capsel is installed within infra/vllm-constraints.txt),
 # GPU_VENV (default .venv-gpu), WHEELS (a folder of wheels: install from it alone, for a machine without a registry),
 # GPU_PY (use this Python instead of building a venv), RESULTS_DIR (where the benchmark JSON goes, default

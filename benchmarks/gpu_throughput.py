@@ -84,7 +84,8 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--profile", action="store_true", help="add a torch.profiler table of two scoring batches")
     parser.add_argument("--kv-layout", choices=KV_LAYOUTS, default="auto",
                         help="the HF engine's KV cache: auto (its choice for the device), dynamic (growing), buffered "
-                             "(preallocated, attention on the filled part) or whole (attention on the whole buffer)")
+                             "(preallocated, attention on the filled part), whole (attention on the whole buffer) or "
+                             "graphed (whole, each batch's greedy step captured as a CUDA graph)")
     parser.add_argument("--peak-tflops", type=float, default=None,
                         help="dense bf16 peak for MFU when the device is not in PEAK_FLOPS")
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")

@@ -63,14 +63,12 @@ class KVPool:
         """
         rows, heads, _, dim = like.shape
         needed = rows * heads * size * dim
-        old = self._stored.pop(key, None)
-        held = old.numel() if old is not None and (old.dtype, old.device) == (like.dtype, like.device) else 0
-        if held >= needed:
-            assert old is not None
-            stored = old
-        else:
+        stored = self._stored.pop(key, None)
+        same_kind = stored is not None and (stored.dtype, stored.device) == (like.dtype, like.device)
+        held = stored.numel() if stored is not None and same_kind else 0
+        if stored is None or held < needed:
             # The old storage is let go before the larger one is allocated, so the two never coexist.
-            del old
+            del stored
             stored = like.new_zeros(max(needed, held))
         self._stored[key] = stored
         return stored[:needed].view(rows, heads, size, dim)
