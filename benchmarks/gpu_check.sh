@@ -34,6 +34,7 @@ MODE=gpu
 [[ -n "${GPU_PY:-}" ]] && MODE=lent
 [[ "${1:-}" == "--dry-run" ]] && MODE=dry
 RESULTS_DIR=${RESULTS_DIR:-benchmarks/results}
+mkdir -p "$RESULTS_DIR"
 N_CANDIDATES=${N_CANDIDATES:-2048}
 VLLM_SPEC=${VLLM_SPEC:-vllm==0.32.0}
 CONSTRAINTS=(-c infra/vllm-constraints.txt)

@@ -92,10 +92,18 @@ def kv_layout(loaded: LoadedModel) -> str:
         raise ValueError(f"unknown KV layout {loaded.kv_layout!r} (expected one of {', '.join(KV_LAYOUTS)})")
     if loaded.kv_layout != "auto":
         return loaded.kv_layout
-    # Measured on an H200 (8B shape, batch 256, transformers 5.24): the growing cache scored 69.5 and 66.9 cand/s
-    # where the pooled filled-part buffers gave 55.1 and 55.1, so those buffers stay on CPU, where they are faster
-    # (benchmarks/README.md). The whole-buffer layout is not measured on a GPU yet.
-    return "buffered" if loaded.input_device.type == "cpu" else "dynamic"
+    if loaded.input_device.type == "cpu":
+        # The filled-part buffers: on CPU they beat transformers' growing cache and ran level with the whole
+        # buffers (benchmarks/README.md).
+        return "buffered"
+    # Measured on an H200 (8B shape, bf16, batch 256, 2,048 candidates): the growing cache 38.6 and 45.7 cand/s,
+    # the whole buffers 62.3, captured steps 95.8 and 100.1; Llava-1.5-7B shape 7.3 against 16.6
+    # (benchmarks/README.md). A capture needs SDPA, which takes graph_steps' boolean mask, and one device: a graph
+    # replays on the device it was captured on, and a model spread over several GPUs would leave it.
+    attention = getattr(loaded.model.config, "_attn_implementation", None)
+    if attention == "sdpa" and len(set(getattr(loaded.model, "hf_device_map", {}).values())) <= 1:
+        return "graphed"
+    return "dynamic"
 
 
 def new_cache(loaded: LoadedModel, capacity: int, layout: str) -> Any:

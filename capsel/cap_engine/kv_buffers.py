@@ -12,8 +12,9 @@ Two ways to hand the buffer to attention (`preallocate`'s `whole`):
   terms, so the logits agree to float rounding rather than bit for bit.
 
 The memory comes from a `KVPool` kept per model: consecutive batches write into the same storage instead of
-each allocating its own. forward.py uses the filled-part buffers where they were measured faster, on CPU; on
-an H200 even the pooled ones lost to the growing cache (benchmarks/README.md has the figures).
+each allocating its own. forward.py uses the filled-part buffers on CPU, where they were measured faster; on
+an H200 they lost to the growing cache, and the whole buffers with captured steps (graph_steps) beat it by
+more than twice (benchmarks/README.md has the figures), so those are CUDA's default.
 """
 
 from __future__ import annotations

@@ -18,6 +18,7 @@ from capsel.cap_engine import graph_steps
 from capsel.cap_engine.config import ScoringConfig
 from capsel.cap_engine.divergence import BlockStates
 from capsel.cap_engine.engine import ScoringEngine
+from capsel.cap_engine.forward import kv_layout
 from capsel.cap_engine.generation import HFGenerator
 from capsel.cap_engine.inputs import CandidateText
 from capsel.models.loading import describe_model, load_model
@@ -162,3 +163,19 @@ def test_captured_steps_on_cuda_score_like_the_usual_steps(tmp_path, monkeypatch
     replays.clear()
     _assert_same(usual.generate_and_score(usual.prepare(pictured)), static.generate_and_score(static.prepare(pictured)))
     assert replays, "llava: no step was replayed from a graph"
+
+
+def test_auto_captures_the_steps_of_an_sdpa_model_on_one_gpu_only(tmp_path):
+    # The choice alone, on a model loaded here: a model on a CUDA device is only named by its input device.
+    path = str(tiny_model_dir(tmp_path / "llama"))
+    sdpa = load_model(describe_model(path, dtype="float32", device="cpu"), "sdpa")
+    eager = load_model(describe_model(path, dtype="float32", device="cpu"), "eager")
+    gpu = torch.device("cuda", 0)
+    assert kv_layout(sdpa) == "buffered"
+    assert kv_layout(replace(sdpa, input_device=gpu)) == "graphed"
+    assert kv_layout(replace(eager, input_device=gpu)) == "dynamic"
+    assert kv_layout(replace(sdpa, input_device=gpu, kv_layout="whole")) == "whole"
+    sdpa.model.hf_device_map = {"model.embed_tokens": 0, "model.layers.0": 0, "model.layers.1": 1, "lm_head": 1}
+    assert kv_layout(replace(sdpa, input_device=gpu)) == "dynamic"
+    sdpa.model.hf_device_map = {"": 0}
+    assert kv_layout(replace(sdpa, input_device=gpu)) == "graphed"
