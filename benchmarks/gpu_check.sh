@@ -119,7 +119,8 @@ throughput() {
 import json, sys
 r = json.load(open(sys.argv[1]))
 e = r["end_to_end"]
-layout = r["phases"]["scoring"].get("kv_layout", "?")
+scoring = r["phases"]["scoring"]
+layout = scoring.get("kv_layout", "?") + (f", {scoring['graph_captures']} graph captures" if scoring.get("graph_captures") else "")
 print(f"{sys.argv[1]}: {r['generator']}, KV {layout}, {e['candidates']} candidates on {r['device']['name']}")
 print(f"  end to end {e['candidates_per_s']} cand/s ({e['candidates_per_s_with_startup']} with {e['startup_s']} s start-up)")
 for name, phase in r["phases"].items():

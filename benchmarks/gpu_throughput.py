@@ -50,6 +50,7 @@ from capsel.cap_engine.config import ScoringConfig  # noqa: E402
 from capsel.cap_engine.engine import ScoringEngine  # noqa: E402
 from capsel.cap_engine.forward import kv_layout  # noqa: E402
 from capsel.cap_engine.generation import HFGenerator  # noqa: E402
+from capsel.cap_engine.graph_steps import kept_steps  # noqa: E402
 from capsel.db import open_db  # noqa: E402
 from capsel.db.records import fetch_records  # noqa: E402
 from capsel.ingest.pipeline import IngestOptions, ingest  # noqa: E402
@@ -238,7 +239,8 @@ def main() -> None:
                 loaded, startup["hf_model_init_s"] = timed(layout_model, info, attn, args.kv_layout)
             engine = ScoringEngine(loaded, config, resolve_batch_size(args.batch_size, loaded, config))
             phases["scoring"] = phase(run_scorer(con, CapScorer.of(engine)))
-        phases["scoring"].update(batch_size=engine.batch_size, attn_implementation=attn, kv_layout=kv_layout(loaded))
+        phases["scoring"].update(batch_size=engine.batch_size, attn_implementation=attn, kv_layout=kv_layout(loaded),
+                                 graph_captures=kept_steps(loaded.model).captures)
         tokens = fetch_records(con, "scoring/scoring_token_counts", {
             "model_fingerprint": info.fingerprint, "generation_hash": config.generation_hash,
             "scoring_hash": config.scoring_hash, "horizon": config.horizon})[0]

@@ -37,6 +37,7 @@ from saved_results import RESULTS, save  # noqa: E402
 from capsel.cap_engine.config import ScoringConfig  # noqa: E402
 from capsel.cap_engine.engine import ScoringEngine  # noqa: E402
 from capsel.cap_engine.forward import kv_layout  # noqa: E402
+from capsel.cap_engine.graph_steps import kept_steps  # noqa: E402
 from capsel.cap_engine.inputs import CandidateText  # noqa: E402
 from capsel.models.loading import KV_LAYOUTS, ModelInfo, describe_model, load_model, wrap_model  # noqa: E402
 from capsel.models.source import ModelSource  # noqa: E402
@@ -146,7 +147,8 @@ def main() -> None:
     done = [s for s in scored if s.excluded_reason is None]
     report = {
         "model": "tiny llava" if args.tiny else "random Llava-1.5-7B shape", "device": _device_name(device),
-        "dtype": dtype, "kv_layout": kv_layout(loaded), "batch_size": engine.batch_size,
+        "dtype": dtype, "kv_layout": kv_layout(loaded), "graph_captures": kept_steps(loaded.model).captures,
+        "batch_size": engine.batch_size,
         "n_candidates": len(texts), "n_scored": len(done),
         "excluded": sorted({s.excluded_reason for s in scored if s.excluded_reason}),
         "prompt_ids_mean": round(sum(len(i.prompt_ids) for i in inputs) / len(inputs), 1),

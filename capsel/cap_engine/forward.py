@@ -106,6 +106,10 @@ def kv_layout(loaded: LoadedModel) -> str:
     return "dynamic"
 
 
+# The granularity of a graphed batch's KV capacity (new_cache).
+CAPACITY_STEP = 16
+
+
 def new_cache(loaded: LoadedModel, capacity: int, layout: str) -> Any:
     """An empty KV cache for a batch that will hold `capacity` positions.
 
@@ -114,6 +118,7 @@ def new_cache(loaded: LoadedModel, capacity: int, layout: str) -> Any:
     reads all `capacity` positions; see kv_buffers and graph_steps).
     """
     from transformers import DynamicCache
+    from transformers.cache_utils import DynamicLayer
 
     from capsel.cap_engine.kv_buffers import model_pool, preallocate
 
@@ -122,6 +127,10 @@ def new_cache(loaded: LoadedModel, capacity: int, layout: str) -> Any:
     cache.activate_past_recording()
     if layout == "dynamic":
         return cache
+    if layout == "graphed" and all(type(layer) is DynamicLayer for layer in cache.layers):
+        # A captured step is kept for the next batch of the same capacity (graph_steps): rounding it up lets
+        # batches of nearly equal width share one, for a few more masked keys per step.
+        capacity = -(-capacity // CAPACITY_STEP) * CAPACITY_STEP
     return preallocate(cache, capacity, model_pool(loaded.model).lease(cache), whole=layout in ("whole", "graphed"))
 
 

@@ -6,6 +6,12 @@ once per batch, a step is one launch. What changes from step to step reaches the
 reads in place: the fed tokens and their positions, the attention mask over the whole KV buffer, the position
 each layer writes its new states at, and the slot the kept block outputs go to.
 
+A captured step is kept for the next batch of the same shape (rows, KV capacity, horizon): every tensor the
+step reads is then at the same address (the KV pool hands out the same storage, and the static inputs and
+block-output slots are the kept step's own), so the graph replays without a new capture. forward.new_cache
+rounds a graphed batch's capacity up to a multiple of CAPACITY_STEP so that batches of nearly equal width
+share one.
+
 Only a model whose every cache layer is a whole buffer (kv_buffers, layout "graphed": so no sliding windows)
 and whose attention is SDPA (which takes the boolean mask built here) is captured; any other batch runs its
 steps as usual. A VLM's steps feed text alone (its images are in the prefilled cache), so Llava's and
@@ -15,7 +21,10 @@ tests hold it to the usual path.
 
 from __future__ import annotations
 
-from typing import Any
+import threading
+import weakref
+from collections import OrderedDict
+from typing import Any, Callable
 
 import torch
 
@@ -27,42 +36,141 @@ from capsel.models.loading import LoadedModel
 # Eager runs of the first step before capture: they let CUDA libraries set up their handles and workspaces
 # outside the graph. Running a step again rewrites the same states at the same positions, so its result holds.
 WARMUP_RUNS = 2
+# Captured steps kept per model, the least recently used let go first. A page of the runner sorts its rows
+# into a few batch widths, so a handful covers every width a page brings.
+KEPT_STEPS = 8
+
+_KEPT: weakref.WeakKeyDictionary[Any, KeptSteps] = weakref.WeakKeyDictionary()
+_KEPT_LOCK = threading.Lock()
 
 
 def step_graph(loaded: LoadedModel, state: PromptState, horizon: int, kept: BlockStates | None) -> StepGraph | None:
-    """A StepGraph for this batch's greedy steps, or None where its steps run as usual."""
+    """A StepGraph for this batch's greedy steps (a kept one where its shape was seen), or None where its steps
+    run as usual."""
     layers = getattr(state.cache, "layers", None)
     if (kv_layout(loaded) != "graphed" or not layers
             or getattr(loaded.model.config, "_attn_implementation", None) != "sdpa"
             or not all(type(layer) is BufferedLayer and layer.whole for layer in layers)):
         return None
-    return StepGraph(loaded, state, horizon, kept)
+    shelf = kept_steps(loaded.model)
+    if not shelf.lease():
+        # Another decoding on this model holds the kept steps: this one captures its own and lets it go.
+        return StepGraph(loaded, state, horizon, kept)
+    shape = (state.mask.shape[0], layers[0].capacity, horizon, kept is not None)
+    try:
+        steps = shelf.find(shape, _addresses(state.cache))
+        if steps is None:
+            return shelf.keep(shape, StepGraph(loaded, state, horizon, kept, shelf))
+        steps.bind(state, kept)
+        return steps
+    except BaseException:
+        shelf.release()  # StepGraph.finish releases them once the steps have run; these never will
+        raise
+
+
+def kept_steps(model: Any) -> KeptSteps:
+    """The captured steps kept for `model`; they live as long as the model."""
+    with _KEPT_LOCK:
+        shelf = _KEPT.get(model)
+        if shelf is None:
+            shelf = _KEPT[model] = KeptSteps()
+        return shelf
+
+
+def _addresses(cache: Any) -> tuple[int, ...]:
+    """Where each layer's KV buffers live: a kept graph reads and writes exactly there."""
+    return tuple(pointer for layer in cache.layers
+                 for pointer in (layer.key_buffer.data_ptr(), layer.value_buffer.data_ptr()))
+
+
+class KeptSteps:
+    """One model's captured steps by batch shape, for one decoding at a time.
+
+    Their graphs share one memory pool (they never replay at once, and none reads another's output), and the
+    steps of one row count and horizon share their block-output slots and their fed ids and positions.
+    """
+
+    def __init__(self) -> None:
+        self._steps: OrderedDict[tuple[Any, ...], StepGraph] = OrderedDict()
+        self._shared: dict[tuple[Any, ...], list[torch.Tensor]] = {}
+        self._lock = threading.Lock()
+        self._leased = False
+        self.pool: Any = None
+        self.captures = 0
+
+    def lease(self) -> bool:
+        """True, and these steps are the caller's until `release`, unless another decoding holds them."""
+        with self._lock:
+            if self._leased:
+                return False
+            self._leased = True
+            return True
+
+    def release(self) -> None:
+        with self._lock:
+            self._leased = False
+
+    def find(self, shape: tuple[Any, ...], addresses: tuple[int, ...]) -> StepGraph | None:
+        """The kept step of `shape`, if it was captured on KV buffers at `addresses` (a regrown pool moves them)."""
+        steps = self._steps.get(shape)
+        if steps is None or steps.addresses != addresses:
+            return None
+        self._steps.move_to_end(shape)
+        return steps
+
+    def keep(self, shape: tuple[Any, ...], steps: StepGraph) -> StepGraph:
+        self._steps[shape] = steps
+        self._steps.move_to_end(shape)
+        while len(self._steps) > KEPT_STEPS:
+            self._steps.popitem(last=False)
+        live = {(steps.rows, steps.horizon) for steps in self._steps.values()}
+        for key in [key for key in self._shared if key[:2] not in live]:
+            del self._shared[key]
+        return steps
+
+    def shared(self, rows: int, horizon: int, what: str, make: Callable[[], list[torch.Tensor]]) -> list[torch.Tensor]:
+        """The tensors (`what`) the steps of `rows` and `horizon` share, made by `make()` the first time."""
+        key = (rows, horizon, what)
+        if key not in self._shared:
+            self._shared[key] = make()
+        return self._shared[key]
 
 
 class StepGraph:
-    """One batch's greedy step as static tensors and, on CUDA, a graph captured at the first step."""
+    """One batch shape's greedy step as static tensors and, on CUDA, a graph captured at its first step."""
 
-    def __init__(self, loaded: LoadedModel, state: PromptState, horizon: int, kept: BlockStates | None):
-        self.loaded, self.cache = loaded, state.cache
-        rows, device = state.mask.shape[0], state.mask.device
+    def __init__(self, loaded: LoadedModel, state: PromptState, horizon: int, kept: BlockStates | None,
+                 shelf: KeptSteps | None = None):
+        self.loaded, self.shelf, self.horizon = loaded, shelf, horizon
+        self.rows, device = state.mask.shape[0], state.mask.device
         capacity = state.cache.layers[0].capacity
-        self.ids = torch.zeros((rows, 1), dtype=torch.long, device=device)
-        self.positions = torch.zeros((rows, 1), dtype=torch.long, device=device)
+        # Allocated here, on the stream the steps run on, before any warm-up or capture.
+        self.ids, self.positions, self.write_at, self.slot = self._shared("inputs", lambda: [
+            torch.zeros(shape, dtype=torch.long, device=device) for shape in ((self.rows, 1),) * 2 + ((1,),) * 2])
         # [rows, 1, 1, keys]: True where a query may attend; the causal limit is the unfilled tail staying False.
-        self.mask = torch.zeros((rows, 1, 1, capacity), dtype=torch.bool, device=device)
-        self.mask[:, 0, 0, : state.mask.shape[1]] = state.mask.bool()
-        self.write_at = torch.zeros(1, dtype=torch.long, device=device)
-        self.slot = torch.zeros(1, dtype=torch.long, device=device)
-        for layer in state.cache.layers:
-            layer.write_at = self.write_at
-        self.kept = kept
-        if kept is not None:
-            # Allocated here, on the stream the steps run on, before any warm-up or capture.
-            width = (rows, horizon, loaded.model.get_input_embeddings().embedding_dim)
-            kept.use_slots([torch.zeros(width, dtype=loaded.model.dtype, device=device) for _ in loaded.blocks],
-                           self.slot)
+        self.mask = torch.zeros((self.rows, 1, 1, capacity), dtype=torch.bool, device=device)
+        width = (self.rows, horizon, loaded.model.get_input_embeddings().embedding_dim)
+        self.slots = [] if kept is None else self._shared("slots", lambda: [
+            torch.zeros(width, dtype=loaded.model.dtype, device=device) for _ in loaded.blocks])
+        self.addresses = _addresses(state.cache)
         self.graph: Any = None
         self.logits: torch.Tensor | None = None
+        self.cache: Any = None
+        self.kept: BlockStates | None = None
+        self.bind(state, kept)
+
+    def _shared(self, what: str, make: Callable[[], list[torch.Tensor]]) -> list[torch.Tensor]:
+        return make() if self.shelf is None else self.shelf.shared(self.rows, self.horizon, what, make)
+
+    def bind(self, state: PromptState, kept: BlockStates | None) -> None:
+        """Take on a new batch of this shape: its prompt mask, its cache's layers and its block-output sink."""
+        self.cache, self.kept = state.cache, kept
+        self.mask.zero_()
+        self.mask[:, 0, 0, : state.mask.shape[1]] = state.mask.bool()
+        for layer in state.cache.layers:
+            layer.write_at = self.write_at
+        if kept is not None:
+            kept.use_slots(self.slots, self.slot)
 
     def feed(self, state: PromptState, ids: torch.Tensor, mask: torch.Tensor) -> None:
         """Feed one token per row ([rows, 1] ids and mask) and keep the next logits, as forward.extend does."""
@@ -79,10 +187,15 @@ class StepGraph:
             self.kept.n_slotted = state.fed
 
     def finish(self, state: PromptState) -> None:
-        """Hand the cache back to the usual path, its filled part everything fed so far; let the graph go."""
+        """Hand the cache back to the usual path, its filled part everything fed so far; the step stays kept for
+        the next batch of its shape, or is let go if it was not kept."""
         for layer in self.cache.layers:
             layer.settle(state.mask.shape[1])
-        self.graph = self.logits = None
+        self.cache = self.kept = None
+        if self.shelf is None:
+            self.graph = self.logits = None
+        else:
+            self.shelf.release()
 
     def _run(self) -> torch.Tensor:
         if self.graph is not None:
@@ -98,8 +211,12 @@ class StepGraph:
                 logits = self._forward()
         torch.cuda.current_stream().wait_stream(side)
         graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
+        pool = None if self.shelf is None else self.shelf.pool
+        with torch.cuda.graph(graph, pool=pool):
             self.logits = self._forward()
+        if self.shelf is not None:
+            self.shelf.pool = graph.pool()
+            self.shelf.captures += 1
         self.graph = graph
         return logits
 

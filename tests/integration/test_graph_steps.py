@@ -18,7 +18,7 @@ from capsel.cap_engine import graph_steps
 from capsel.cap_engine.config import ScoringConfig
 from capsel.cap_engine.divergence import BlockStates
 from capsel.cap_engine.engine import ScoringEngine
-from capsel.cap_engine.forward import kv_layout
+from capsel.cap_engine.forward import CAPACITY_STEP, kv_layout
 from capsel.cap_engine.generation import HFGenerator
 from capsel.cap_engine.inputs import CandidateText
 from capsel.models.loading import describe_model, load_model
@@ -26,6 +26,7 @@ from capsel_lab.tiny_vlm import build_tiny_vlm
 from tests.fixtures.candidates import mixed_candidates
 from tests.fixtures.pool import tiny_model_dir
 from tests.fixtures.stock_cache import CACHE_FAMILIES, load_cache_family
+from tests.fixtures.tiny_models import WORDS
 from tests.fixtures.tiny_vlm_rows import HORIZON, PROMPT_TOKENS, SEEDS, describe_tiny_vlm, vlm_candidates, vlm_images
 
 TOLERANCE = 1e-5
@@ -122,6 +123,101 @@ def test_the_captured_step_has_no_operator_the_host_waits_for(family, tmp_path, 
     assert not recorded.names & HOST_WAITS
 
 
+def _near_widths() -> list[CandidateText]:
+    """Eight candidates whose prompts differ by a word or two: batches of two that share a KV capacity."""
+    return [CandidateText(f"n{index}", " ".join(WORDS[(index + k) % len(WORDS)] for k in range(20 + index)), "",
+                          " " + " ".join(WORDS[(3 * index + k) % len(WORDS)] for k in range(6 + 2 * index)) + "\n")
+            for index in range(8)]
+
+
+class StepTrace(TorchDispatchMode):
+    """Every aten operator of one step: its name, its constants, and each tensor argument's shape and layout,
+    with the address of every tensor the step did not make itself (weights, static inputs, KV buffers, slots).
+
+    Two steps that trace alike run the same kernels on the same memory, so one's CUDA graph replays the other.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ops: list[tuple] = []
+        self.made: set[int] = set()
+
+    def _summary(self, value):
+        if isinstance(value, torch.Tensor):
+            address = value.untyped_storage().data_ptr()
+            read = None if address in self.made else address
+            return ("tensor", tuple(value.shape), value.dtype, value.stride(), value.storage_offset(), read)
+        if isinstance(value, (list, tuple)):
+            return tuple(self._summary(item) for item in value)
+        return value
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        self.ops.append((func.__name__, self._summary(args), self._summary(tuple(sorted(kwargs.items())))))
+        out = func(*args, **kwargs)
+        for tensor in out if isinstance(out, (list, tuple)) else [out]:
+            if isinstance(tensor, torch.Tensor):
+                self.made.add(tensor.untyped_storage().data_ptr())
+        return out
+
+
+@pytest.mark.parametrize("family", sorted(set(CACHE_FAMILIES) - UNCAPTURED))
+def test_a_kept_step_runs_the_same_operators_on_the_same_memory_in_every_batch(family, tmp_path, monkeypatch):
+    traces: dict[int, list[list[tuple]]] = {}
+    forward = graph_steps.StepGraph._forward
+
+    def traced(self):
+        trace = StepTrace()
+        with trace:
+            logits = forward(self)
+        traces.setdefault(id(self), []).append(trace.ops)
+        return logits
+
+    monkeypatch.setattr(graph_steps.StepGraph, "_forward", traced)
+    loaded = replace(load_cache_family(family, tmp_path / family), kv_layout="graphed")
+    texts = _near_widths()
+    _scored(loaded, texts, batch_size=2)
+    _scored(loaded, texts[::-1], batch_size=2)  # the same widths again, the kept steps met in another order
+    steps_per_batch = min(len(ops) for ops in traces.values())
+    assert max(len(ops) for ops in traces.values()) > steps_per_batch, "no step was kept for a second batch"
+    for ops in traces.values():
+        assert all(step == ops[0] for step in ops[1:])
+
+
+def test_batches_of_nearly_equal_width_share_a_kept_step(tmp_path, fed_steps, monkeypatch):
+    made, bound = [], []
+    init, bind = graph_steps.StepGraph.__init__, graph_steps.StepGraph.bind
+    monkeypatch.setattr(graph_steps.StepGraph, "__init__", lambda self, *args: (made.append(1), init(self, *args))[1])
+    monkeypatch.setattr(graph_steps.StepGraph, "bind", lambda self, *args: (bound.append(1), bind(self, *args))[1])
+    loaded = load_cache_family("llama", tmp_path / "llama")
+    texts = _near_widths()
+    usual = _scored(loaded, texts, batch_size=2)
+    static = _scored(replace(loaded, kv_layout="graphed"), texts, batch_size=2)
+    _assert_same(usual, static)
+    # Four batches; their capacities (prompt width + room, rounded up to CAPACITY_STEP) take fewer values.
+    assert len(bound) == 4 and 1 <= len(made) < 4
+    shelf = graph_steps.kept_steps(loaded.model)
+    assert all(steps.mask.shape[-1] % CAPACITY_STEP == 0 for steps in shelf._steps.values())
+    # Scored again: every batch finds its step kept, and scores exactly as it did.
+    again = _scored(replace(loaded, kv_layout="graphed"), texts, batch_size=2)
+    assert len(made) < 4 and len(bound) == 8
+    for first, second in zip(static, again, strict=True):
+        assert second.generation.generated_ids == first.generation.generated_ids
+        assert second.divergence.layer_divergence == first.divergence.layer_divergence
+
+
+def test_a_decoding_beside_a_kept_steps_holder_captures_its_own(tmp_path):
+    loaded = replace(load_cache_family("llama", tmp_path / "llama"), kv_layout="graphed")
+    shelf = graph_steps.kept_steps(loaded.model)
+    assert shelf.lease()
+    try:
+        static = _scored(loaded, _near_widths(), batch_size=2)
+        assert not shelf._steps, "a step was kept while another decoding held the kept steps"
+    finally:
+        shelf.release()
+    _assert_same(_scored(replace(loaded, kv_layout="whole"), _near_widths(), batch_size=2), static)
+
+
 @pytest.mark.parametrize("kind", ["llava", "qwen2_vl"])
 def test_a_vlms_static_steps_score_like_its_usual_steps(kind, tmp_path, fed_steps):
     loaded = load_model(describe_tiny_vlm(build_tiny_vlm(tmp_path / kind, kind, seed=SEEDS.get(kind, 0)), kind))
@@ -163,6 +259,19 @@ def test_captured_steps_on_cuda_score_like_the_usual_steps(tmp_path, monkeypatch
     replays.clear()
     _assert_same(usual.generate_and_score(usual.prepare(pictured)), static.generate_and_score(static.prepare(pictured)))
     assert replays, "llava: no step was replayed from a graph"
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_kept_graphs_on_cuda_replay_for_later_batches(tmp_path):
+    loaded = load_model(describe_model(str(tiny_model_dir(tmp_path / "llama")), dtype="float32", device="cuda"))
+    texts = _near_widths()
+    usual = _scored(replace(loaded, kv_layout="whole"), texts, batch_size=2)
+    shelf = graph_steps.kept_steps(loaded.model)
+    for _ in range(2):
+        _assert_same(usual, _scored(replace(loaded, kv_layout="graphed"), texts, batch_size=2))
+    # Eight batches in two rounds, captured once per capacity and KV pool address.
+    assert 1 <= shelf.captures < 8
 
 
 def test_auto_captures_the_steps_of_an_sdpa_model_on_one_gpu_only(tmp_path):
