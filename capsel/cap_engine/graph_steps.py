@@ -21,8 +21,6 @@ tests hold it to the usual path.
 
 from __future__ import annotations
 
-import threading
-import weakref
 from collections import OrderedDict
 from typing import Any, Callable
 
@@ -31,6 +29,7 @@ import torch
 from capsel.cap_engine.divergence import BlockStates
 from capsel.cap_engine.forward import PromptState, call_model, kv_layout
 from capsel.cap_engine.kv_buffers import BufferedLayer
+from capsel.cap_engine.per_model import Exclusive, PerModel
 from capsel.models.loading import LoadedModel
 
 # Eager runs of the first step before capture: they let CUDA libraries set up their handles and workspaces
@@ -39,9 +38,6 @@ WARMUP_RUNS = 2
 # Captured steps kept per model, the least recently used let go first. A page of the runner sorts its rows
 # into a few batch widths, so a handful covers every width a page brings.
 KEPT_STEPS = 8
-
-_KEPT: weakref.WeakKeyDictionary[Any, KeptSteps] = weakref.WeakKeyDictionary()
-_KEPT_LOCK = threading.Lock()
 
 
 def step_graph(loaded: LoadedModel, state: PromptState, horizon: int, kept: BlockStates | None) -> StepGraph | None:
@@ -53,7 +49,7 @@ def step_graph(loaded: LoadedModel, state: PromptState, horizon: int, kept: Bloc
             or not all(type(layer) is BufferedLayer and layer.whole for layer in layers)):
         return None
     shelf = kept_steps(loaded.model)
-    if not shelf.lease():
+    if not shelf.hold():
         # Another decoding on this model holds the kept steps: this one captures its own and lets it go.
         return StepGraph(loaded, state, horizon, kept)
     shape = (state.mask.shape[0], layers[0].capacity, horizon, kept is not None)
@@ -64,17 +60,13 @@ def step_graph(loaded: LoadedModel, state: PromptState, horizon: int, kept: Bloc
         steps.bind(state, kept)
         return steps
     except BaseException:
-        shelf.release()  # StepGraph.finish releases them once the steps have run; these never will
+        shelf.let_go()  # StepGraph.finish lets them go once the steps have run; these never will
         raise
 
 
 def kept_steps(model: Any) -> KeptSteps:
     """The captured steps kept for `model`; they live as long as the model."""
-    with _KEPT_LOCK:
-        shelf = _KEPT.get(model)
-        if shelf is None:
-            shelf = _KEPT[model] = KeptSteps()
-        return shelf
+    return _KEPT.of(model)
 
 
 def _addresses(cache: Any) -> tuple[int, ...]:
@@ -83,32 +75,19 @@ def _addresses(cache: Any) -> tuple[int, ...]:
                  for pointer in (layer.key_buffer.data_ptr(), layer.value_buffer.data_ptr()))
 
 
-class KeptSteps:
-    """One model's captured steps by batch shape, for one decoding at a time.
+class KeptSteps(Exclusive):
+    """One model's captured steps by batch shape, for one decoding at a time (`hold`, then `let_go`).
 
     Their graphs share one memory pool (they never replay at once, and none reads another's output), and the
     steps of one row count and horizon share their block-output slots and their fed ids and positions.
     """
 
     def __init__(self) -> None:
+        super().__init__()
         self._steps: OrderedDict[tuple[Any, ...], StepGraph] = OrderedDict()
         self._shared: dict[tuple[Any, ...], list[torch.Tensor]] = {}
-        self._lock = threading.Lock()
-        self._leased = False
         self.pool: Any = None
         self.captures = 0
-
-    def lease(self) -> bool:
-        """True, and these steps are the caller's until `release`, unless another decoding holds them."""
-        with self._lock:
-            if self._leased:
-                return False
-            self._leased = True
-            return True
-
-    def release(self) -> None:
-        with self._lock:
-            self._leased = False
 
     def find(self, shape: tuple[Any, ...], addresses: tuple[int, ...]) -> StepGraph | None:
         """The kept step of `shape`, if it was captured on KV buffers at `addresses` (a regrown pool moves them)."""
@@ -134,6 +113,9 @@ class KeptSteps:
         if key not in self._shared:
             self._shared[key] = make()
         return self._shared[key]
+
+
+_KEPT = PerModel(KeptSteps)
 
 
 class StepGraph:
@@ -195,7 +177,7 @@ class StepGraph:
         if self.shelf is None:
             self.graph = self.logits = None
         else:
-            self.shelf.release()
+            self.shelf.let_go()
 
     def _run(self) -> torch.Tensor:
         if self.graph is not None:

@@ -19,18 +19,16 @@ more than twice (benchmarks/README.md has the figures), so those are CUDA's defa
 
 from __future__ import annotations
 
-import threading
 import weakref
 from typing import Any
 
 import torch
 from transformers.cache_utils import DynamicLayer, DynamicSlidingWindowLayer
 
-_POOLS: weakref.WeakKeyDictionary[Any, KVPool] = weakref.WeakKeyDictionary()
-_POOLS_LOCK = threading.Lock()
+from capsel.cap_engine.per_model import Exclusive, PerModel
 
 
-class KVPool:
+class KVPool(Exclusive):
     """Per-layer key and value storage that one live cache at a time writes into.
 
     The storage only grows (to the largest batch seen), so once the largest batch has run nothing more is
@@ -39,22 +37,15 @@ class KVPool:
     """
 
     def __init__(self) -> None:
+        super().__init__()
         self._stored: dict[tuple[int, str], torch.Tensor] = {}
-        self._lock = threading.Lock()
-        self._leased = False
 
     def lease(self, cache: Any) -> KVPool | None:
         """This pool for `cache` until the cache is collected, or None while another cache holds it."""
-        with self._lock:
-            if self._leased:
-                return None
-            self._leased = True
-        weakref.finalize(cache, self._release)
+        if not self.hold():
+            return None
+        weakref.finalize(cache, self.let_go)
         return self
-
-    def _release(self) -> None:
-        with self._lock:
-            self._leased = False
 
     def take(self, key: tuple[int, str], like: torch.Tensor, size: int) -> torch.Tensor:
         """A contiguous [rows, heads, size, dim] tensor in stored memory, for `like`'s rows, heads, dim and dtype.
@@ -75,13 +66,12 @@ class KVPool:
         return stored[:needed].view(rows, heads, size, dim)
 
 
+_POOLS = PerModel(KVPool)
+
+
 def model_pool(model: Any) -> KVPool:
     """The pool of `model`'s caches; it lives as long as the model."""
-    with _POOLS_LOCK:
-        pool = _POOLS.get(model)
-        if pool is None:
-            pool = _POOLS[model] = KVPool()
-        return pool
+    return _POOLS.of(model)
 
 
 def preallocate(cache: Any, capacity: int, pool: KVPool | None = None, whole: bool = False) -> Any:

@@ -209,12 +209,12 @@ def test_batches_of_nearly_equal_width_share_a_kept_step(tmp_path, fed_steps, mo
 def test_a_decoding_beside_a_kept_steps_holder_captures_its_own(tmp_path):
     loaded = replace(load_cache_family("llama", tmp_path / "llama"), kv_layout="graphed")
     shelf = graph_steps.kept_steps(loaded.model)
-    assert shelf.lease()
+    assert shelf.hold()
     try:
         static = _scored(loaded, _near_widths(), batch_size=2)
         assert not shelf._steps, "a step was kept while another decoding held the kept steps"
     finally:
-        shelf.release()
+        shelf.let_go()
     _assert_same(_scored(replace(loaded, kv_layout="whole"), _near_widths(), batch_size=2), static)
 
 
