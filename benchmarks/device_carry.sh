@@ -15,7 +15,7 @@
 # (2026-11-27: 21 MB of tracked files, 41 MB of wheels, 4 MB of old tree).
 # Then, on the device (carry [".device-carry"]), with BEFORE=cf32ff2 (the growing cache's engine before the pools):
 #   GPU_PY=python3 WHEELS=.device-carry/wheels BEFORE_TREE=.device-carry/old BEFORE_LABEL=engine-cf32ff2 VLM=1 \
-#       VLM_KV_LAYOUTS="auto dynamic" KV_LAYOUTS="dynamic" DECODE_PROFILE="graphed" RESULTS_DIR=$OUT/results \
+#       KV_LAYOUTS="dynamic" PREFILL_GROUPS="on" BATCH_SIZES="512" RESULTS_DIR=$OUT/results \
 #       N_CANDIDATES=2048 bash benchmarks/gpu_check.sh 2>&1 | tee $OUT/gpu_check.log
 #   tar -C $OUT -czf $OUT/results.tgz results && rm -rf $OUT/results     # only 8 files come back from $OUT
 # (BEFORE_TREE can be left out when the change keeps the GPU's default path: then KV_LAYOUTS is the comparison.)

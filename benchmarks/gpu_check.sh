@@ -19,6 +19,8 @@
 # benchmarks/gpu_throughput.py runs on the same machine right after this tree's, so an engine change is measured
 # before and after in one call; BEFORE_LABEL names it in the saved file), KV_LAYOUTS (e.g. "whole dynamic": one more
 # fused run of this tree per KV cache layout named, in the same call, saved as kv-<layout>-<device>-<date>.json),
+# PREFILL_GROUPS (e.g. "on": one more fused run per --prefill-groups value), BATCH_SIZES (e.g. "512": one more fused
+# run per --batch-size),
 # PROFILE=1 (one more run of this tree with --profile), DECODE_PROFILE (e.g. "dynamic whole": decode_profile.py, one
 # fused batch's synced phases and top kernels, once per KV layout named, JSON beside the others), VLM=1
 # (benchmarks/multimodal_throughput.py, Llava-1.5-7B shape, once per KV layout in VLM_KV_LAYOUTS, default "auto"),
@@ -128,6 +130,26 @@ for name, phase in r["phases"].items():
 PY
 }
 
+# The fused route once more per setting named in KV_LAYOUTS, PREFILL_GROUPS and BATCH_SIZES: a label, the results
+# folder, then the arguments every run takes. A run that fails says so and the next one goes on.
+variants() {
+    local label=$1 results=$2 value
+    shift 2
+    for value in ${KV_LAYOUTS:-}; do
+        step "$label, fused HF route, KV layout $value"
+        throughput "kv-$value" "$results" "$@" --generator fused --kv-layout "$value" || echo "KV layout $value FAILED"
+    done
+    for value in ${PREFILL_GROUPS:-}; do
+        step "$label, fused HF route, prefill groups $value"
+        throughput "groups-$value" "$results" "$@" --generator fused --prefill-groups "$value" \
+            || echo "prefill groups $value FAILED"
+    done
+    for value in ${BATCH_SIZES:-}; do
+        step "$label, fused HF route, batch size $value"
+        throughput "b$value" "$results" "$@" --generator fused --batch-size "$value" || echo "batch size $value FAILED"
+    done
+}
+
 if [[ "$MODE" == dry ]]; then
     # The 8B-shaped runs need a GPU; the tiny Llama runs the same script end to end on CPU (JSON in $LOGS).
     step "gpu_throughput.py --tiny, vllm route (vLLM's CPU build where $PY has it)"
@@ -138,10 +160,7 @@ if [[ "$MODE" == dry ]]; then
     fi
     step "gpu_throughput.py --tiny, fused HF route"
     throughput tiny-fused "$LOGS" --tiny --threads 1 --n-candidates 128 --generator fused
-    for layout in ${KV_LAYOUTS:-}; do
-        step "gpu_throughput.py --tiny, fused HF route, KV layout $layout"
-        throughput "tiny-kv-$layout" "$LOGS" --tiny --threads 1 --n-candidates 128 --generator fused --kv-layout "$layout"
-    done
+    variants "gpu_throughput.py --tiny" "$LOGS" --tiny --threads 1 --n-candidates 128
 else
     step "gpu_throughput.py, Llama-3-8B shape, vllm route, $N_CANDIDATES candidates"
     if "$PY" -c 'import vllm' 2>/dev/null; then
@@ -151,11 +170,7 @@ else
     fi
     step "gpu_throughput.py, Llama-3-8B shape, fused HF route, $N_CANDIDATES candidates"
     throughput fused "$RESULTS_DIR" --n-candidates "$N_CANDIDATES" --generator fused
-    for layout in ${KV_LAYOUTS:-}; do
-        step "gpu_throughput.py, Llama-3-8B shape, fused HF route, KV layout $layout, $N_CANDIDATES candidates"
-        throughput "kv-$layout" "$RESULTS_DIR" --n-candidates "$N_CANDIDATES" --generator fused --kv-layout "$layout" \
-            || echo "KV layout $layout FAILED (the runs below go on)"
-    done
+    variants "gpu_throughput.py, Llama-3-8B shape, $N_CANDIDATES candidates" "$RESULTS_DIR" --n-candidates "$N_CANDIDATES"
     if [[ -n "${BEFORE_TREE:-}" ]]; then
         step "the same run on the earlier tree in $BEFORE_TREE (${BEFORE_LABEL:-before})"
         before_site=$(mktemp -d)

@@ -87,6 +87,9 @@ def parse_args() -> argparse.Namespace:
                         help="the HF engine's KV cache: auto (its choice for the device), dynamic (growing), buffered "
                              "(preallocated, attention on the filled part), whole (attention on the whole buffer) or "
                              "graphed (whole, each batch's greedy step captured as a CUDA graph)")
+    parser.add_argument("--prefill-groups", choices=["auto", "on", "off"], default="auto",
+                        help="prefill each batch's prompts in length groups: auto (the engine's choice: on CPU only), "
+                             "on or off")
     parser.add_argument("--peak-tflops", type=float, default=None,
                         help="dense bf16 peak for MFU when the device is not in PEAK_FLOPS")
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
@@ -95,9 +98,10 @@ def parse_args() -> argparse.Namespace:
     return parser.parse_args()
 
 
-def layout_model(info, attn: str, kv_layout: str):
-    """The random-weight HF model, its engine set to build `kv_layout` caches."""
-    return replace(random_model(info, attn), kv_layout=kv_layout)
+def layout_model(info, attn: str, args: argparse.Namespace):
+    """The random-weight HF model, its engine set to build `--kv-layout` caches and `--prefill-groups`."""
+    groups = {"auto": None, "on": True, "off": False}[args.prefill_groups]
+    return replace(random_model(info, attn), kv_layout=args.kv_layout, prefill_groups=groups)
 
 
 def timed(function, *args):
@@ -226,7 +230,7 @@ def main() -> None:
         attn = attention_implementation(info, args.attn)
         phases, startup, loaded = {}, {}, None
         if generator != "vllm":
-            loaded, startup["hf_model_init_s"] = timed(layout_model, info, attn, args.kv_layout)
+            loaded, startup["hf_model_init_s"] = timed(layout_model, info, attn, args)
         if generator != "fused":
             with monitor.phase("generation"):
                 backend, startup["generator_start_s"] = timed(make_generator, generator, info, config, args, loaded)
@@ -236,11 +240,11 @@ def main() -> None:
                     _, startup["generator_stop_s"] = timed(backend.close)
         with monitor.phase("scoring"):
             if loaded is None:
-                loaded, startup["hf_model_init_s"] = timed(layout_model, info, attn, args.kv_layout)
+                loaded, startup["hf_model_init_s"] = timed(layout_model, info, attn, args)
             engine = ScoringEngine(loaded, config, resolve_batch_size(args.batch_size, loaded, config))
             phases["scoring"] = phase(run_scorer(con, CapScorer.of(engine)))
         phases["scoring"].update(batch_size=engine.batch_size, attn_implementation=attn, kv_layout=kv_layout(loaded),
-                                 graph_captures=kept_steps(loaded.model).captures)
+                                 graph_captures=kept_steps(loaded.model).captures, prefill_groups=args.prefill_groups)
         tokens = fetch_records(con, "scoring/scoring_token_counts", {
             "model_fingerprint": info.fingerprint, "generation_hash": config.generation_hash,
             "scoring_hash": config.scoring_hash, "horizon": config.horizon})[0]
@@ -256,7 +260,9 @@ def main() -> None:
     text = orjson.dumps(report, option=orjson.OPT_INDENT_2).decode()
     print(text)
     if args.save:
-        prefix = "" if args.kv_layout == "auto" else f"kv-{args.kv_layout}-"
+        prefix = ("" if args.kv_layout == "auto" else f"kv-{args.kv_layout}-") + (
+            "" if args.prefill_groups == "auto" else f"groups-{args.prefill_groups}-") + (
+            "" if args.batch_size == "auto" else f"b{args.batch_size}-")
         print(f"saved {save(text, device_name, args.results_dir, prefix)}", file=sys.stderr)
 
 

@@ -10,7 +10,7 @@ from typing import Any, Mapping, Sequence
 import torch
 
 from capsel.cap_engine.batching import left_padded
-from capsel.cap_engine.prefill_groups import join_caches, joinable, length_groups
+from capsel.cap_engine.prefill_groups import GPU_GROUP_OVERHEAD, GROUP_OVERHEAD, join_caches, joinable, length_groups
 from capsel.cap_engine.vision_batch import joined_tensors, prompt_positions
 from capsel.models.loading import KV_LAYOUTS, LoadedModel
 
@@ -60,10 +60,13 @@ def prefill(
 def _length_groups(
     loaded: LoadedModel, prompts: Sequence[Sequence[int]], cache: Any, capacity: int
 ) -> list[list[int]]:
-    # Measured on CPU only (benchmarks/README.md); on a GPU a group's forward is not known to pay for itself.
-    if loaded.input_device.type != "cpu" or not joinable(cache, capacity):
+    on_cpu = loaded.input_device.type == "cpu"
+    # Measured on CPU only (benchmarks/README.md); on a GPU a group's forward is not known to pay for itself, so
+    # there it runs only when asked for (prefill_groups=True), to be measured.
+    wanted = on_cpu if loaded.prefill_groups is None else loaded.prefill_groups
+    if not wanted or not joinable(cache, capacity):
         return []
-    return length_groups([len(prompt) for prompt in prompts])
+    return length_groups([len(prompt) for prompt in prompts], GROUP_OVERHEAD if on_cpu else GPU_GROUP_OVERHEAD)
 
 
 def _grouped_prefill(

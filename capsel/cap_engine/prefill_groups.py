@@ -19,6 +19,9 @@ from capsel.cap_engine.kv_buffers import BufferedLayer, BufferedSlidingWindowLay
 # What one more forward costs, in prompt positions' worth of work: on 2 CPU cores a Gemma 3 270M position
 # costs about 1.6 ms and a forward's fixed cost (18 blocks of small operators) a few tens of ms.
 GROUP_OVERHEAD = 64
+# On a GPU a position costs little against a forward's fixed cost (an 8B model's forward is about a thousand
+# kernel launches). A placeholder until a GPU lease measures it; grouping is opt-in there (LoadedModel.prefill_groups).
+GPU_GROUP_OVERHEAD = 512
 
 _FULL_LAYERS = (DynamicLayer, BufferedLayer)
 _WINDOW_LAYERS = (DynamicSlidingWindowLayer, BufferedSlidingWindowLayer)

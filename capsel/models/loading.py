@@ -66,6 +66,8 @@ class LoadedModel:
     supports_logits_to_keep: bool = False
     # The KV cache the scoring engine builds for a batch (cap_engine.forward.new_cache): "auto" picks by device.
     kv_layout: str = "auto"
+    # Whether a batch's prompts are prefilled in length groups (cap_engine.prefill_groups): None picks by device.
+    prefill_groups: bool | None = None
 
     @property
     def processor(self) -> Any:

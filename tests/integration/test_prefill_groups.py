@@ -8,6 +8,7 @@ steps, a crop back to the prompt and a response branch.
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 
 import pytest
 import torch
@@ -66,3 +67,18 @@ def test_grouped_prefill_gives_one_forwards_logits(family, tmp_path):
         torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
     # The response branch's padded positions are never read; its real ones must match.
     torch.testing.assert_close(ours[-1][response_mask], stock[-1][response_mask], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("wanted, forwards_expected", [(False, 1), (True, 2), (None, 2)])
+def test_prefill_groups_can_be_turned_off(wanted, forwards_expected, tmp_path):
+    loaded = replace(load_cache_family("llama", tmp_path / "llama"), prefill_groups=wanted)
+    forwards: list[int] = []
+    counting = loaded.model.register_forward_pre_hook(lambda *_: forwards.append(1))
+    with torch.inference_mode():
+        stock = stock_run(loaded.model, 0, PROMPTS, STEPS, RESPONSES)
+        forwards.clear()
+        ours = capsel_run(loaded, PROMPTS, STEPS, RESPONSES, ROOM, on_prefill=lambda _: counting.remove())
+    # None: by device, and this is a CPU
+    assert len(forwards) == forwards_expected
+    for expected, got in zip(stock[:-1], ours[:-1]):
+        torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
