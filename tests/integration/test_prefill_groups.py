@@ -48,19 +48,24 @@ def test_length_groups_is_the_cheapest_split(overhead, seed):
         assert len(groups) == 1
 
 
-@pytest.mark.parametrize("family", CACHE_FAMILIES)
-def test_grouped_prefill_gives_one_forwards_logits(family, tmp_path):
-    loaded = load_cache_family(family, tmp_path / family)
+def _prefill_forwards(loaded) -> tuple[int, list[torch.Tensor], list[torch.Tensor]]:
+    """The forwards capsel's prefill ran, then stock_run's and capsel_run's outputs."""
     forwards: list[int] = []
     counting = loaded.model.register_forward_pre_hook(lambda *_: forwards.append(1))
     with torch.inference_mode():
         stock = stock_run(loaded.model, 0, PROMPTS, STEPS, RESPONSES)
         forwards.clear()
         ours = capsel_run(loaded, PROMPTS, STEPS, RESPONSES, ROOM, on_prefill=lambda _: counting.remove())
+    return len(forwards), stock, ours
+
+
+@pytest.mark.parametrize("family", CACHE_FAMILIES)
+def test_grouped_prefill_gives_one_forwards_logits(family, tmp_path):
+    forwards, stock, ours = _prefill_forwards(load_cache_family(family, tmp_path / family))
 
     # A window shorter than prompt + room drops states a joined cache would need: one forward there.
     expected_groups = 1 if family == "gemma3-window-8" else len(length_groups([len(p) for p in PROMPTS]))
-    assert len(forwards) == expected_groups
+    assert forwards == expected_groups
     assert len(length_groups([len(p) for p in PROMPTS])) == 2, "the prompts must make a split pay"
     response_mask = right_padded(RESPONSES, 0, torch.device("cpu"))[1].bool()
     for expected, got in zip(stock[:-1], ours[:-1]):
@@ -71,14 +76,9 @@ def test_grouped_prefill_gives_one_forwards_logits(family, tmp_path):
 
 @pytest.mark.parametrize("wanted, forwards_expected", [(False, 1), (True, 2), (None, 2)])
 def test_prefill_groups_can_be_turned_off(wanted, forwards_expected, tmp_path):
-    loaded = replace(load_cache_family("llama", tmp_path / "llama"), prefill_groups=wanted)
-    forwards: list[int] = []
-    counting = loaded.model.register_forward_pre_hook(lambda *_: forwards.append(1))
-    with torch.inference_mode():
-        stock = stock_run(loaded.model, 0, PROMPTS, STEPS, RESPONSES)
-        forwards.clear()
-        ours = capsel_run(loaded, PROMPTS, STEPS, RESPONSES, ROOM, on_prefill=lambda _: counting.remove())
+    forwards, stock, ours = _prefill_forwards(replace(load_cache_family("llama", tmp_path / "llama"),
+                                                      prefill_groups=wanted))
     # None: by device, and this is a CPU
-    assert len(forwards) == forwards_expected
+    assert forwards == forwards_expected
     for expected, got in zip(stock[:-1], ours[:-1]):
         torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
