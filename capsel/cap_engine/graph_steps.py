@@ -1,8 +1,8 @@
-"""ŷ's greedy steps replayed from one CUDA graph per batch.
+"""ŷ's greedy steps replayed from a CUDA graph captured once per batch shape.
 
 A greedy step is a one-token forward of every row. On an 8B model at batch 256 it launches about a thousand
 small kernels, and the host's launching, not the GPU's work, sets its pace (benchmarks/README.md). Captured
-once per batch, a step is one launch. What changes from step to step reaches the graph through tensors it
+once, a step is one launch. What changes from step to step reaches the graph through tensors it
 reads in place: the fed tokens and their positions, the attention mask over the whole KV buffer, the position
 each layer writes its new states at, and the slot the kept block outputs go to.
 
