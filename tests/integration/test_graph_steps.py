@@ -161,8 +161,9 @@ class StepTrace(TorchDispatchMode):
         return out
 
 
-@pytest.mark.parametrize("family", sorted(set(CACHE_FAMILIES) - UNCAPTURED))
-def test_a_kept_step_runs_the_same_operators_on_the_same_memory_in_every_batch(family, tmp_path, monkeypatch):
+@pytest.fixture
+def step_traces(monkeypatch) -> dict[int, list[list[tuple]]]:
+    """Each StepGraph's traced steps (StepTrace), in the order they ran, keyed by the StepGraph."""
     traces: dict[int, list[list[tuple]]] = {}
     forward = graph_steps.StepGraph._forward
 
@@ -174,14 +175,34 @@ def test_a_kept_step_runs_the_same_operators_on_the_same_memory_in_every_batch(f
         return logits
 
     monkeypatch.setattr(graph_steps.StepGraph, "_forward", traced)
-    loaded = replace(load_cache_family(family, tmp_path / family), kv_layout="graphed")
-    texts = _near_widths()
-    _scored(loaded, texts, batch_size=2)
-    _scored(loaded, texts[::-1], batch_size=2)  # the same widths again, the kept steps met in another order
+    return traces
+
+
+def _assert_kept_steps_trace_alike(traces: dict[int, list[list[tuple]]]) -> None:
     steps_per_batch = min(len(ops) for ops in traces.values())
     assert max(len(ops) for ops in traces.values()) > steps_per_batch, "no step was kept for a second batch"
     for ops in traces.values():
         assert all(step == ops[0] for step in ops[1:])
+
+
+@pytest.mark.parametrize("family", sorted(set(CACHE_FAMILIES) - UNCAPTURED))
+def test_a_kept_step_runs_the_same_operators_on_the_same_memory_in_every_batch(family, tmp_path, step_traces):
+    loaded = replace(load_cache_family(family, tmp_path / family), kv_layout="graphed")
+    texts = _near_widths()
+    _scored(loaded, texts, batch_size=2)
+    _scored(loaded, texts[::-1], batch_size=2)  # the same widths again, the kept steps met in another order
+    _assert_kept_steps_trace_alike(step_traces)
+
+
+@pytest.mark.parametrize("kind", ["llava", "qwen2_vl"])
+def test_a_vlms_kept_step_runs_the_same_operators_on_the_same_memory_in_every_batch(kind, tmp_path, step_traces):
+    loaded = load_model(describe_tiny_vlm(build_tiny_vlm(tmp_path / kind, kind, seed=SEEDS.get(kind, 0)), kind))
+    engine = ScoringEngine(replace(loaded, kv_layout="graphed"),
+                           ScoringConfig(horizon=HORIZON, prompt_tokens=PROMPT_TOKENS), batch_size=2)
+    inputs = engine.prepare([CandidateText(**candidate) for candidate in vlm_candidates(vlm_images(tmp_path))])
+    for _ in range(2):
+        engine.generate_and_score(inputs)
+    _assert_kept_steps_trace_alike(step_traces)
 
 
 def test_batches_of_nearly_equal_width_share_a_kept_step(tmp_path, fed_steps, monkeypatch):
