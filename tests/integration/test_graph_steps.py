@@ -271,15 +271,17 @@ def test_captured_steps_on_cuda_score_like_the_usual_steps(tmp_path, monkeypatch
         replays.clear()
         _assert_same(usual, _scored(replace(loaded, kv_layout="graphed"), texts))
         assert replays, f"{family}: no step was replayed from a graph"
-    folder = build_tiny_vlm(tmp_path / "llava", "llava")
-    loaded = load_model(describe_tiny_vlm(folder, "llava", "cuda"))
     config = ScoringConfig(horizon=HORIZON, prompt_tokens=PROMPT_TOKENS)
     pictured = [CandidateText(**candidate) for candidate in vlm_candidates(vlm_images(tmp_path))]
-    usual, static = (ScoringEngine(model, config, batch_size=4) for model in (replace(loaded, kv_layout="whole"),
-                                                                               replace(loaded, kv_layout="graphed")))
-    replays.clear()
-    _assert_same(usual.generate_and_score(usual.prepare(pictured)), static.generate_and_score(static.prepare(pictured)))
-    assert replays, "llava: no step was replayed from a graph"
+    for kind in ("llava", "qwen2_vl"):
+        folder = build_tiny_vlm(tmp_path / kind, kind, seed=SEEDS.get(kind, 0))
+        loaded = load_model(describe_tiny_vlm(folder, kind, "cuda"))
+        usual, static = (ScoringEngine(model, config, batch_size=4)
+                         for model in (replace(loaded, kv_layout="whole"), replace(loaded, kv_layout="graphed")))
+        replays.clear()
+        _assert_same(usual.generate_and_score(usual.prepare(pictured)),
+                     static.generate_and_score(static.prepare(pictured)))
+        assert replays, f"{kind}: no step was replayed from a graph"
 
 
 @pytest.mark.gpu
