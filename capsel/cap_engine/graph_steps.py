@@ -21,6 +21,7 @@ tests hold it to the usual path.
 
 from __future__ import annotations
 
+import logging
 from collections import OrderedDict
 from typing import Any, Callable
 
@@ -31,6 +32,8 @@ from capsel.cap_engine.forward import PromptState, call_model, kv_layout
 from capsel.cap_engine.kv_buffers import BufferedLayer
 from capsel.cap_engine.per_model import Exclusive, PerModel
 from capsel.models.loading import LoadedModel
+
+logger = logging.getLogger(__name__)
 
 # Eager runs of the first step before capture: they let CUDA libraries set up their handles and workspaces
 # outside the graph. Running a step again rewrites the same states at the same positions, so its result holds.
@@ -88,6 +91,7 @@ class KeptSteps(Exclusive):
         self._shared: dict[tuple[Any, ...], list[torch.Tensor]] = {}
         self.pool: Any = None
         self.captures = 0
+        self.uncapturable = False
 
     def find(self, shape: tuple[Any, ...], addresses: tuple[int, ...]) -> StepGraph | None:
         """The kept step of `shape`, if it was captured on KV buffers at `addresses` (a regrown pool moves them)."""
@@ -98,11 +102,12 @@ class KeptSteps(Exclusive):
         return steps
 
     def keep(self, shape: tuple[Any, ...], steps: StepGraph) -> StepGraph:
+        """Keep `steps` for later batches of `shape`, in place of any step kept for it before."""
         self._steps[shape] = steps
         self._steps.move_to_end(shape)
         while len(self._steps) > KEPT_STEPS:
             self._steps.popitem(last=False)
-        live = {(steps.rows, steps.horizon) for steps in self._steps.values()}
+        live = {(other.rows, other.horizon) for other in self._steps.values()}
         for key in [key for key in self._shared if key[:2] not in live]:
             del self._shared[key]
         return steps
@@ -136,6 +141,8 @@ class StepGraph:
             torch.zeros(width, dtype=loaded.model.dtype, device=device) for _ in loaded.blocks])
         self.addresses = _addresses(state.cache)
         self.graph: Any = None
+        # A model whose step failed to capture once runs its steps eagerly from then on (see _run).
+        self.uncapturable = shelf is not None and shelf.uncapturable
         self.logits: torch.Tensor | None = None
         self.cache: Any = None
         self.kept: BlockStates | None = None
@@ -184,7 +191,7 @@ class StepGraph:
             self.graph.replay()
             assert self.logits is not None
             return self.logits
-        if self.ids.device.type != "cuda":
+        if self.ids.device.type != "cuda" or self.uncapturable:
             return self._forward()
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
@@ -194,8 +201,17 @@ class StepGraph:
         torch.cuda.current_stream().wait_stream(side)
         graph = torch.cuda.CUDAGraph()
         pool = None if self.shelf is None else self.shelf.pool
-        with torch.cuda.graph(graph, pool=pool):
-            self.logits = self._forward()
+        try:
+            with torch.cuda.graph(graph, pool=pool):
+                self.logits = self._forward()
+        except RuntimeError as error:
+            # A step doing what a capture forbids (reading a value back, say) runs eagerly instead, as on CPU: the
+            # same step, one launch per kernel. A capture records without running, so the warm-up's result stands.
+            logger.warning("greedy steps run without a CUDA graph: capturing one failed (%s)", error)
+            self.uncapturable = True
+            if self.shelf is not None:
+                self.shelf.uncapturable = True
+            return logits
         if self.shelf is not None:
             self.shelf.pool = graph.pool()
             self.shelf.captures += 1

@@ -286,6 +286,31 @@ def test_captured_steps_on_cuda_score_like_the_usual_steps(tmp_path, monkeypatch
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_a_step_that_cannot_be_captured_runs_eagerly_on_cuda(tmp_path, caplog, monkeypatch):
+    replays: list[int] = []
+    replay = torch.cuda.CUDAGraph.replay
+    monkeypatch.setattr(torch.cuda.CUDAGraph, "replay", lambda graph: (replays.append(1), replay(graph))[1])
+    loaded = load_model(describe_model(str(tiny_model_dir(tmp_path / "llama")), dtype="float32", device="cuda"))
+    texts = [CandidateText(**candidate) for candidate in mixed_candidates()]
+    usual = _scored(replace(loaded, kv_layout="whole"), texts)
+
+    def reads_back(module, args, output):
+        # What a capture forbids: the host waits for a value of the step being recorded.
+        if torch.cuda.is_current_stream_capturing():
+            output[0].sum().item()
+
+    hook = loaded.blocks[0].register_forward_hook(reads_back)
+    try:
+        _assert_same(usual, _scored(replace(loaded, kv_layout="graphed"), texts))
+    finally:
+        hook.remove()
+    assert not replays
+    # Once per model: the batches after the first do not try again.
+    assert caplog.text.count("capturing one failed") == 1
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 def test_kept_graphs_on_cuda_replay_for_later_batches(tmp_path):
     loaded = load_model(describe_model(str(tiny_model_dir(tmp_path / "llama")), dtype="float32", device="cuda"))
     texts = _near_widths()
