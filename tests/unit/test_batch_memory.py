@@ -11,6 +11,7 @@ from capsel.cap_engine.batch_memory import (
     DEFAULT_BATCH_SIZE,
     HEADROOM,
     IMAGE_POSITIONS_PLANNED,
+    MAX_AUTO_BATCH_SIZE,
     ModelShape,
     auto_batch_size,
     batch_fixed_bytes,
@@ -58,26 +59,27 @@ def test_llama3_8b_candidate_bytes_term_by_term():
     scores = 2 * 32 * P * (P + 2 * R) * b             # 11.5 MB
     logits = R * 128256 * b                           # 12.3 MB
     assert candidate_bytes(shape, P, R, b) == kv + kept + activations + scores + logits
-    # About 126 MB a candidate: ~60 GiB left on an 80 GB H100 after 16 GB of bf16 weights fits the cap of 256.
+    # About 126 MB a candidate: ~60 GiB left on an 80 GB H100 after 16 GB of bf16 weights fits 435 rows, planned as
+    # 256 (a power of two); an H200's ~125 GiB fits past the cap of 512.
     assert 120e6 < candidate_bytes(shape, P, R, b) < 130e6
-    assert auto_batch_size(shape, P, R, b, free_bytes=60 * 2**30) == 256
     nll_rows = 2 * R * 128256 * 4                     # one row's float32 logits and log-softmax, once per batch
-    assert auto_batch_size(shape, P, R, b, free_bytes=8 * 2**30) == (
-        (int(8 * 2**30 * HEADROOM) - nll_rows) // candidate_bytes(shape, P, R, b))
+    for free_gib, fitting, planned in ((8, 57, 32), (60, 435, 256), (125, 908, 512)):
+        assert fitting == (int(free_gib * 2**30 * HEADROOM) - nll_rows) // candidate_bytes(shape, P, R, b)
+        assert auto_batch_size(shape, P, R, b, free_bytes=free_gib * 2**30) == planned
 
 
 @pytest.mark.parametrize("free_gib", [0.01, 0.5, 2, 8, 32, 200])
 def test_auto_batch_fits_the_budget_and_stays_in_bounds(free_gib):
     shape = ModelShape.from_config(llama3_8b_config())
     free = int(free_gib * 2**30)
-    batch = auto_batch_size(shape, 256, 48, 2, free, max_batch=256)
+    batch = auto_batch_size(shape, 256, 48, 2, free, max_batch=MAX_AUTO_BATCH_SIZE)
     per_candidate, fixed = candidate_bytes(shape, 256, 48, 2), batch_fixed_bytes(shape, 48)
-    # naive reference: the largest batch up to the cap whose peak fits, and 1 when none does
-    fitting = [n for n in range(1, 257) if n * per_candidate + fixed <= HEADROOM * free]
+    # naive reference: the largest power of two up to the cap whose peak fits, and 1 when none does
+    fitting = [n for n in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512) if n * per_candidate + fixed <= HEADROOM * free]
     assert batch == max(fitting, default=1)
-    if 1 < batch < 256:
-        assert batch * per_candidate + fixed <= HEADROOM * free < (batch + 1) * per_candidate + fixed
-    bigger = auto_batch_size(shape, 256, 48, 2, 2 * free, max_batch=256)
+    if 1 < batch < MAX_AUTO_BATCH_SIZE:
+        assert batch * per_candidate + fixed <= HEADROOM * free < (2 * batch) * per_candidate + fixed
+    bigger = auto_batch_size(shape, 256, 48, 2, 2 * free, max_batch=MAX_AUTO_BATCH_SIZE)
     assert bigger >= batch
 
 
