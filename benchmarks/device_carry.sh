@@ -13,12 +13,13 @@
 #                         benchmarks do not read), for gpu_check.sh's BEFORE_TREE
 # and prints the sizes: the working tree and the carried paths together must stay under 64 MiB per call
 # (2026-11-27: 21 MB of tracked files, 41 MB of wheels, 4 MB of old tree).
-# Then, on the device (carry [".device-carry"]), with BEFORE=cf32ff2 (the growing cache's engine before the pools):
-#   GPU_PY=python3 WHEELS=.device-carry/wheels BEFORE_TREE=.device-carry/old BEFORE_LABEL=engine-cf32ff2 VLM=1 \
-#       KV_LAYOUTS="dynamic" PREFILL_GROUPS="on" BATCH_SIZES="512" RESULTS_DIR=$OUT/results \
-#       N_CANDIDATES=2048 bash benchmarks/gpu_check.sh 2>&1 | tee $OUT/gpu_check.log
+# Then, on the device (carry [".device-carry"]), the next lease's command (benchmarks/README.md):
+#   set -o pipefail; GPU_PY=python3 WHEELS=.device-carry/wheels COMPILE_STEPS="on" BATCH_SIZES="512" \
+#       DECODE_PROFILE="graphed+compiled" VLM=1 RESULTS_DIR=$OUT/results N_CANDIDATES=2048 \
+#       timeout 530 bash benchmarks/gpu_check.sh 2>&1 | tee $OUT/gpu_check.log
 #   tar -C $OUT -czf $OUT/results.tgz results && rm -rf $OUT/results     # only 8 files come back from $OUT
-# (BEFORE_TREE can be left out when the change keeps the GPU's default path: then KV_LAYOUTS is the comparison.)
+# (BEFORE_TREE=.device-carry/old BEFORE_LABEL=engine-<commit> adds the BEFORE tree's run to the same call, for a
+# change of the GPU's default path; cf32ff2 is the growing cache's engine before the pooled buffers.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BEFORE=${1:-HEAD}

@@ -20,9 +20,9 @@
 # before and after in one call; BEFORE_LABEL names it in the saved file), KV_LAYOUTS (e.g. "whole dynamic": one more
 # fused run of this tree per KV cache layout named, in the same call, saved as kv-<layout>-<device>-<date>.json),
 # PREFILL_GROUPS (e.g. "on": one more fused run per --prefill-groups value), BATCH_SIZES (e.g. "512": one more fused
-# run per --batch-size),
-# PROFILE=1 (one more run of this tree with --profile), DECODE_PROFILE (e.g. "dynamic whole": decode_profile.py, one
-# fused batch's synced phases and top kernels, once per KV layout named, JSON beside the others), VLM=1
+# run per --batch-size), COMPILE_STEPS (e.g. "on": one more fused run per --compile-steps value),
+# PROFILE=1 (one more run of this tree with --profile), DECODE_PROFILE (e.g. "dynamic graphed+compiled": decode_profile.py,
+# one fused batch's synced phases and top kernels, once per KV layout named, "+compiled" with its step compiled), VLM=1
 # (benchmarks/multimodal_throughput.py, Llava-1.5-7B shape, once per KV layout in VLM_KV_LAYOUTS, default "auto"),
 # N_CANDIDATES (pool size of each benchmark run, default 2048), VLLM_SPEC (default vllm==0.32.0, the
 # release whose CPU build passes the parity tests here; capsel is installed within infra/vllm-constraints.txt),
@@ -130,23 +130,20 @@ for name, phase in r["phases"].items():
 PY
 }
 
-# The fused route once more per setting named in KV_LAYOUTS, PREFILL_GROUPS and BATCH_SIZES: a label, the results
-# folder, then the arguments every run takes. A run that fails says so and the next one goes on.
+# The fused route once more per value of each variable named here (its gpu_throughput.py option beside it): a
+# label, the results folder, then the arguments every run takes. A run that fails says so and the next one goes on.
+VARIANTS=("KV_LAYOUTS --kv-layout" "PREFILL_GROUPS --prefill-groups" "COMPILE_STEPS --compile-steps"
+          "BATCH_SIZES --batch-size")
 variants() {
-    local label=$1 results=$2 value
+    local label=$1 results=$2 variant name option value
     shift 2
-    for value in ${KV_LAYOUTS:-}; do
-        step "$label, fused HF route, KV layout $value"
-        throughput "kv-$value" "$results" "$@" --generator fused --kv-layout "$value" || echo "KV layout $value FAILED"
-    done
-    for value in ${PREFILL_GROUPS:-}; do
-        step "$label, fused HF route, prefill groups $value"
-        throughput "groups-$value" "$results" "$@" --generator fused --prefill-groups "$value" \
-            || echo "prefill groups $value FAILED"
-    done
-    for value in ${BATCH_SIZES:-}; do
-        step "$label, fused HF route, batch size $value"
-        throughput "b$value" "$results" "$@" --generator fused --batch-size "$value" || echo "batch size $value FAILED"
+    for variant in "${VARIANTS[@]}"; do
+        read -r name option <<< "$variant"
+        for value in ${!name:-}; do
+            step "$label, fused HF route, ${option#--} $value"
+            throughput "${option#--}-$value" "$results" "$@" --generator fused "$option" "$value" \
+                || echo "${option#--} $value FAILED"
+        done
     done
 }
 
@@ -188,12 +185,16 @@ else
         step "gpu_throughput.py --profile, fused HF route, 1024 candidates"
         throughput profile "$RESULTS_DIR" --n-candidates 1024 --generator fused --profile
     fi
-    for layout in ${DECODE_PROFILE:-}; do
-        step "decode_profile.py, Llama-3-8B shape, KV layout $layout"
-        "$PY" benchmarks/decode_profile.py --kv "$layout" \
-            --out "$RESULTS_DIR/decode_profile-$(date +%F)-kv-$layout.json" > "$LOGS/decode-$layout.log" 2>&1 \
-            || echo "decode_profile.py --kv $layout FAILED"
-        tail -25 "$LOGS/decode-$layout.log"
+    for entry in ${DECODE_PROFILE:-}; do
+        # "graphed+compiled": the layout, its step compiled too
+        layout=${entry%+compiled}
+        compiled=()
+        [[ "$entry" != "$layout" ]] && compiled=(--compile-steps)
+        step "decode_profile.py, Llama-3-8B shape, KV layout $entry"
+        "$PY" benchmarks/decode_profile.py --kv "$layout" "${compiled[@]}" \
+            --out "$RESULTS_DIR/decode_profile-$(date +%F)-kv-$entry.json" > "$LOGS/decode-$entry.log" 2>&1 \
+            || echo "decode_profile.py --kv $entry FAILED"
+        tail -25 "$LOGS/decode-$entry.log"
     done
     if [[ "${VLM:-0}" == 1 ]]; then
         for layout in ${VLM_KV_LAYOUTS:-auto}; do

@@ -90,6 +90,8 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--prefill-groups", choices=["auto", "on", "off"], default="auto",
                         help="prefill each batch's prompts in length groups: auto (the engine's choice: on CPU only), "
                              "on or off")
+    parser.add_argument("--compile-steps", choices=["off", "on"], default="off",
+                        help="torch.compile the captured greedy step before its capture (graphed KV layout only)")
     parser.add_argument("--peak-tflops", type=float, default=None,
                         help="dense bf16 peak for MFU when the device is not in PEAK_FLOPS")
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
@@ -101,7 +103,8 @@ def parse_args() -> argparse.Namespace:
 def layout_model(info, attn: str, args: argparse.Namespace):
     """The random-weight HF model, its engine set to build `--kv-layout` caches and `--prefill-groups`."""
     groups = {"auto": None, "on": True, "off": False}[args.prefill_groups]
-    return replace(random_model(info, attn), kv_layout=args.kv_layout, prefill_groups=groups)
+    return replace(random_model(info, attn), kv_layout=args.kv_layout, prefill_groups=groups,
+                   compile_steps=args.compile_steps == "on")
 
 
 def timed(function, *args):
@@ -244,7 +247,8 @@ def main() -> None:
             engine = ScoringEngine(loaded, config, resolve_batch_size(args.batch_size, loaded, config))
             phases["scoring"] = phase(run_scorer(con, CapScorer.of(engine)))
         phases["scoring"].update(batch_size=engine.batch_size, attn_implementation=attn, kv_layout=kv_layout(loaded),
-                                 graph_captures=kept_steps(loaded.model).captures, prefill_groups=args.prefill_groups)
+                                 graph_captures=kept_steps(loaded.model).captures, prefill_groups=args.prefill_groups,
+                                 compile_steps=args.compile_steps)
         tokens = fetch_records(con, "scoring/scoring_token_counts", {
             "model_fingerprint": info.fingerprint, "generation_hash": config.generation_hash,
             "scoring_hash": config.scoring_hash, "horizon": config.horizon})[0]
@@ -262,6 +266,7 @@ def main() -> None:
     if args.save:
         prefix = ("" if args.kv_layout == "auto" else f"kv-{args.kv_layout}-") + (
             "" if args.prefill_groups == "auto" else f"groups-{args.prefill_groups}-") + (
+            "" if args.compile_steps == "off" else "compiled-") + (
             "" if args.batch_size == "auto" else f"b{args.batch_size}-")
         print(f"saved {save(text, device_name, args.results_dir, prefix)}", file=sys.stderr)
 

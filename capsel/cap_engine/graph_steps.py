@@ -17,6 +17,10 @@ and whose attention is SDPA (which takes the boolean mask built here) is capture
 steps as usual. A VLM's steps feed text alone (its images are in the prefilled cache), so Llava's and
 Qwen2-VL's are captured like a text model's. On CPU the same step runs eagerly every time: that is how the
 tests hold it to the usual path.
+
+With LoadedModel.compile_steps the step is torch.compile'd before it is captured: a graph replay still launches
+every kernel, and most of a step's are small elementwise ones (norms, rotary, activations) that compiling
+fuses. One compiled function per model; torch.compile keeps a compiled graph per input shape under it.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from typing import Any, Callable
 import torch
 
 from capsel.cap_engine.divergence import BlockStates
-from capsel.cap_engine.forward import PromptState, call_model, kv_layout
+from capsel.cap_engine.forward import PromptState, call_model, kv_layout, model_logits
 from capsel.cap_engine.kv_buffers import BufferedLayer
 from capsel.cap_engine.per_model import Exclusive, PerModel
 from capsel.models.loading import LoadedModel
@@ -121,6 +125,7 @@ class KeptSteps(Exclusive):
 
 
 _KEPT = PerModel(KeptSteps)
+_COMPILED = PerModel(lambda: torch.compile(model_logits))
 
 
 class StepGraph:
@@ -219,5 +224,6 @@ class StepGraph:
         return logits
 
     def _forward(self) -> torch.Tensor:
-        return call_model(self.loaded, 1, self.cache, input_ids=self.ids, attention_mask=self.mask,
+        logits_of = _COMPILED.of(self.loaded.model) if self.loaded.compile_steps else None
+        return call_model(self.loaded, 1, self.cache, logits_of, input_ids=self.ids, attention_mask=self.mask,
                           position_ids=self.positions)

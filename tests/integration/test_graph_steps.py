@@ -265,20 +265,59 @@ def test_slots_refuse_states_kept_before_them():
         kept.use_slots([torch.zeros(1, 8, 4)] * 2, torch.zeros(1, dtype=torch.long))
 
 
-@pytest.mark.gpu
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
-def test_captured_steps_on_cuda_score_like_the_usual_steps(tmp_path, monkeypatch):
+@pytest.fixture
+def compiled_graphs():
+    """torch.compile's counters from a clean start: graphs compiled, and the graph breaks that split them."""
+    torch._dynamo.reset()
+    counters = torch._dynamo.utils.counters
+    counters.clear()
+    yield counters
+    # The compiled graphs hold the test's model; let them go with it.
+    torch._dynamo.reset()
+
+
+def test_compiled_static_steps_score_like_the_usual_steps(tmp_path, fed_steps, compiled_graphs):
+    loaded = load_model(describe_model(str(tiny_model_dir(tmp_path / "llama")), dtype="float32", device="cpu"))
+    # One batch, so one shape to compile: a compile takes some 20 s on 2 cores.
+    texts = [CandidateText(**candidate) for candidate in mixed_candidates() if candidate["response"].strip()][:4]
+    usual = _scored(loaded, texts)
+    assert not compiled_graphs["stats"]
+    _assert_same(usual, _scored(replace(loaded, kv_layout="graphed", compile_steps=True), texts))
+    assert fed_steps
+    # The step became one compiled graph (a break would split it and keep the kernels on either side unfused),
+    # and every step after the first ran it.
+    assert compiled_graphs["stats"]["unique_graphs"] == 1
+    assert not compiled_graphs["graph_break"]
+    assert compiled_graphs["stats"]["calls_captured"] > 0
+
+
+@pytest.fixture
+def graph_replays(monkeypatch) -> list[int]:
+    """One entry per CUDA graph replay."""
     replays: list[int] = []
     replay = torch.cuda.CUDAGraph.replay
     monkeypatch.setattr(torch.cuda.CUDAGraph, "replay", lambda graph: (replays.append(1), replay(graph))[1])
+    return replays
+
+
+def _cuda_llama_scored_as_usual(tmp_path):
+    """The tiny Llama on CUDA, the mixed candidates, and their scores with the greedy steps run as usual."""
+    loaded = load_model(describe_model(str(tiny_model_dir(tmp_path / "llama")), dtype="float32", device="cuda"))
+    texts = [CandidateText(**candidate) for candidate in mixed_candidates()]
+    return loaded, texts, _scored(replace(loaded, kv_layout="whole"), texts)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_captured_steps_on_cuda_score_like_the_usual_steps(tmp_path, graph_replays):
     texts = [CandidateText(**candidate) for candidate in mixed_candidates()]
     for family in ("llama", "qwen3", "gpt2"):
         loaded = load_model(describe_model(str(tiny_model_dir(tmp_path / family, family)), dtype="float32",
                                            device="cuda"))
         usual = _scored(replace(loaded, kv_layout="whole"), texts)
-        replays.clear()
+        graph_replays.clear()
         _assert_same(usual, _scored(replace(loaded, kv_layout="graphed"), texts))
-        assert replays, f"{family}: no step was replayed from a graph"
+        assert graph_replays, f"{family}: no step was replayed from a graph"
     config = ScoringConfig(horizon=HORIZON, prompt_tokens=PROMPT_TOKENS)
     pictured = [CandidateText(**candidate) for candidate in vlm_candidates(vlm_images(tmp_path))]
     for kind in ("llava", "qwen2_vl"):
@@ -286,21 +325,16 @@ def test_captured_steps_on_cuda_score_like_the_usual_steps(tmp_path, monkeypatch
         loaded = load_model(describe_tiny_vlm(folder, kind, "cuda"))
         usual, static = (ScoringEngine(model, config, batch_size=4)
                          for model in (replace(loaded, kv_layout="whole"), replace(loaded, kv_layout="graphed")))
-        replays.clear()
+        graph_replays.clear()
         _assert_same(usual.generate_and_score(usual.prepare(pictured)),
                      static.generate_and_score(static.prepare(pictured)))
-        assert replays, f"{kind}: no step was replayed from a graph"
+        assert graph_replays, f"{kind}: no step was replayed from a graph"
 
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
-def test_a_step_that_cannot_be_captured_runs_eagerly_on_cuda(tmp_path, caplog, monkeypatch):
-    replays: list[int] = []
-    replay = torch.cuda.CUDAGraph.replay
-    monkeypatch.setattr(torch.cuda.CUDAGraph, "replay", lambda graph: (replays.append(1), replay(graph))[1])
-    loaded = load_model(describe_model(str(tiny_model_dir(tmp_path / "llama")), dtype="float32", device="cuda"))
-    texts = [CandidateText(**candidate) for candidate in mixed_candidates()]
-    usual = _scored(replace(loaded, kv_layout="whole"), texts)
+def test_a_step_that_cannot_be_captured_runs_eagerly_on_cuda(tmp_path, caplog, graph_replays):
+    loaded, texts, usual = _cuda_llama_scored_as_usual(tmp_path)
 
     def reads_back(module, args, output):
         # What a capture forbids: the host waits for a value of the step being recorded.
@@ -312,7 +346,7 @@ def test_a_step_that_cannot_be_captured_runs_eagerly_on_cuda(tmp_path, caplog, m
         _assert_same(usual, _scored(replace(loaded, kv_layout="graphed"), texts))
     finally:
         hook.remove()
-    assert not replays
+    assert not graph_replays
     # Once per model: the batches after the first do not try again.
     assert caplog.text.count("capturing one failed") == 1
 
@@ -331,6 +365,17 @@ def test_kept_graphs_on_cuda_replay_for_later_batches(tmp_path, step_graphs_made
     assert len(bound) == 8
     assert len(made) < 4
     assert shelf.captures == len(made)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_compiled_steps_on_cuda_are_captured_and_score_like_the_usual_steps(tmp_path, graph_replays,
+                                                                            compiled_graphs):
+    loaded, texts, usual = _cuda_llama_scored_as_usual(tmp_path)
+    _assert_same(usual, _scored(replace(loaded, kv_layout="graphed", compile_steps=True), texts))
+    assert graph_replays
+    assert compiled_graphs["stats"]["unique_graphs"] >= 1
+    assert not compiled_graphs["graph_break"]
 
 
 def test_auto_captures_the_steps_of_an_sdpa_model_on_one_gpu_only(tmp_path):
