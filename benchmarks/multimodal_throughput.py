@@ -32,6 +32,7 @@ from PIL import Image
 sys.path.append(str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from run_agreement import agreement  # noqa: E402
 from saved_results import RESULTS, save  # noqa: E402
 
 from capsel.cap_engine.config import ScoringConfig  # noqa: E402
@@ -141,9 +142,7 @@ def main() -> None:
             again, again_s = timed_scoring(ScoringEngine(loaded, config, args.compare_batch), inputs, device)
             compared = {"batch_size": args.compare_batch, "model_s": round(again_s, 2),
                         "candidates_per_s": round(len(texts) / (prepare_s + again_s), 3),
-                        "same_y_hat": all(a.generation.generated_ids == b.generation.generated_ids
-                                          for a, b in zip(scored, again)),
-                        "max_abs_divergence_diff": _largest_difference(scored, again)}
+                        **agreement(scored, again)}
     done = [s for s in scored if s.excluded_reason is None]
     report = {
         "model": "tiny llava" if args.tiny else "random Llava-1.5-7B shape", "device": _device_name(device),
@@ -175,15 +174,6 @@ def timed_scoring(engine: ScoringEngine, inputs, device: str):
     if device == "cuda":
         torch.cuda.synchronize()
     return scored, time.perf_counter() - started
-
-
-def _largest_difference(first, second) -> float | None:
-    """Largest |Δ| of any layer's divergence between two runs over candidates both scored with equal y-hats."""
-    gaps = [abs(x - y) for a, b in zip(first, second)
-            if a.divergence.layer_divergence and b.divergence.layer_divergence
-            and a.generation.generated_ids == b.generation.generated_ids
-            for x, y in zip(a.divergence.layer_divergence, b.divergence.layer_divergence)]
-    return max(gaps) if gaps else None
 
 
 def _device_name(device: str) -> str:

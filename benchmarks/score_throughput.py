@@ -41,6 +41,9 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from run_agreement import agreement  # noqa: E402
 
 from capsel.cap_engine.batching import left_padded, length_sorted_batches, right_padded  # noqa: E402
 from capsel.cap_engine.config import ScoringConfig, layer_split  # noqa: E402
@@ -159,14 +162,6 @@ def matmul_gflops(size: int = 2048, repeats: int = 5) -> float:
     return 2 * size**3 / best / 1e9
 
 
-def layout_agreement(first, second) -> dict:
-    """How far two runs of the engine (other KV layouts) agree: rows with other ŷ ids, largest |Δ D_ℓ|."""
-    other_ids = sum(a.generation.generated_ids != b.generation.generated_ids for a, b in zip(first, second))
-    worst = max((abs(x - y) for a, b in zip(first, second) if a.divergence.layer_divergence
-                 for x, y in zip(a.divergence.layer_divergence, b.divergence.layer_divergence)), default=0.0)
-    return {"rows_with_other_generated_ids": other_ids, "max_abs_layer_divergence_diff": worst}
-
-
 def timed(function, *args):
     start = time.perf_counter()
     result = function(*args)
@@ -254,7 +249,7 @@ def main() -> None:
                         "candidates_per_s_median": round(n / statistics.median(times), 3)}
     if args.also_kv_layout:
         report["kv_layouts"] = {"default": kv_layout(loaded), "also": args.also_kv_layout,
-                                **layout_agreement(scored, outputs[f"engine_fused_kv_{args.also_kv_layout}"])}
+                                **agreement(scored, outputs[f"engine_fused_kv_{args.also_kv_layout}"])}
     if "paper_style" in seconds:
         report["ratio_engine_over_paper_best"] = round(min(seconds["paper_style"]) / min(seconds["engine_fused"]), 2)
         report["ratio_engine_over_paper_median"] = round(

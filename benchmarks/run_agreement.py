@@ -1,0 +1,16 @@
+"""How far two scorings of the same candidates agree, for the benchmarks that run the engine two ways."""
+
+from __future__ import annotations
+
+
+def agreement(first, second) -> dict:
+    """Rows whose ŷ ids differ, and the largest |Δ D_ℓ| over the rows with equal ŷ (None when none has layers).
+
+    Rows with another ŷ compare other pairs of branches, so only rows with equal ŷ measure a divergence change.
+    """
+    same = [(a, b) for a, b in zip(first, second, strict=True)
+            if a.generation.generated_ids == b.generation.generated_ids]
+    gaps = [abs(x - y) for a, b in same if a.divergence.layer_divergence and b.divergence.layer_divergence
+            for x, y in zip(a.divergence.layer_divergence, b.divergence.layer_divergence)]
+    return {"rows_with_other_generated_ids": len(first) - len(same),
+            "max_abs_layer_divergence_diff": max(gaps) if gaps else None}
