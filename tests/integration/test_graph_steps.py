@@ -276,9 +276,10 @@ def compiled_graphs():
     torch._dynamo.reset()
 
 
-def test_compiled_static_steps_score_like_the_usual_steps(tmp_path, fed_steps, compiled_graphs):
-    loaded = load_model(describe_model(str(tiny_model_dir(tmp_path / "llama")), dtype="float32", device="cpu"))
-    # One batch, so one shape to compile: a compile takes some 20 s on 2 cores.
+@pytest.mark.parametrize("family", sorted(set(CACHE_FAMILIES) - UNCAPTURED))
+def test_compiled_static_steps_score_like_the_usual_steps(family, tmp_path, fed_steps, compiled_graphs):
+    loaded = load_cache_family(family, tmp_path / family)
+    # One batch, so one shape to compile: a compile takes 5 to 20 s on 2 cores.
     texts = [CandidateText(**candidate) for candidate in mixed_candidates() if candidate["response"].strip()][:4]
     usual = _scored(loaded, texts)
     assert not compiled_graphs["stats"]
