@@ -20,7 +20,8 @@ tests hold it to the usual path.
 
 With LoadedModel.compile_steps the step is torch.compile'd before it is captured: a graph replay still launches
 every kernel, and most of a step's are small elementwise ones (norms, rotary, activations) that compiling
-fuses. One compiled function per model; torch.compile keeps a compiled graph per input shape under it.
+fuses. One compiled function per model, compiled once with dynamic sizes: a batch of another width or row
+count reuses it (compiled for the first shape alone, the second would compile it again).
 """
 
 from __future__ import annotations
@@ -125,7 +126,7 @@ class KeptSteps(Exclusive):
 
 
 _KEPT = PerModel(KeptSteps)
-_COMPILED = PerModel(lambda: torch.compile(model_logits))
+_COMPILED = PerModel(lambda: torch.compile(model_logits, dynamic=True))
 
 
 class StepGraph:
