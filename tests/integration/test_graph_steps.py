@@ -25,14 +25,10 @@ from capsel.models.loading import describe_model, load_model
 from capsel_lab.tiny_vlm import build_tiny_vlm
 from tests.fixtures.candidates import mixed_candidates
 from tests.fixtures.pool import tiny_model_dir
+from tests.fixtures.step_capture import UNCAPTURED, assert_same, cuda_llama_scored_as_usual, scored
 from tests.fixtures.stock_cache import CACHE_FAMILIES, load_cache_family
 from tests.fixtures.tiny_models import WORDS
 from tests.fixtures.tiny_vlm_rows import HORIZON, PROMPT_TOKENS, SEEDS, describe_tiny_vlm, vlm_candidates, vlm_images
-
-TOLERANCE = 1e-5
-# Sliding-window layers are not whole buffers (or not buffered at all): their steps run as usual.
-UNCAPTURED = {"mistral", "gemma3-window-8", "gemma3-window-512"}
-
 
 # Operators that make the host wait for the device (a value read back, or a result whose size depends on the
 # data) or copy host data to the device: inside a CUDA graph capture each is an error or a stale constant.
@@ -53,20 +49,6 @@ class OperatorNames(TorchDispatchMode):
 
 
 @pytest.fixture
-def fed_steps(monkeypatch) -> list[int]:
-    """One entry per step a StepGraph fed, so a test can tell the static step ran."""
-    fed: list[int] = []
-    feed = graph_steps.StepGraph.feed
-
-    def counted(self, *args, **kwargs):
-        fed.append(1)
-        return feed(self, *args, **kwargs)
-
-    monkeypatch.setattr(graph_steps.StepGraph, "feed", counted)
-    return fed
-
-
-@pytest.fixture
 def step_graphs_made_and_bound(monkeypatch) -> tuple[list[int], list[int]]:
     """One entry per StepGraph made, and one per batch a StepGraph was bound to (the first included)."""
     made: list[int] = []
@@ -77,29 +59,14 @@ def step_graphs_made_and_bound(monkeypatch) -> tuple[list[int], list[int]]:
     return made, bound
 
 
-def _scored(loaded, texts, batch_size: int = 4):
-    engine = ScoringEngine(loaded, ScoringConfig(horizon=24), batch_size=batch_size)
-    return engine.generate_and_score(engine.prepare(texts))
-
-
-def _assert_same(expected, got) -> None:
-    for usual, static in zip(expected, got, strict=True):
-        assert static.generation.generated_ids == usual.generation.generated_ids
-        assert static.divergence.excluded_reason == usual.divergence.excluded_reason
-        if usual.divergence.layer_divergence:
-            assert static.divergence.layer_divergence == pytest.approx(usual.divergence.layer_divergence,
-                                                                       abs=TOLERANCE)
-            assert static.divergence.ppl == pytest.approx(usual.divergence.ppl, rel=TOLERANCE)
-
-
 @pytest.mark.parametrize("family", CACHE_FAMILIES)
 def test_static_steps_score_like_the_usual_steps(family, tmp_path, fed_steps):
     loaded = load_cache_family(family, tmp_path / family)
     texts = [CandidateText(**candidate) for candidate in mixed_candidates()]
-    usual = _scored(loaded, texts)
+    usual = scored(loaded, texts)
     assert not fed_steps
-    static = _scored(replace(loaded, kv_layout="graphed"), texts)
-    _assert_same(usual, static)
+    static = scored(replace(loaded, kv_layout="graphed"), texts)
+    assert_same(usual, static)
     if family in UNCAPTURED:
         assert not fed_steps
     else:
@@ -129,7 +96,7 @@ def test_the_captured_step_has_no_operator_the_host_waits_for(family, tmp_path, 
 
     monkeypatch.setattr(graph_steps.StepGraph, "_forward", watched)
     loaded = replace(load_cache_family(family, tmp_path / family), kv_layout="graphed")
-    _scored(loaded, [CandidateText(**candidate) for candidate in mixed_candidates()][:8])
+    scored(loaded, [CandidateText(**candidate) for candidate in mixed_candidates()][:8])
     assert {"scaled_dot_product_attention", "index_copy_"} <= recorded.names  # the step ran, and wrote in place
     assert not recorded.names & HOST_WAITS
 
@@ -200,8 +167,8 @@ def _assert_kept_steps_trace_alike(traces: dict[int, list[list[tuple]]]) -> None
 def test_a_kept_step_runs_the_same_operators_on_the_same_memory_in_every_batch(family, tmp_path, step_traces):
     loaded = replace(load_cache_family(family, tmp_path / family), kv_layout="graphed")
     texts = _near_widths()
-    _scored(loaded, texts, batch_size=2)
-    _scored(loaded, texts[::-1], batch_size=2)  # the same widths again, the kept steps met in another order
+    scored(loaded, texts, batch_size=2)
+    scored(loaded, texts[::-1], batch_size=2)  # the same widths again, the kept steps met in another order
     _assert_kept_steps_trace_alike(step_traces)
 
 
@@ -220,15 +187,15 @@ def test_batches_of_nearly_equal_width_share_a_kept_step(tmp_path, fed_steps, st
     made, bound = step_graphs_made_and_bound
     loaded = load_cache_family("llama", tmp_path / "llama")
     texts = _near_widths()
-    usual = _scored(loaded, texts, batch_size=2)
-    static = _scored(replace(loaded, kv_layout="graphed"), texts, batch_size=2)
-    _assert_same(usual, static)
+    usual = scored(loaded, texts, batch_size=2)
+    static = scored(replace(loaded, kv_layout="graphed"), texts, batch_size=2)
+    assert_same(usual, static)
     # Four batches; their capacities (prompt width + room, rounded up to CAPACITY_STEP) take fewer values.
     assert len(bound) == 4 and 1 <= len(made) < 4
     shelf = graph_steps.kept_steps(loaded.model)
     assert all(steps.mask.shape[-1] % CAPACITY_STEP == 0 for steps in shelf._steps.values())
     # Scored again: every batch finds its step kept, and scores exactly as it did.
-    again = _scored(replace(loaded, kv_layout="graphed"), texts, batch_size=2)
+    again = scored(replace(loaded, kv_layout="graphed"), texts, batch_size=2)
     assert len(made) < 4 and len(bound) == 8
     for first, second in zip(static, again, strict=True):
         assert second.generation.generated_ids == first.generation.generated_ids
@@ -240,11 +207,11 @@ def test_a_decoding_beside_a_kept_steps_holder_captures_its_own(tmp_path):
     shelf = graph_steps.kept_steps(loaded.model)
     assert shelf.hold()
     try:
-        static = _scored(loaded, _near_widths(), batch_size=2)
+        static = scored(loaded, _near_widths(), batch_size=2)
         assert not shelf._steps, "a step was kept while another decoding held the kept steps"
     finally:
         shelf.let_go()
-    _assert_same(_scored(replace(loaded, kv_layout="whole"), _near_widths(), batch_size=2), static)
+    assert_same(scored(replace(loaded, kv_layout="whole"), _near_widths(), batch_size=2), static)
 
 
 @pytest.mark.parametrize("kind", ["llava", "qwen2_vl"])
@@ -254,7 +221,7 @@ def test_a_vlms_static_steps_score_like_its_usual_steps(kind, tmp_path, fed_step
     texts = [CandidateText(**candidate) for candidate in vlm_candidates(vlm_images(tmp_path))]
     usual, static = (ScoringEngine(model, config, batch_size=4) for model in (loaded,
                                                                                replace(loaded, kv_layout="graphed")))
-    _assert_same(usual.generate_and_score(usual.prepare(texts)), static.generate_and_score(static.prepare(texts)))
+    assert_same(usual.generate_and_score(usual.prepare(texts)), static.generate_and_score(static.prepare(texts)))
     assert fed_steps
 
 
@@ -265,59 +232,15 @@ def test_slots_refuse_states_kept_before_them():
         kept.use_slots([torch.zeros(1, 8, 4)] * 2, torch.zeros(1, dtype=torch.long))
 
 
-@pytest.fixture
-def compiled_graphs():
-    """torch.compile's counters from a clean start: graphs compiled, and the graph breaks that split them."""
-    torch._dynamo.reset()
-    counters = torch._dynamo.utils.counters
-    counters.clear()
-    yield counters
-    # The compiled graphs hold the test's model; let them go with it.
-    torch._dynamo.reset()
-
-
-@pytest.mark.parametrize("family", sorted(set(CACHE_FAMILIES) - UNCAPTURED))
-def test_compiled_static_steps_score_like_the_usual_steps(family, tmp_path, fed_steps, compiled_graphs):
-    loaded = load_cache_family(family, tmp_path / family)
-    # One batch, so one shape to compile: a compile takes 5 to 20 s on 2 cores.
-    texts = [CandidateText(**candidate) for candidate in mixed_candidates() if candidate["response"].strip()][:4]
-    usual = _scored(loaded, texts)
-    assert not compiled_graphs["stats"]
-    _assert_same(usual, _scored(replace(loaded, kv_layout="graphed", compile_steps=True), texts))
-    assert fed_steps
-    # The step became one compiled graph (a break would split it and keep the kernels on either side unfused),
-    # and every step after the first ran it.
-    assert compiled_graphs["stats"]["unique_graphs"] == 1
-    assert not compiled_graphs["graph_break"]
-    assert compiled_graphs["stats"]["calls_captured"] > 0
-
-
-@pytest.fixture
-def graph_replays(monkeypatch) -> list[int]:
-    """One entry per CUDA graph replay."""
-    replays: list[int] = []
-    replay = torch.cuda.CUDAGraph.replay
-    monkeypatch.setattr(torch.cuda.CUDAGraph, "replay", lambda graph: (replays.append(1), replay(graph))[1])
-    return replays
-
-
-def _cuda_llama_scored_as_usual(tmp_path):
-    """The tiny Llama on CUDA, the mixed candidates, and their scores with the greedy steps run as usual."""
-    loaded = load_model(describe_model(str(tiny_model_dir(tmp_path / "llama")), dtype="float32", device="cuda"))
-    texts = [CandidateText(**candidate) for candidate in mixed_candidates()]
-    return loaded, texts, _scored(replace(loaded, kv_layout="whole"), texts)
-
-
-@pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 def test_captured_steps_on_cuda_score_like_the_usual_steps(tmp_path, graph_replays):
     texts = [CandidateText(**candidate) for candidate in mixed_candidates()]
     for family in ("llama", "qwen3", "gpt2"):
         loaded = load_model(describe_model(str(tiny_model_dir(tmp_path / family, family)), dtype="float32",
                                            device="cuda"))
-        usual = _scored(replace(loaded, kv_layout="whole"), texts)
+        usual = scored(replace(loaded, kv_layout="whole"), texts)
         graph_replays.clear()
-        _assert_same(usual, _scored(replace(loaded, kv_layout="graphed"), texts))
+        assert_same(usual, scored(replace(loaded, kv_layout="graphed"), texts))
         assert graph_replays, f"{family}: no step was replayed from a graph"
     config = ScoringConfig(horizon=HORIZON, prompt_tokens=PROMPT_TOKENS)
     pictured = [CandidateText(**candidate) for candidate in vlm_candidates(vlm_images(tmp_path))]
@@ -327,7 +250,7 @@ def test_captured_steps_on_cuda_score_like_the_usual_steps(tmp_path, graph_repla
         usual, static = (ScoringEngine(model, config, batch_size=4)
                          for model in (replace(loaded, kv_layout="whole"), replace(loaded, kv_layout="graphed")))
         graph_replays.clear()
-        _assert_same(usual.generate_and_score(usual.prepare(pictured)),
+        assert_same(usual.generate_and_score(usual.prepare(pictured)),
                      static.generate_and_score(static.prepare(pictured)))
         assert graph_replays, f"{kind}: no step was replayed from a graph"
 
@@ -335,7 +258,7 @@ def test_captured_steps_on_cuda_score_like_the_usual_steps(tmp_path, graph_repla
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 def test_a_step_that_cannot_be_captured_runs_eagerly_on_cuda(tmp_path, caplog, graph_replays):
-    loaded, texts, usual = _cuda_llama_scored_as_usual(tmp_path)
+    loaded, texts, usual = cuda_llama_scored_as_usual(tmp_path)
 
     def reads_back(module, args, output):
         # What a capture forbids: the host waits for a value of the step being recorded.
@@ -344,7 +267,7 @@ def test_a_step_that_cannot_be_captured_runs_eagerly_on_cuda(tmp_path, caplog, g
 
     hook = loaded.blocks[0].register_forward_hook(reads_back)
     try:
-        _assert_same(usual, _scored(replace(loaded, kv_layout="graphed"), texts))
+        assert_same(usual, scored(replace(loaded, kv_layout="graphed"), texts))
     finally:
         hook.remove()
     assert not graph_replays
@@ -358,25 +281,14 @@ def test_kept_graphs_on_cuda_replay_for_later_batches(tmp_path, step_graphs_made
     made, bound = step_graphs_made_and_bound
     loaded = load_model(describe_model(str(tiny_model_dir(tmp_path / "llama")), dtype="float32", device="cuda"))
     texts = _near_widths()
-    usual = _scored(replace(loaded, kv_layout="whole"), texts, batch_size=2)
+    usual = scored(replace(loaded, kv_layout="whole"), texts, batch_size=2)
     shelf = graph_steps.kept_steps(loaded.model)
     for _ in range(2):
-        _assert_same(usual, _scored(replace(loaded, kv_layout="graphed"), texts, batch_size=2))
+        assert_same(usual, scored(replace(loaded, kv_layout="graphed"), texts, batch_size=2))
     # Eight batches in two rounds; each StepGraph captured its step once, and fewer were made than batches ran.
     assert len(bound) == 8
     assert len(made) < 4
     assert shelf.captures == len(made)
-
-
-@pytest.mark.gpu
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
-def test_compiled_steps_on_cuda_are_captured_and_score_like_the_usual_steps(tmp_path, graph_replays,
-                                                                            compiled_graphs):
-    loaded, texts, usual = _cuda_llama_scored_as_usual(tmp_path)
-    _assert_same(usual, _scored(replace(loaded, kv_layout="graphed", compile_steps=True), texts))
-    assert graph_replays
-    assert compiled_graphs["stats"]["unique_graphs"] >= 1
-    assert not compiled_graphs["graph_break"]
 
 
 def test_auto_captures_the_steps_of_an_sdpa_model_on_one_gpu_only(tmp_path):
