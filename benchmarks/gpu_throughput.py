@@ -264,10 +264,12 @@ def main() -> None:
     text = orjson.dumps(report, option=orjson.OPT_INDENT_2).decode()
     print(text)
     if args.save:
-        prefix = ("" if args.kv_layout == "auto" else f"kv-{args.kv_layout}-") + (
-            "" if args.prefill_groups == "auto" else f"groups-{args.prefill_groups}-") + (
-            "" if args.compile_steps == "off" else "compiled-") + (
-            "" if args.batch_size == "auto" else f"b{args.batch_size}-")
+        # Each option set away from its default names the file.
+        prefix = "".join(name for name, changed in (
+            (f"kv-{args.kv_layout}-", args.kv_layout != "auto"),
+            (f"groups-{args.prefill_groups}-", args.prefill_groups != "auto"),
+            ("compiled-", args.compile_steps == "on"),
+            (f"b{args.batch_size}-", args.batch_size != "auto")) if changed)
         print(f"saved {save(text, device_name, args.results_dir, prefix)}", file=sys.stderr)
 
 

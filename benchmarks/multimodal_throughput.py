@@ -147,8 +147,7 @@ def main() -> None:
     report = {
         "model": "tiny llava" if args.tiny else "random Llava-1.5-7B shape", "device": _device_name(device),
         "dtype": dtype, "kv_layout": kv_layout(loaded), "graph_captures": kept_steps(loaded.model).captures,
-        "batch_size": engine.batch_size,
-        "n_candidates": len(texts), "n_scored": len(done),
+        "batch_size": engine.batch_size, "n_candidates": len(texts), "n_scored": len(done),
         "excluded": sorted({s.excluded_reason for s in scored if s.excluded_reason}),
         "prompt_ids_mean": round(sum(len(i.prompt_ids) for i in inputs) / len(inputs), 1),
         "generated_ids_mean": round(sum(len(s.generation.generated_ids or []) for s in scored) / len(scored), 1),

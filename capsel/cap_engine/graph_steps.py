@@ -20,12 +20,14 @@ tests hold it to the usual path.
 
 With LoadedModel.compile_steps the step is torch.compile'd before it is captured: a graph replay still launches
 every kernel, and most of a step's are small elementwise ones (norms, rotary, activations) that compiling
-fuses. One compiled function per model, compiled once with dynamic sizes: a batch of another width or row
-count reuses it (compiled for the first shape alone, the second would compile it again).
+fuses. It is compiled with dynamic sizes, once per model (torch.compile keeps each model's graph under the
+one compiled function): a batch of another width or row count reuses it, where a graph compiled for the first
+shape alone would be compiled again for the second.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections import OrderedDict
 from typing import Any, Callable
@@ -126,7 +128,12 @@ class KeptSteps(Exclusive):
 
 
 _KEPT = PerModel(KeptSteps)
-_COMPILED = PerModel(lambda: torch.compile(model_logits, dynamic=True))
+
+
+@functools.cache
+def _compiled_logits() -> Callable[..., torch.Tensor]:
+    """forward.model_logits compiled, made on first use (torch.compile is imported and set up only then)."""
+    return torch.compile(model_logits, dynamic=True)
 
 
 class StepGraph:
@@ -225,6 +232,6 @@ class StepGraph:
         return logits
 
     def _forward(self) -> torch.Tensor:
-        logits_of = _COMPILED.of(self.loaded.model) if self.loaded.compile_steps else None
+        logits_of = _compiled_logits() if self.loaded.compile_steps else None
         return call_model(self.loaded, 1, self.cache, logits_of, input_ids=self.ids, attention_mask=self.mask,
                           position_ids=self.positions)
