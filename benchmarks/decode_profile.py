@@ -86,8 +86,8 @@ def main() -> None:
                         help="the KV cache: the engine's choice for the device (auto), the pooled buffers on any "
                              "device (attention on their filled part, or on the whole buffer; graphed: whole, with "
                              "the greedy step captured as a CUDA graph), or transformers' growing DynamicCache")
-    parser.add_argument("--compile-steps", action="store_true",
-                        help="torch.compile the captured greedy step before its capture (graphed only)")
+    parser.add_argument("--compile-norms-and-mlps", action="store_true",
+                        help="torch.compile the model's norms and MLPs (their elementwise work fused)")
     parser.add_argument("--tiny", action="store_true", help="the tiny Llama on CPU: checks the script, in seconds")
     args = parser.parse_args()
 
@@ -99,9 +99,10 @@ def main() -> None:
     report: dict = {"engine": branches.__file__, "device": torch.cuda.get_device_name(0) if cuda else "cpu"}
     with tempfile.TemporaryDirectory() as root:
         info = model_info(Path(root) / "model", args.tiny, "bfloat16" if cuda else "float32", "cuda" if cuda else "cpu")
-        loaded = replace(random_model(info, "sdpa"), kv_layout=args.kv, compile_steps=args.compile_steps)
+        loaded = replace(random_model(info, "sdpa"), kv_layout=args.kv,
+                         compile_norms_and_mlps=args.compile_norms_and_mlps)
         report["kv_layout"] = forward.kv_layout(loaded)
-        report["compile_steps"] = args.compile_steps
+        report["compile_norms_and_mlps"] = args.compile_norms_and_mlps
         n = args.batch_size * args.batches
         pool = synthetic_pool(Path(root) / "pool.jsonl", n + 16, len(info.tokenizer), PoolShape())
         engine = ScoringEngine(loaded, ScoringConfig(prompt_format="raw"), args.batch_size)

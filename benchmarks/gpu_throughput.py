@@ -90,8 +90,10 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--prefill-groups", choices=["auto", "on", "off"], default="auto",
                         help="prefill each batch's prompts in length groups: auto (the engine's choice: on CPU only), "
                              "on or off")
-    parser.add_argument("--compile-steps", choices=["off", "on"], default="off",
-                        help="torch.compile the captured greedy step before its capture (graphed KV layout only)")
+    parser.add_argument("--compile-norms-and-mlps", choices=["off", "on"], default="off",
+                        help="torch.compile the model's norms and MLPs (their elementwise work fused)")
+    parser.add_argument("--shard-size", type=int, default=PAGE_SIZE,
+                        help="candidates per shard: the engine sorts each shard by length before batching it")
     parser.add_argument("--peak-tflops", type=float, default=None,
                         help="dense bf16 peak for MFU when the device is not in PEAK_FLOPS")
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
@@ -104,7 +106,7 @@ def layout_model(info, attn: str, args: argparse.Namespace):
     """The random-weight HF model, its engine set to build `--kv-layout` caches and `--prefill-groups`."""
     groups = {"auto": None, "on": True, "off": False}[args.prefill_groups]
     return replace(random_model(info, attn), kv_layout=args.kv_layout, prefill_groups=groups,
-                   compile_steps=args.compile_steps == "on")
+                   compile_norms_and_mlps=args.compile_norms_and_mlps == "on")
 
 
 def timed(function, *args):
@@ -245,10 +247,10 @@ def main() -> None:
             if loaded is None:
                 loaded, startup["hf_model_init_s"] = timed(layout_model, info, attn, args)
             engine = ScoringEngine(loaded, config, resolve_batch_size(args.batch_size, loaded, config))
-            phases["scoring"] = phase(run_scorer(con, CapScorer.of(engine)))
+            phases["scoring"] = phase(run_scorer(con, CapScorer.of(engine), page_size=args.shard_size))
         phases["scoring"].update(batch_size=engine.batch_size, attn_implementation=attn, kv_layout=kv_layout(loaded),
                                  graph_captures=kept_steps(loaded.model).captures, prefill_groups=args.prefill_groups,
-                                 compile_steps=args.compile_steps)
+                                 compile_norms_and_mlps=args.compile_norms_and_mlps, shard_size=args.shard_size)
         tokens = fetch_records(con, "scoring/scoring_token_counts", {
             "model_fingerprint": info.fingerprint, "generation_hash": config.generation_hash,
             "scoring_hash": config.scoring_hash, "horizon": config.horizon})[0]
@@ -268,7 +270,8 @@ def main() -> None:
         prefix = "".join(name for name, changed in (
             (f"kv-{args.kv_layout}-", args.kv_layout != "auto"),
             (f"groups-{args.prefill_groups}-", args.prefill_groups != "auto"),
-            ("compiled-", args.compile_steps == "on"),
+            ("compiled-", args.compile_norms_and_mlps == "on"),
+            (f"shard{args.shard_size}-", args.shard_size != PAGE_SIZE),
             (f"b{args.batch_size}-", args.batch_size != "auto")) if changed)
         print(f"saved {save(text, device_name, args.results_dir, prefix)}", file=sys.stderr)
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 import functools
 import inspect
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import torch
 
 from capsel.cap_engine.batching import left_padded
+from capsel.cap_engine.compiled_norms import compile_norms_and_mlps
 from capsel.cap_engine.prefill_groups import GPU_GROUP_OVERHEAD, GROUP_OVERHEAD, join_caches, joinable, length_groups
 from capsel.cap_engine.vision_batch import joined_tensors, prompt_positions
 from capsel.models.loading import KV_LAYOUTS, LoadedModel
@@ -166,23 +167,14 @@ def _forward(loaded, ids, mask, positions, cache, keep_last: int, **tensors: Any
                       **tensors)
 
 
-def call_model(
-    loaded: LoadedModel, keep_last: int, cache: Any, logits_of: Callable[..., torch.Tensor] | None = None,
-    **inputs: Any,
-) -> torch.Tensor:
-    """The model's logits for `inputs` on `cache`: at every position (keep_last=0) or the last keep_last.
-
-    `logits_of`: what runs the model, model_logits unless given (graph_steps passes a compiled one).
-    """
+def call_model(loaded: LoadedModel, keep_last: int, cache: Any, **inputs: Any) -> torch.Tensor:
+    """The model's logits for `inputs` on `cache`: at every position (keep_last=0) or the last keep_last."""
+    if loaded.compile_norms_and_mlps:
+        compile_norms_and_mlps(loaded.model)
+    kwargs = {"logits_to_keep": keep_last} if loaded.supports_logits_to_keep else {}
     inputs[cache_keyword(type(loaded.model).forward)] = cache
-    return (logits_of or model_logits)(loaded.model, keep_last, loaded.supports_logits_to_keep, **inputs)
-
-
-def model_logits(model: Any, keep_last: int, supports_logits_to_keep: bool, **inputs: Any) -> torch.Tensor:
-    """`model`'s logits for `inputs` (its cache among them), at every position or the last keep_last."""
-    kwargs = {"logits_to_keep": keep_last} if supports_logits_to_keep else {}
-    logits = model(**inputs, use_cache=True, **kwargs).logits
-    return logits[:, -keep_last:] if keep_last and not supports_logits_to_keep else logits
+    logits = loaded.model(**inputs, use_cache=True, **kwargs).logits
+    return logits[:, -keep_last:] if keep_last and not loaded.supports_logits_to_keep else logits
 
 
 @functools.lru_cache(maxsize=None)

@@ -17,17 +17,10 @@ and whose attention is SDPA (which takes the boolean mask built here) is capture
 steps as usual. A VLM's steps feed text alone (its images are in the prefilled cache), so Llava's and
 Qwen2-VL's are captured like a text model's. On CPU the same step runs eagerly every time: that is how the
 tests hold it to the usual path.
-
-With LoadedModel.compile_steps the step is torch.compile'd before it is captured: a graph replay still launches
-every kernel, and most of a step's are small elementwise ones (norms, rotary, activations) that compiling
-fuses. It is compiled with dynamic sizes, once per model (torch.compile keeps each model's graph under the
-one compiled function): a batch of another width or row count reuses it, where a graph compiled for the first
-shape alone would be compiled again for the second.
 """
 
 from __future__ import annotations
 
-import functools
 import logging
 from collections import OrderedDict
 from typing import Any, Callable
@@ -35,7 +28,7 @@ from typing import Any, Callable
 import torch
 
 from capsel.cap_engine.divergence import BlockStates
-from capsel.cap_engine.forward import PromptState, call_model, kv_layout, model_logits
+from capsel.cap_engine.forward import PromptState, call_model, kv_layout
 from capsel.cap_engine.kv_buffers import BufferedLayer
 from capsel.cap_engine.per_model import Exclusive, PerModel
 from capsel.models.loading import LoadedModel
@@ -128,12 +121,6 @@ class KeptSteps(Exclusive):
 
 
 _KEPT = PerModel(KeptSteps)
-
-
-@functools.cache
-def _compiled_logits() -> Callable[..., torch.Tensor]:
-    """forward.model_logits compiled, made on first use (torch.compile is imported and set up only then)."""
-    return torch.compile(model_logits, dynamic=True)
 
 
 class StepGraph:
@@ -232,6 +219,5 @@ class StepGraph:
         return logits
 
     def _forward(self) -> torch.Tensor:
-        logits_of = _compiled_logits() if self.loaded.compile_steps else None
-        return call_model(self.loaded, 1, self.cache, logits_of, input_ids=self.ids, attention_mask=self.mask,
+        return call_model(self.loaded, 1, self.cache, input_ids=self.ids, attention_mask=self.mask,
                           position_ids=self.positions)

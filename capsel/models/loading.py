@@ -68,9 +68,9 @@ class LoadedModel:
     kv_layout: str = "auto"
     # Whether a batch's prompts are prefilled in length groups (cap_engine.prefill_groups): None picks by device.
     prefill_groups: bool | None = None
-    # Whether the captured greedy step is compiled first (torch.compile: elementwise work fused into fewer
-    # kernels; cap_engine.graph_steps). It rounds differently, so it is opt-in until a GPU shows it pays.
-    compile_steps: bool = False
+    # Whether the norms and MLPs run compiled (cap_engine.compiled_norms: their elementwise work fused). It rounds
+    # differently, so it is opt-in until a GPU shows it pays.
+    compile_norms_and_mlps: bool = False
 
     @property
     def processor(self) -> Any:

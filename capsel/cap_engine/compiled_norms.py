@@ -1,0 +1,41 @@
+"""A model's norms and MLPs compiled in place (torch.compile), for LoadedModel.compile_norms_and_mlps.
+
+On an H100 an 8B batch of 256 spends about a fifth of its device time in unfused elementwise kernels
+(benchmarks/README.md, 2026-11-27), most of them an RMSNorm's (up-cast, square, mean, rsqrt, two multiplies,
+down-cast: a pass over the activations each) and the MLP's activation times its up-projection. Compiled, a norm
+is one kernel and the activation is fused with its product; the projections stay cuBLAS calls.
+
+Only these modules are compiled. Attention writes the KV buffers in place, and a compiled graph that writes them
+copies them: compiling the whole greedy step made each step twice as slow on the H100.
+
+Modules are picked by class name, so every family's norm and MLP is compiled as that family writes it (Gemma's
+1 + weight, Qwen3's query and key norms, a vision tower's MLP). They compile with dynamic sizes: one graph per
+class for the prompt and the response forwards, one more for a one-token step, shared by every layer, since
+torch.compile passes a module's weights to its graph as inputs.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from capsel.cap_engine.per_model import PerModel
+
+COMPILED_CLASS_SUFFIXES = ("RMSNorm", "MLP")
+
+
+class _Compiled:
+    done = False
+
+
+_COMPILED = PerModel(_Compiled)
+
+
+def compile_norms_and_mlps(model: torch.nn.Module) -> None:
+    """Compile `model`'s norms and MLPs in place, the first time it is asked for `model`."""
+    compiled = _COMPILED.of(model)
+    if compiled.done:
+        return
+    for module in model.modules():
+        if type(module).__name__.endswith(COMPILED_CLASS_SUFFIXES):
+            module.compile(dynamic=True)
+    compiled.done = True
