@@ -55,7 +55,7 @@ from capsel.db import open_db  # noqa: E402
 from capsel.db.records import fetch_records  # noqa: E402
 from capsel.ingest.pipeline import IngestOptions, ingest  # noqa: E402
 from capsel.models.loading import KV_LAYOUTS, attention_implementation
-from capsel.runner.job import PAGE_SIZE, run_scorer
+from capsel.runner.job import PAGE_SIZE, default_page_size, run_scorer
 from capsel.runner.progress import RunSummary
 from capsel.scorers.cap import CapScorer
 from capsel.scorers.yhat import YhatScorer
@@ -92,8 +92,9 @@ def parse_args() -> argparse.Namespace:
                              "on or off")
     parser.add_argument("--compile-norms-and-mlps", choices=["off", "on"], default="off",
                         help="torch.compile the model's norms and MLPs (their elementwise work fused)")
-    parser.add_argument("--shard-size", type=int, default=PAGE_SIZE,
-                        help="candidates per shard: the engine sorts each shard by length before batching it")
+    parser.add_argument("--shard-size", type=int, default=None,
+                        help="candidates per page, sorted by length before they are cut into batches (default: the "
+                             "runner's, 16 batches and at least 1024)")
     parser.add_argument("--peak-tflops", type=float, default=None,
                         help="dense bf16 peak for MFU when the device is not in PEAK_FLOPS")
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
@@ -247,10 +248,16 @@ def main() -> None:
             if loaded is None:
                 loaded, startup["hf_model_init_s"] = timed(layout_model, info, attn, args)
             engine = ScoringEngine(loaded, config, resolve_batch_size(args.batch_size, loaded, config))
-            phases["scoring"] = phase(run_scorer(con, CapScorer.of(engine), page_size=args.shard_size))
+            if loaded.compile_norms_and_mlps:
+                # Compiling is start-up, like loading the weights: a small batch outside the timed run pays it (the
+                # graphs take any batch width and length).
+                _, startup["compile_s"] = timed(engine.generate_and_score, engine.prepare(pool_texts(pool, 16)))
+            scorer = CapScorer.of(engine)
+            page_size = args.shard_size or default_page_size(scorer, dispatched=False)
+            phases["scoring"] = phase(run_scorer(con, scorer, page_size=page_size))
         phases["scoring"].update(batch_size=engine.batch_size, attn_implementation=attn, kv_layout=kv_layout(loaded),
                                  graph_captures=kept_steps(loaded.model).captures, prefill_groups=args.prefill_groups,
-                                 compile_norms_and_mlps=args.compile_norms_and_mlps, shard_size=args.shard_size)
+                                 compile_norms_and_mlps=args.compile_norms_and_mlps, shard_size=page_size)
         tokens = fetch_records(con, "scoring/scoring_token_counts", {
             "model_fingerprint": info.fingerprint, "generation_hash": config.generation_hash,
             "scoring_hash": config.scoring_hash, "horizon": config.horizon})[0]
@@ -271,7 +278,7 @@ def main() -> None:
             (f"kv-{args.kv_layout}-", args.kv_layout != "auto"),
             (f"groups-{args.prefill_groups}-", args.prefill_groups != "auto"),
             ("compiled-", args.compile_norms_and_mlps == "on"),
-            (f"shard{args.shard_size}-", args.shard_size != PAGE_SIZE),
+            (f"shard{args.shard_size}-", args.shard_size is not None),
             (f"b{args.batch_size}-", args.batch_size != "auto")) if changed)
         print(f"saved {save(text, device_name, args.results_dir, prefix)}", file=sys.stderr)
 

@@ -11,7 +11,7 @@ from capsel.errors import OptionError
 from capsel.methods.method import load_object
 from capsel.methods.registry import build_scorer, method
 from capsel.methods.scorer_spec import ScorerSpec
-from capsel.runner.job import PAGE_SIZE, run_scorer
+from capsel.runner.job import run_scorer
 from capsel.runner.progress import RunSummary
 from capsel.scorers.base import Scorer
 from capsel.scorers.cap import CapScorer
@@ -69,7 +69,7 @@ def score(request: ScoreRequest, ctx: RunContext) -> ScoreSummary:
     run_config = {**ctx.run_config, **({"target": str(target.path), "target_max": target.target_max} if target else {})}
     summary = run_scorer(
         ctx.con, scorer, request.scope, ctx.sink, run_config,
-        dispatch=ctx.dispatch, page_size=ctx.page_size or PAGE_SIZE, max_in_flight=ctx.max_in_flight,
+        dispatch=ctx.dispatch, page_size=ctx.page_size, max_in_flight=ctx.max_in_flight,
         parent_run_id=ctx.parent_run_id, prefect_flow_run_id=ctx.prefect_flow_run_id,
     )
     scored_target = load_object(targeting.score)(ctx.con, scorer, target) if targeting and target else None

@@ -14,7 +14,7 @@ from tests.fixtures.real_models import (  # noqa: F401
     smollm2_instruct_dir,
 )
 
-# counting what the static greedy step ran (test_graph_steps, test_compiled_steps)
+# counting what the static greedy step ran (test_graph_steps, test_compiled_norms)
 from tests.fixtures.step_capture import fed_steps, graph_replays  # noqa: F401
 
 

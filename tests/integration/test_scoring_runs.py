@@ -11,6 +11,7 @@ from capsel.cap_engine.generation import HFGenerator
 from capsel.cap_engine.inputs import CandidateText
 from capsel.db import open_db
 from capsel.models.loading import load_model
+from capsel.runner import job
 from capsel.runner.job import run_scorer
 from capsel.scorers.cap import CapScorer
 from capsel.scorers.yhat import YhatScorer
@@ -191,3 +192,33 @@ def _resume_and_check(con, engine, pool) -> None:
     counts = con.execute("select candidate_id, count(*) from divergences group by all").fetchall()
     assert len(counts) == len(pool) and {count for _, count in counts} == {1}
     assert con.execute("select count(distinct candidate_id) from generations").fetchone()[0] == len(pool)
+
+
+def _scored_prompt_lengths(monkeypatch, scorer) -> list[int]:
+    """The prompt lengths of the rows `scorer` scores with its model, in the order it scores them."""
+    seen: list[int] = []
+    score = scorer.score
+
+    def recorded(items):
+        seen.extend(len(item.prompt_ids) for item in items if not item.excluded_reason)
+        return score(items)
+
+    monkeypatch.setattr(scorer, "score", recorded)
+    return seen
+
+
+@pytest.mark.parametrize("page_size", [None, 8])
+def test_in_process_pages_hold_many_batches_sorted_together(monkeypatch, con, loaded, pool, page_size):
+    # The floor of 1,024 would put this whole pool in one page whatever the rule; lowered, the default page is
+    # BATCHES_PER_PAGE batches.
+    monkeypatch.setattr(job, "PAGE_SIZE", 8)
+    scorer = CapScorer.of(ScoringEngine(loaded, ScoringConfig(), batch_size=BATCH))
+    lengths = _scored_prompt_lengths(monkeypatch, scorer)
+    run_scorer(con, scorer, page_size=page_size)
+    expected_page = job.BATCHES_PER_PAGE * BATCH if page_size is None else page_size
+    config = orjson.loads(con.execute("select config from runs where kind = 'score'").fetchone()[0])
+    assert config["shard_size"] == expected_page
+    # One page for the whole pool: the batches are cut from all of it sorted; pages of 8 rows sort two at a time.
+    assert 8 < len(pool) <= job.BATCHES_PER_PAGE * BATCH
+    assert len(lengths) > 2 * BATCH
+    assert (lengths == sorted(lengths)) == (page_size is None)
