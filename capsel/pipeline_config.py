@@ -139,7 +139,10 @@ class RunnerParams(BaseModel):
     model_config = _STRICT
 
     kind: Literal["local", "ray"] = Field("local", description="local: threads in the flow process; ray: Ray tasks")
-    shard_size: int = Field(512, gt=0, description="candidates per shard: the unit scored by one task and committed")
+    shard_size: int | None = Field(
+        None, gt=0, description="candidates per shard: the unit scored by one task and committed, and sorted by "
+        "length before it is cut into batches (default: 512, or 4096 when the workers score on a GPU)",
+    )
     max_workers: int = Field(1, ge=1, description="local runner: shards scored at once")
     threads: int | None = Field(
         None, ge=1, description="local runner: torch CPU threads each worker gets (default: the cores shared out "

@@ -17,7 +17,7 @@ from capsel.flows.artifacts import ProgressArtifact, artifact_keys
 from capsel.flows.job_name import flow_job
 from capsel.methods.scorer_spec import ScorerSpec
 from capsel.pipeline_config import RunnerParams, ScoreFlowConfig
-from capsel.runner.work import workers_spec
+from capsel.runner.work import default_shard_size, workers_spec
 from capsel.scorers.generators import pre_pass_for
 from capsel.stages.context import RunContext
 from capsel.stages.score import ScoreRequest, ScoreSummary, score
@@ -66,7 +66,7 @@ def score_sharded(
         con, settings, ProgressArtifact(f"{spec.method} with model {scorer.identity.fingerprint}",
                                         artifact_keys("score", settings).key("progress"), progress_artifact_id),
         parent_run_id=parent_run_id, prefect_flow_run_id=flow_run.id, dispatch=submitter(runner, spec),
-        page_size=runner.shard_size, max_in_flight=runner.max_in_flight,
+        page_size=runner.shard_size or default_shard_size(spec), max_in_flight=runner.max_in_flight,
         run_config={"runner": runner.model_dump()},
     )
     return score(ScoreRequest(spec, scope, pre_pass_for(runner.generator, settings, scorer), scorer), ctx)
