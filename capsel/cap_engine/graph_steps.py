@@ -38,9 +38,14 @@ logger = logging.getLogger(__name__)
 # Eager runs of the first step before capture: they let CUDA libraries set up their handles and workspaces
 # outside the graph. Running a step again rewrites the same states at the same positions, so its result holds.
 WARMUP_RUNS = 2
-# Captured steps kept per model, the least recently used let go first. A page of the runner sorts its rows
-# into a few batch widths, so a handful covers every width a page brings.
-KEPT_STEPS = 8
+# Captured steps kept per model, the least recently used let go first. A page of the runner sorts its rows by
+# length and runs its batches from short to long (16 of them, runner.job.BATCHES_PER_PAGE), so each brings its own
+# capacity: the default P + R of 304 positions rounds to at most 19 (CAPACITY_STEP). Keeping them all lets a
+# page replay what the page before captured, once the KV pool has stopped growing (its buffers then stay where
+# the graphs read them). On an H100 at batch 256 a first pass over two batches (two captures, the pool growing)
+# took 0.28 s longer than a second pass over them (one capture: the first batch's buffers had moved), in
+# decode_profile.py. Each kept step holds its logits, rows x vocab: 66 MB at batch 256 on a Llama-3 vocabulary.
+KEPT_STEPS = 24
 
 
 def step_graph(loaded: LoadedModel, state: PromptState, horizon: int, kept: BlockStates | None) -> StepGraph | None:

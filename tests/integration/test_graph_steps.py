@@ -305,3 +305,24 @@ def test_auto_captures_the_steps_of_an_sdpa_model_on_one_gpu_only(tmp_path):
     assert kv_layout(replace(sdpa, input_device=gpu)) == "dynamic"
     sdpa.model.hf_device_map = {"": 0}
     assert kv_layout(replace(sdpa, input_device=gpu)) == "graphed"
+
+
+def test_a_page_of_many_widths_finds_every_step_kept_once_the_kv_pool_stops_growing(tmp_path,
+                                                                                    step_graphs_made_and_bound):
+    made, bound = step_graphs_made_and_bound
+    loaded = replace(load_cache_family("llama", tmp_path / "llama"), kv_layout="graphed")
+    # One row a batch, each a prompt 16 words longer than the one before: a KV capacity of its own each, more
+    # of them than the 8 steps once kept, as a page of 16 batches brings.
+    texts = [CandidateText(f"w{index}", " ".join(WORDS[(index + k) % len(WORDS)] for k in range(8 + 16 * index)), "",
+                           " " + " ".join(WORDS[(5 * index + k) % len(WORDS)] for k in range(8)) + "\n")
+             for index in range(12)]
+    first = scored(loaded, texts, batch_size=1)
+    # The first pass grows the pool batch by batch, moving the buffers each step read; the second captures on
+    # the pool's final storage; the third finds every one of its steps kept.
+    scored(loaded, texts, batch_size=1)
+    widths = {steps.mask.shape[-1] for steps in graph_steps.kept_steps(loaded.model)._steps.values()}
+    assert len(widths) > 8
+    made_before = len(made)
+    third = scored(loaded, texts, batch_size=1)
+    assert len(made) == made_before and len(bound) == 3 * len(texts)
+    assert_same(first, third)
