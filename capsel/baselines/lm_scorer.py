@@ -49,6 +49,11 @@ class LmScorer(BaselineScorer):
         return getattr(self.config, "prompt_format", RAW)
 
     @property
+    def holds_pictures(self) -> bool:
+        """True for a vision-language model: its prepared items carry their pictures' tensors."""
+        return self.info.is_multimodal
+
+    @property
     def loaded(self) -> LoadedModel:
         """The model, loaded on first use: a run that scores nothing with it never loads weights."""
         if self._loaded is None:

@@ -54,7 +54,7 @@ def run_scorer(
 
     `scorer` is the writer's copy: it keys the run, pages the pending rows and (in-process) scores them;
     with `dispatch` its model is never loaded here. `page_size`: candidates per page (per shard with `dispatch`);
-    by default PAGE_SIZE, or in-process BATCHES_PER_PAGE of the scorer's batches where that is more.
+    by default PAGE_SIZE, or in-process BATCHES_PER_PAGE of the scorer's batches where that is more (default_page_size).
     """
     check_window(max_in_flight)
     if page_size is None:
@@ -105,8 +105,11 @@ def split_pending(scorer: Scorer, rows: list[dict]) -> tuple[list, list]:
 
 
 def default_page_size(scorer: Scorer, dispatched: bool) -> int:
-    """PAGE_SIZE per dispatched shard; in-process BATCHES_PER_PAGE of the scorer's batches, where that is more."""
-    return PAGE_SIZE if dispatched else max(PAGE_SIZE, BATCHES_PER_PAGE * scorer.batch_size)
+    """PAGE_SIZE per dispatched shard; in-process BATCHES_PER_PAGE of the scorer's batches, where that is more,
+    unless its items carry pictures: a page of 16 batches of a small VLM's would hold gigabytes of them."""
+    if dispatched or scorer.holds_pictures:
+        return PAGE_SIZE
+    return max(PAGE_SIZE, BATCHES_PER_PAGE * scorer.batch_size)
 
 
 def batch_works(scorer: Scorer, pages: Iterable[list[dict]]) -> Iterator[Work]:

@@ -103,6 +103,12 @@ class Scorer(ABC):
         return "raw"
 
     @property
+    def holds_pictures(self) -> bool:
+        """Whether its prepared items carry picture tensors (a vision-language model's). A page's items are all
+        prepared at once, so the runner keeps such pages at their usual size."""
+        return False
+
+    @property
     def generation_hash(self) -> str | None:
         """The generation config whose stored y-hat pending rows carry (CAP); None for the others."""
         return None

@@ -59,6 +59,11 @@ class CapScorer(Scorer):
         return self.config.prompt_format
 
     @property
+    def holds_pictures(self) -> bool:
+        """True for a vision-language model: its prepared items carry their pictures' tensors."""
+        return self.info.is_multimodal
+
+    @property
     def generation_hash(self) -> str:
         """The generation config's hash (keys `generations`)."""
         return self.config.generation_hash

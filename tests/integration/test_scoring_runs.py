@@ -222,3 +222,14 @@ def test_in_process_pages_hold_many_batches_sorted_together(monkeypatch, con, lo
     assert 8 < len(pool) <= job.BATCHES_PER_PAGE * BATCH
     assert len(lengths) > 2 * BATCH
     assert (lengths == sorted(lengths)) == (page_size is None)
+
+
+def test_a_vlms_pages_keep_their_usual_size(tmp_path, info):
+    from capsel_lab.tiny_vlm import build_tiny_vlm
+    from tests.fixtures.tiny_vlm_rows import describe_tiny_vlm
+
+    vlm = describe_tiny_vlm(build_tiny_vlm(tmp_path / "llava", "llava"), "llava")
+    # 16 batches of 128 pictures' tensors would be prepared at once; a text page of them holds token ids.
+    assert job.default_page_size(CapScorer(vlm, ScoringConfig(), batch_size=128), dispatched=False) == job.PAGE_SIZE
+    assert job.default_page_size(CapScorer(info, ScoringConfig(), batch_size=128), dispatched=False) == 16 * 128
+    assert job.default_page_size(CapScorer(info, ScoringConfig(), batch_size=128), dispatched=True) == job.PAGE_SIZE
