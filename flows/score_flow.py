@@ -66,7 +66,7 @@ def score_sharded(
         con, settings, ProgressArtifact(f"{spec.method} with model {scorer.identity.fingerprint}",
                                         artifact_keys("score", settings).key("progress"), progress_artifact_id),
         parent_run_id=parent_run_id, prefect_flow_run_id=flow_run.id, dispatch=submitter(runner, spec),
-        page_size=runner.shard_size or default_shard_size(spec), max_in_flight=runner.max_in_flight,
+        page_size=runner.shard_size or default_shard_size(spec, scorer), max_in_flight=runner.max_in_flight,
         run_config={"runner": runner.model_dump()},
     )
     return score(ScoreRequest(spec, scope, pre_pass_for(runner.generator, settings, scorer), scorer), ctx)

@@ -93,10 +93,11 @@ def workers_spec(spec: ScorerSpec, uses_gpus: bool, local_cuda: bool) -> ScorerS
     return spec.with_models(lambda model: model.on(*worker_device(model.device, model.dtype, uses_gpus, local_cuda)))
 
 
-def default_shard_size(spec: ScorerSpec) -> int:
-    """GPU_SHARD_SIZE when the workers' spec puts a model on a GPU, else SHARD_SIZE."""
+def default_shard_size(spec: ScorerSpec, scorer: Scorer) -> int:
+    """GPU_SHARD_SIZE when the workers' spec puts a model on a GPU, else SHARD_SIZE; SHARD_SIZE too for a
+    scorer whose items carry pictures, which a worker prepares a whole shard of at once."""
     on_gpu = any(model.device.startswith("cuda") for model in spec.models().values())
-    return GPU_SHARD_SIZE if on_gpu else SHARD_SIZE
+    return GPU_SHARD_SIZE if on_gpu and not scorer.holds_pictures else SHARD_SIZE
 
 
 def host_spec(spec: ScorerSpec) -> ScorerSpec:

@@ -10,9 +10,12 @@ from capsel.cap_engine.engine import ScoringEngine
 from capsel.cap_engine.generation import HFGenerator
 from capsel.cap_engine.inputs import CandidateText
 from capsel.db import open_db
+from capsel.methods.cap import CapSpec
+from capsel.methods.spec import ModelSpec
 from capsel.models.loading import load_model
 from capsel.runner import job
 from capsel.runner.job import run_scorer
+from capsel.runner.work import GPU_SHARD_SIZE, SHARD_SIZE, default_shard_size, workers_spec
 from capsel.scorers.cap import CapScorer
 from capsel.scorers.yhat import YhatScorer
 from capsel.store.scope import Scope
@@ -224,12 +227,31 @@ def test_in_process_pages_hold_many_batches_sorted_together(monkeypatch, con, lo
     assert (lengths == sorted(lengths)) == (page_size is None)
 
 
-def test_a_vlms_pages_keep_their_usual_size(tmp_path, info):
+@pytest.fixture(scope="module")
+def tiny_vlm_info(tmp_path_factory):
     from capsel_lab.tiny_vlm import build_tiny_vlm
     from tests.fixtures.tiny_vlm_rows import describe_tiny_vlm
 
-    vlm = describe_tiny_vlm(build_tiny_vlm(tmp_path / "llava", "llava"), "llava")
+    return describe_tiny_vlm(build_tiny_vlm(tmp_path_factory.mktemp("vlm") / "llava", "llava"), "llava")
+
+
+def test_a_vlms_pages_keep_their_usual_size(info, tiny_vlm_info):
     # 16 batches of 128 pictures' tensors would be prepared at once; a text page of them holds token ids.
-    assert job.default_page_size(CapScorer(vlm, ScoringConfig(), batch_size=128), dispatched=False) == job.PAGE_SIZE
-    assert job.default_page_size(CapScorer(info, ScoringConfig(), batch_size=128), dispatched=False) == 16 * 128
-    assert job.default_page_size(CapScorer(info, ScoringConfig(), batch_size=128), dispatched=True) == job.PAGE_SIZE
+    vlm = CapScorer(tiny_vlm_info, ScoringConfig(), batch_size=128)
+    text = CapScorer(info, ScoringConfig(), batch_size=128)
+    assert job.default_page_size(vlm, dispatched=False) == job.PAGE_SIZE
+    assert job.default_page_size(text, dispatched=False) == job.BATCHES_PER_PAGE * 128
+    assert job.default_page_size(text, dispatched=True) == job.PAGE_SIZE
+
+
+@pytest.mark.parametrize(("device", "uses_gpus", "vlm", "expected"), [
+    ("auto", False, False, SHARD_SIZE), ("cpu", True, False, SHARD_SIZE), ("auto", True, False, GPU_SHARD_SIZE),
+    ("cuda", False, False, GPU_SHARD_SIZE), ("cuda", False, True, SHARD_SIZE),
+])
+def test_a_flows_workers_on_a_gpu_get_shards_of_many_batches(info, tiny_vlm_info, device, uses_gpus, vlm,
+                                                             expected):
+    described = tiny_vlm_info if vlm else info
+    spec = workers_spec(CapSpec(model=ModelSpec(path=str(described.source.local_dir), device=device)),
+                        uses_gpus=uses_gpus, local_cuda=False)
+    assert default_shard_size(spec, CapScorer(described, ScoringConfig(), batch_size=256)) == expected
+    assert GPU_SHARD_SIZE >= job.BATCHES_PER_PAGE * 256 > SHARD_SIZE
