@@ -141,7 +141,7 @@ class RunnerParams(BaseModel):
     kind: Literal["local", "ray"] = Field("local", description="local: threads in the flow process; ray: Ray tasks")
     shard_size: int | None = Field(
         None, gt=0, description="candidates per shard: the unit scored by one task and committed, and sorted by "
-        "length before it is cut into batches (default: 512, or 4096 when the workers score on a GPU)",
+        "length before it is cut into batches (default: 512, or 4096 when the workers score a text model on a GPU)",
     )
     max_workers: int = Field(1, ge=1, description="local runner: shards scored at once")
     threads: int | None = Field(
