@@ -86,12 +86,13 @@ def main() -> None:
                         help="the KV cache: the engine's choice for the device (auto), the pooled buffers on any "
                              "device (attention on their filled part, or on the whole buffer; graphed: whole, with "
                              "the greedy step captured as a CUDA graph), or transformers' growing DynamicCache")
-    parser.add_argument("--compile-norms-and-mlps", action="store_true",
-                        help="torch.compile the model's norms and MLPs (their elementwise work fused)")
+    parser.add_argument("--compile-norms-and-mlps", choices=["auto", "on", "off"], default="auto",
+                        help="torch.compile the model's norms and MLPs (their elementwise work fused): auto (the "
+                             "engine's choice: on for a text model on CUDA), on or off")
     parser.add_argument("--tiny", action="store_true", help="the tiny Llama on CPU: checks the script, in seconds")
     args = parser.parse_args()
 
-    from capsel.cap_engine import branches, decoding, forward, graph_steps
+    from capsel.cap_engine import branches, compiled_norms, decoding, forward, graph_steps
     from capsel.cap_engine.config import ScoringConfig
     from capsel.cap_engine.engine import ScoringEngine
 
@@ -100,9 +101,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as root:
         info = model_info(Path(root) / "model", args.tiny, "bfloat16" if cuda else "float32", "cuda" if cuda else "cpu")
         loaded = replace(random_model(info, "sdpa"), kv_layout=args.kv,
-                         compile_norms_and_mlps=args.compile_norms_and_mlps)
+                         compile_norms_and_mlps={"auto": None, "on": True, "off": False}[args.compile_norms_and_mlps])
         report["kv_layout"] = forward.kv_layout(loaded)
-        report["compile_norms_and_mlps"] = args.compile_norms_and_mlps
+        report["compile_norms_and_mlps"] = compiled_norms.compiles(loaded)
         n = args.batch_size * args.batches
         pool = synthetic_pool(Path(root) / "pool.jsonl", n + 16, len(info.tokenizer), PoolShape())
         engine = ScoringEngine(loaded, ScoringConfig(prompt_format="raw"), args.batch_size)

@@ -20,10 +20,10 @@
 # before and after in one call; BEFORE_LABEL names it in the saved file), KV_LAYOUTS (e.g. "whole dynamic": one more
 # fused run of this tree per KV cache layout named, in the same call, saved as kv-<layout>-<device>-<date>.json),
 # PREFILL_GROUPS (e.g. "on": one more fused run per --prefill-groups value), BATCH_SIZES (e.g. "512": one more fused
-# run per --batch-size), COMPILED (e.g. "on": one more fused run per --compile-norms-and-mlps value), SHARD_SIZES
+# run per --batch-size), COMPILED (e.g. "off": one more fused run per --compile-norms-and-mlps value), SHARD_SIZES
 # (e.g. "2048": one more fused run per --shard-size), PROFILE=1 (one more run of this tree with --profile),
 # DECODE_PROFILE (e.g. "dynamic graphed+compiled": decode_profile.py, one fused batch's synced phases and top kernels,
-# once per KV layout named, "+compiled" with the norms and MLPs compiled), VLM=1
+# once per KV layout named, "+compiled" or "+eager" with the norms and MLPs compiled or not), VLM=1
 # (benchmarks/multimodal_throughput.py, Llava-1.5-7B shape, once per KV layout in VLM_KV_LAYOUTS, default "auto"),
 # N_CANDIDATES (pool size of each benchmark run, default 2048), VLLM_SPEC (default vllm==0.32.0, the
 # release whose CPU build passes the parity tests here; capsel is installed within infra/vllm-constraints.txt),
@@ -187,10 +187,12 @@ else
         throughput profile "$RESULTS_DIR" --n-candidates 1024 --generator fused --profile
     fi
     for entry in ${DECODE_PROFILE:-}; do
-        # "graphed+compiled": the layout, with the norms and MLPs compiled
-        layout=${entry%+compiled}
+        # "graphed+compiled" or "graphed+eager": the layout, with the norms and MLPs compiled or not (without a
+        # suffix, as the engine chooses)
+        layout=${entry%+*}
         compiled=()
-        [[ "$entry" != "$layout" ]] && compiled=(--compile-norms-and-mlps)
+        [[ "$entry" == *+compiled ]] && compiled=(--compile-norms-and-mlps on)
+        [[ "$entry" == *+eager ]] && compiled=(--compile-norms-and-mlps off)
         step "decode_profile.py, Llama-3-8B shape, KV layout $entry"
         "$PY" benchmarks/decode_profile.py --kv "$layout" "${compiled[@]}" \
             --out "$RESULTS_DIR/decode_profile-$(date +%F)-kv-$entry.json" > "$LOGS/decode-$entry.log" 2>&1 \

@@ -46,6 +46,7 @@ from synthetic_llama import (  # noqa: E402
 )
 
 from capsel.cap_engine.batch_memory import resolve_batch_size  # noqa: E402
+from capsel.cap_engine.compiled_norms import compiles  # noqa: E402
 from capsel.cap_engine.config import ScoringConfig  # noqa: E402
 from capsel.cap_engine.engine import ScoringEngine  # noqa: E402
 from capsel.cap_engine.forward import kv_layout  # noqa: E402
@@ -90,8 +91,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--prefill-groups", choices=["auto", "on", "off"], default="auto",
                         help="prefill each batch's prompts in length groups: auto (the engine's choice: on CPU only), "
                              "on or off")
-    parser.add_argument("--compile-norms-and-mlps", choices=["off", "on"], default="off",
-                        help="torch.compile the model's norms and MLPs (their elementwise work fused)")
+    parser.add_argument("--compile-norms-and-mlps", choices=["auto", "on", "off"], default="auto",
+                        help="torch.compile the model's norms and MLPs (their elementwise work fused): auto (the "
+                             "engine's choice: on for a text model on CUDA), on or off")
     parser.add_argument("--shard-size", type=int, default=None,
                         help="candidates per page, sorted by length before they are cut into batches (default: the "
                              "runner's, 16 batches and at least 1024)")
@@ -103,11 +105,14 @@ def parse_args() -> argparse.Namespace:
     return parser.parse_args()
 
 
+# An auto/on/off option as the engine's setting: None leaves the choice to the engine.
+SWITCH = {"auto": None, "on": True, "off": False}
+
+
 def layout_model(info, attn: str, args: argparse.Namespace):
     """The random-weight HF model, its engine set to build `--kv-layout` caches and `--prefill-groups`."""
-    groups = {"auto": None, "on": True, "off": False}[args.prefill_groups]
-    return replace(random_model(info, attn), kv_layout=args.kv_layout, prefill_groups=groups,
-                   compile_norms_and_mlps=args.compile_norms_and_mlps == "on")
+    return replace(random_model(info, attn), kv_layout=args.kv_layout, prefill_groups=SWITCH[args.prefill_groups],
+                   compile_norms_and_mlps=SWITCH[args.compile_norms_and_mlps])
 
 
 def timed(function, *args):
@@ -248,7 +253,7 @@ def main() -> None:
             if loaded is None:
                 loaded, startup["hf_model_init_s"] = timed(layout_model, info, attn, args)
             engine = ScoringEngine(loaded, config, resolve_batch_size(args.batch_size, loaded, config))
-            if loaded.compile_norms_and_mlps:
+            if compiles(loaded):
                 # Compiling is start-up, like loading the weights: a small batch outside the timed run pays it (the
                 # graphs take any batch width and length).
                 _, startup["compile_s"] = timed(engine.generate_and_score, engine.prepare(pool_texts(pool, 16)))
@@ -257,7 +262,7 @@ def main() -> None:
             phases["scoring"] = phase(run_scorer(con, scorer, page_size=page_size))
         phases["scoring"].update(batch_size=engine.batch_size, attn_implementation=attn, kv_layout=kv_layout(loaded),
                                  graph_captures=kept_steps(loaded.model).captures, prefill_groups=args.prefill_groups,
-                                 compile_norms_and_mlps=args.compile_norms_and_mlps, shard_size=page_size)
+                                 compile_norms_and_mlps="on" if compiles(loaded) else "off", shard_size=page_size)
         tokens = fetch_records(con, "scoring/scoring_token_counts", {
             "model_fingerprint": info.fingerprint, "generation_hash": config.generation_hash,
             "scoring_hash": config.scoring_hash, "horizon": config.horizon})[0]
@@ -277,7 +282,7 @@ def main() -> None:
         prefix = "".join(name for name, changed in (
             (f"kv-{args.kv_layout}-", args.kv_layout != "auto"),
             (f"groups-{args.prefill_groups}-", args.prefill_groups != "auto"),
-            ("compiled-", args.compile_norms_and_mlps == "on"),
+            (f"compiled-{args.compile_norms_and_mlps}-", args.compile_norms_and_mlps != "auto"),
             (f"shard{args.shard_size}-", args.shard_size is not None),
             (f"b{args.batch_size}-", args.batch_size != "auto")) if changed)
         print(f"saved {save(text, device_name, args.results_dir, prefix)}", file=sys.stderr)

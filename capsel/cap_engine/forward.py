@@ -10,7 +10,7 @@ from typing import Any, Mapping, Sequence
 import torch
 
 from capsel.cap_engine.batching import left_padded
-from capsel.cap_engine.compiled_norms import compile_norms_and_mlps
+from capsel.cap_engine.compiled_norms import compile_norms_and_mlps, compiles
 from capsel.cap_engine.prefill_groups import GPU_GROUP_OVERHEAD, GROUP_OVERHEAD, join_caches, joinable, length_groups
 from capsel.cap_engine.vision_batch import joined_tensors, prompt_positions
 from capsel.models.loading import KV_LAYOUTS, LoadedModel
@@ -169,7 +169,7 @@ def _forward(loaded, ids, mask, positions, cache, keep_last: int, **tensors: Any
 
 def call_model(loaded: LoadedModel, keep_last: int, cache: Any, **inputs: Any) -> torch.Tensor:
     """The model's logits for `inputs` on `cache`: at every position (keep_last=0) or the last keep_last."""
-    if loaded.compile_norms_and_mlps:
+    if compiles(loaded):
         compile_norms_and_mlps(loaded.model)
     kwargs = {"logits_to_keep": keep_last} if loaded.supports_logits_to_keep else {}
     inputs[cache_keyword(type(loaded.model).forward)] = cache

@@ -68,9 +68,9 @@ class LoadedModel:
     kv_layout: str = "auto"
     # Whether a batch's prompts are prefilled in length groups (cap_engine.prefill_groups): None picks by device.
     prefill_groups: bool | None = None
-    # Whether the norms and MLPs run compiled (cap_engine.compiled_norms: their elementwise work fused). It rounds
-    # differently, so it is opt-in until a GPU shows it pays.
-    compile_norms_and_mlps: bool = False
+    # Whether the norms and MLPs run compiled (cap_engine.compiled_norms: their elementwise work fused): None picks
+    # by device, compiled for a text model on CUDA.
+    compile_norms_and_mlps: bool | None = None
 
     @property
     def processor(self) -> Any:

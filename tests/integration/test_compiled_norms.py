@@ -13,7 +13,8 @@ from dataclasses import replace
 import pytest
 import torch
 
-from capsel.cap_engine.compiled_norms import COMPILED_CLASS_SUFFIXES
+from capsel.cap_engine import compiled_norms
+from capsel.cap_engine.compiled_norms import COMPILED_CLASS_SUFFIXES, compiles
 from capsel.cap_engine.inputs import CandidateText
 from tests.fixtures.candidates import mixed_candidates
 from tests.fixtures.step_capture import assert_same, cuda_llama_scored_as_usual, scored
@@ -48,6 +49,22 @@ def test_compiled_norms_and_mlps_score_like_the_eager_model(family, tmp_path, co
     # by every layer, and no module broke into pieces.
     assert 0 < compiled_graphs["stats"]["unique_graphs"] <= 3 * len(compiled_classes(loaded.model))
     assert not compiled_graphs["graph_break"]
+
+
+def test_the_engine_compiles_by_default_a_text_model_on_cuda_where_triton_builds_and_nothing_else(
+        tmp_path, monkeypatch):
+    loaded = load_cache_family("llama", tmp_path / "llama")
+    assert loaded.compile_norms_and_mlps is None and not compiles(loaded)  # on CPU
+    # This machine has no GPU and no triton: the probe stands for a GPU machine's, once with a C compiler and once
+    # without.
+    on_cuda = replace(loaded, input_device=torch.device("cuda"))
+    monkeypatch.setattr(compiled_norms, "gpu_kernels_build", lambda: True)
+    assert compiles(on_cuda)
+    assert not compiles(replace(on_cuda, info=replace(on_cuda.info, processor=object())))  # a vision-language model
+    assert not compiles(replace(on_cuda, compile_norms_and_mlps=False))
+    assert compiles(replace(loaded, compile_norms_and_mlps=True))
+    monkeypatch.setattr(compiled_norms, "gpu_kernels_build", lambda: False)
+    assert not compiles(on_cuda)
 
 
 @pytest.mark.gpu
