@@ -13,9 +13,11 @@
 #                         benchmarks do not read), for gpu_check.sh's BEFORE_TREE
 # and prints the sizes: the working tree and the carried paths together must stay under 64 MiB per call
 # (2026-11-27: 21 MB of tracked files, 41 MB of wheels, 4 MB of old tree).
-# Then, on the device (carry [".device-carry"]), the next lease's command (benchmarks/README.md; BEFORE f8dcbf9):
-#   set -o pipefail; GPU_PY=python3 WHEELS=.device-carry/wheels COMPILED="on" BEFORE_TREE=.device-carry/old \
-#       BEFORE_LABEL=engine-f8dcbf9 RESULTS_DIR=$OUT/results N_CANDIDATES=8192 \
+# Then, on the device (carry [".device-carry"]), the next lease's command (benchmarks/README.md, "The next lease"
+# under the 2026-11-27 third-session section): the compiled default, eager, the compiled run again in a second
+# process (the inductor cache warm: its start-up), and the Llava shape
+#   set -o pipefail; GPU_PY=python3 WHEELS=.device-carry/wheels COMPILED="off on" VLM=1 \
+#       RESULTS_DIR=$OUT/results N_CANDIDATES=8192 \
 #       timeout 530 bash benchmarks/gpu_check.sh 2>&1 | tee $OUT/gpu_check.log
 #   tar -C $OUT -czf $OUT/results.tgz results && rm -rf $OUT/results     # only 8 files come back from $OUT
 # (BEFORE_TREE=.device-carry/old BEFORE_LABEL=engine-<commit> adds the BEFORE tree's run to the same call, for a
