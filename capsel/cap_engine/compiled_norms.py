@@ -48,10 +48,11 @@ _COMPILED = PerModel(_Compiled)
 
 def compiles(loaded: LoadedModel) -> bool:
     """Whether `loaded` runs its norms and MLPs compiled: its `compile_norms_and_mlps`, or when that is None, for a
-    text model on CUDA where inductor can build its kernels."""
+    text model on CUDA where inductor can build its kernels, unless the user set TORCH_COMPILE_DISABLE=1."""
     if loaded.compile_norms_and_mlps is not None:
         return loaded.compile_norms_and_mlps
-    return loaded.input_device.type == "cuda" and loaded.processor is None and gpu_kernels_build()
+    return (loaded.input_device.type == "cuda" and loaded.processor is None and not torch._dynamo.config.disable
+            and gpu_kernels_build())
 
 
 @functools.cache

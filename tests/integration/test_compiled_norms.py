@@ -63,6 +63,9 @@ def test_the_engine_compiles_by_default_a_text_model_on_cuda_where_triton_builds
     assert not compiles(replace(on_cuda, info=replace(on_cuda.info, processor=object())))  # a vision-language model
     assert not compiles(replace(on_cuda, compile_norms_and_mlps=False))
     assert compiles(replace(loaded, compile_norms_and_mlps=True))
+    monkeypatch.setattr(torch._dynamo.config, "disable", True)  # what TORCH_COMPILE_DISABLE=1 sets
+    assert not compiles(on_cuda)
+    monkeypatch.setattr(torch._dynamo.config, "disable", False)
     monkeypatch.setattr(compiled_norms, "gpu_kernels_build", lambda: False)
     assert not compiles(on_cuda)
 
