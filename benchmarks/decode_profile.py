@@ -20,7 +20,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from synthetic_llama import PoolShape, model_info, pool_texts, random_model, synthetic_pool  # noqa: E402
+from synthetic_llama import SWITCH, PoolShape, model_info, pool_texts, random_model, synthetic_pool  # noqa: E402
 
 from capsel.models.loading import KV_LAYOUTS  # noqa: E402
 
@@ -101,7 +101,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as root:
         info = model_info(Path(root) / "model", args.tiny, "bfloat16" if cuda else "float32", "cuda" if cuda else "cpu")
         loaded = replace(random_model(info, "sdpa"), kv_layout=args.kv,
-                         compile_norms_and_mlps={"auto": None, "on": True, "off": False}[args.compile_norms_and_mlps])
+                         compile_norms_and_mlps=SWITCH[args.compile_norms_and_mlps])
         report["kv_layout"] = forward.kv_layout(loaded)
         report["compile_norms_and_mlps"] = compiled_norms.compiles(loaded)
         n = args.batch_size * args.batches

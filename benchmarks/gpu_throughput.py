@@ -38,6 +38,7 @@ from gpu_monitor import GpuMonitor  # noqa: E402
 from saved_results import RESULTS, save  # noqa: E402
 from synthetic_llama import (  # noqa: E402
     MAX_LENGTHS,
+    SWITCH,
     PoolShape,
     model_info,
     pool_texts,
@@ -103,10 +104,6 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--save", action="store_true", help="also write benchmarks/results/<device>-<date>.json")
     parser.add_argument("--results-dir", type=Path, default=RESULTS, help="where --save writes")
     return parser.parse_args()
-
-
-# An auto/on/off option as the engine's setting: None leaves the choice to the engine.
-SWITCH = {"auto": None, "on": True, "off": False}
 
 
 def layout_model(info, attn: str, args: argparse.Namespace):

@@ -67,6 +67,10 @@ def model_info(folder: Path, tiny: bool, dtype: str, device: str) -> ModelInfo:
     )
 
 
+# An auto/on/off option of the benchmarks as the loaded model's engine setting: None leaves the choice to the engine.
+SWITCH = {"auto": None, "on": True, "off": False}
+
+
 def random_model(info: ModelInfo, attn_implementation: str):
     """The HF model with random weights, initialised directly on the device (no CPU copy, no checkpoint)."""
     import transformers as tf
