@@ -31,7 +31,8 @@ class SideEnvironment:
             candidates = [base / self.folder / "bin" / "python" for base in (Path.cwd(), CHECKOUT)]
         for candidate in candidates:
             if candidate.is_file():
-                return candidate
+                # absolute, not resolved: the tool runs in another folder, and a venv's python is a symlink
+                return candidate.absolute()
         raise CapselError(f"{self.purpose} needs its own environment and none was found at "
                           f"{', '.join(str(c) for c in candidates)}: run `make {self.make_target}` in the capsel "
                           f"checkout, or set {self.setting} to that environment's python")

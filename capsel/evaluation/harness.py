@@ -99,6 +99,7 @@ def run_harness(model_dir: Path, task: HarnessTask, work_dir: Path, python: Path
                 on_notice: Callable[[str], None] = print) -> HarnessResult:
     """Run lm-eval on `task` with the model (and adapter) in `work_dir`; its metrics, or one CapselError line."""
     _check_inputs(model_dir, task, python, adapter_dir)
+    work_dir = work_dir.absolute()  # lm-eval runs inside it: a relative task or output folder would nest
     work_dir.mkdir(parents=True, exist_ok=True)
     output_dir, cache_dir, execution_dir = work_dir / "output", work_dir / "cache", work_dir / "code-execution"
     for stale in (output_dir, cache_dir):  # a results file of an earlier run must never be read as this one's

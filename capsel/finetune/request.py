@@ -26,6 +26,13 @@ class FinetuneRequest:
     prompt_format: str = "auto"  # auto|raw|chat, resolved against the base tokenizer as scoring does
     threads: int | None = None  # the trainer's torch threads (None: every core); no part of the model's identity
 
+    def __post_init__(self) -> None:
+        # the trainer runs in the staging folder, so a relative path (the default output root) would point inside it
+        for name in ("selection_dir", "base_model_dir", "models_root", "config_file"):
+            path = getattr(self, name)
+            if path is not None:
+                object.__setattr__(self, name, Path(path).absolute())
+
 
 @dataclass(frozen=True)
 class FinetunedModel:

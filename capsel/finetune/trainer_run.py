@@ -123,6 +123,8 @@ def report(entry: dict, on_progress: ProgressCallback) -> None:
 def run_training(python: Path, config: Path, output_dir: Path, log_path: Path, cache_dir: Path,
                  on_progress: ProgressCallback = no_progress, threads: int | None = None) -> None:
     """Train with `config` in the trainer's environment; its output goes to `log_path`; a failure is one line."""
+    # the trainer's working folder is the config's, where a relative path would no longer mean what it meant here
+    config, output_dir, log_path, cache_dir = (path.absolute() for path in (config, output_dir, log_path, cache_dir))
     reader = _LogReader(output_dir / TRAINER_LOG)
     parent = os.getpid()
     with open(log_path, "ab") as log:

@@ -24,9 +24,9 @@ FAST_FULL = "finetuning_type: full\nlearning_rate: 1.0e-2\nnum_train_epochs: 4.0
 
 
 def capsel(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    # the database and the output root are the defaults, relative to the working folder, as in the README
     env = {key: value for key, value in os.environ.items() if not key.startswith("CAPSEL_")}
-    env.update(CAPSEL_DB_PATH=str(tmp_path / "capsel.duckdb"), CAPSEL_OUTPUT_ROOT=str(tmp_path / "out"),
-               CAPSEL_TRAINER_PYTHON=str(LF_PYTHON), CAPSEL_THREADS="1", OMP_NUM_THREADS="1", COLUMNS="200")
+    env.update(CAPSEL_TRAINER_PYTHON=str(LF_PYTHON), CAPSEL_THREADS="1", OMP_NUM_THREADS="1", COLUMNS="200")
     done = subprocess.run([sys.executable, "-m", "capsel", *args], cwd=tmp_path, env=env, capture_output=True,
                           text=True, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -54,7 +54,7 @@ def test_select_finetune_evaluate_and_trace_it(tmp_path):
     first = as_json(capsel(tmp_path, *args, "--json"))
     model_dir = Path(first["model_dir"])
     assert first["finetune_id"].startswith("ft-") and not first["reused"]
-    assert model_dir == tmp_path / "out" / "models" / first["finetune_id"]
+    assert model_dir == tmp_path / "capsel_out" / "models" / first["finetune_id"]
     assert {"model.safetensors", "llamafactory.yaml", "train.log", "manifest.json"} <= {p.name for p in
                                                                                        model_dir.iterdir()}
     manifest = orjson.loads((model_dir / "manifest.json").read_bytes())

@@ -22,14 +22,20 @@ STRICT = re.compile(r"#### (\-?[0-9\.\,]+)")  # lm-eval's gsm8k strict-match fil
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
-    """One harness run of the chain model on 4 of 6 GSM8K rows, with its progress reports."""
+    """One harness run of the chain model on 4 of 6 GSM8K rows, with its progress reports.
+
+    Its folders are relative to the working folder, as the default output root is, while lm-eval runs in another.
+    """
     folder = tmp_path_factory.mktemp("gsm8k")
     demos, data = gsm8k_files(folder, n_right=3, n_wrong=3)
+    save_chain_model(folder / "model")
     reports = []
-    result = run_harness(
-        save_chain_model(folder / "model"), HarnessTask("gsm8k", data, demos, limit=LIMIT, max_new_tokens=8),
-        folder / "work", LMEVAL_PYTHON, on_progress=lambda done, total: reports.append((done, total)),
-    )
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(folder)
+        result = run_harness(
+            Path("model"), HarnessTask("gsm8k", Path(data.name), Path(demos.name), limit=LIMIT, max_new_tokens=8),
+            Path("work"), LMEVAL_PYTHON, on_progress=lambda done, total: reports.append((done, total)),
+        )
     return result, reports
 
 
