@@ -32,6 +32,7 @@ FAULT_POINTS = (
     "pipeline.after_ingest",         # a declared pipeline (a flow, the lab) between ingest and scoring
     "pipeline.after_score",          # ... between scoring and selecting
     "pipeline.before_select",        # ... with its residuals fitted, before select and publish
+    "evaluate.between_results",      # one metric row of an evaluation written, the next not yet
 )
 
 FAULT_POINT_ENV = "CAPSEL_FAULT_POINT"

@@ -28,7 +28,7 @@ from capsel.cli.scoring_options import (
     PromptTokensOption,
     scoring_settings,
 )
-from capsel.cli.tables import print_table
+from capsel.cli.tables import interval_text, print_table
 from capsel.db import open_db
 from capsel.errors import OptionError
 from capsel.evaluation.eval_spec import parse_eval_spec
@@ -148,10 +148,10 @@ class _EvalBars:
 
 def _table(results: list) -> TextTable:
     table = TextTable(title="evaluations")
-    for name in ("target", "eval", "domain", "metric", "value", "n", "tokens", "stderr", ""):
+    for name in ("target", "eval", "domain", "metric", "value", "95% CI", "n", "tokens", ""):
         table.add_column(name, justify="left" if name in ("target", "eval", "domain", "metric") else "right")
     for result in results:
         table.add_row(result.target, result.eval, result.domain, result.metric, f"{result.value:.4f}",
-                      str(result.n), "" if result.tokens is None else str(result.tokens),
-                      "" if result.stderr is None else f"{result.stderr:.4f}", "stored" if result.reused else "")
+                      interval_text(result.ci95), str(result.n), "" if result.tokens is None else str(result.tokens),
+                      "stored" if result.reused else "")
     return table

@@ -100,7 +100,8 @@ SUMMARIES: dict[str, str] = {
                 "reused.",
     "evaluate": "Evaluate fine-tuned or base models; every metric is stored (`capsel evaluations`) and reused when "
                 "asked again.",
-    "evaluations": "List stored evaluations (held-out loss per domain, harness metrics), newest first.",
+    "evaluations": "List stored evaluations newest first, or compare each target with one (--against), with paired "
+                   "95% intervals.",
     "compare": "Jaccard overlap of selections, Spearman correlation of scores, per-domain length and PPL of each "
                "selection.",
     "lineage": "Where a candidate came from (source, row, runs, model, config, scores, selections), or a "

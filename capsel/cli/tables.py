@@ -58,3 +58,8 @@ def _text(out: Console, cell: RenderableType, style: StyleType | None = None) ->
         text = text.copy()
         text.stylize(style)
     return text
+
+
+def interval_text(ci95: tuple[float, float] | list[float] | None, digits: int = 4) -> str:
+    """A 95% interval as `[lo, hi]`; empty where none was computed (a result stored before intervals were)."""
+    return "" if ci95 is None else f"[{ci95[0]:.{digits}f}, {ci95[1]:.{digits}f}]"

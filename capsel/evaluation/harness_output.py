@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from capsel.errors import CapselError
+from capsel.evaluation.row_outcomes import OVERALL, RowOutcome
 
 # lm-eval's "<metric>,<filter>" keys, named as capsel stores them.
 METRIC_NAMES = {
@@ -24,6 +25,7 @@ class HarnessMetric:
     value: float
     stderr: float | None
     n: int
+    key: str = ""  # lm-eval's "<metric>,<filter>", which names the metric in each logged sample
 
 
 @dataclass(frozen=True)
@@ -61,7 +63,7 @@ def read_results(output_dir: Path, task_name: str, log_path: Path) -> ParsedResu
         raise CapselError(f"lm-eval's results {found[0]} hold no {task_name}; its log: {log_path}")
     n = int(document["n-samples"][task_name]["effective"])
     metrics = [
-        HarnessMetric(metric_name(key), float(value), _stderr(task.get(key.replace(",", "_stderr,", 1))), n)
+        HarnessMetric(metric_name(key), float(value), _stderr(task.get(key.replace(",", "_stderr,", 1))), n, key)
         for key, value in task.items()
         if "," in key and "_stderr," not in key
     ]
@@ -70,6 +72,24 @@ def read_results(output_dir: Path, task_name: str, log_path: Path) -> ParsedResu
     samples = sorted(found[0].parent.glob(f"samples_{task_name}_*.jsonl"))
     return ParsedResults(metrics, str(document.get("lm_eval_version", "unknown")), found[0],
                          samples[0] if samples else None)
+
+
+def sample_outcomes(samples_path: Path | None, metric: HarnessMetric) -> list[RowOutcome]:
+    """Each question's outcome of `metric` (e.g. correct 0/1) from lm-eval's logged samples, by doc_id."""
+    if samples_path is None:
+        raise CapselError(f"lm-eval logged no samples, so {metric.metric} has no per-question outcomes")
+    name, _, filter_name = metric.key.partition(",")
+    outcomes = {}
+    with samples_path.open("rb") as handle:
+        for line in handle:
+            sample = json.loads(line)
+            if sample.get("filter", "none") == filter_name and name in sample:
+                outcomes[int(sample["doc_id"])] = RowOutcome(metric.metric, int(sample["doc_id"]), OVERALL,
+                                                             float(sample[name]), 1.0)
+    if len(outcomes) != metric.n:
+        raise CapselError(f"lm-eval's samples {samples_path} hold {len(outcomes)} outcomes of {metric.key}, "
+                          f"its results {metric.n}")
+    return [outcomes[doc_id] for doc_id in sorted(outcomes)]
 
 
 def printed_table(stdout: str) -> str:

@@ -6,7 +6,6 @@ way); all the response ids follow (no R cut), as many as fit in the model's cont
 
 from __future__ import annotations
 
-from collections import defaultdict
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -15,20 +14,9 @@ import torch
 from capsel.baselines.response_loss import response_token_nll
 from capsel.cap_engine.config import ScoringConfig
 from capsel.cap_engine.inputs import build_inputs, response_token_ids
+from capsel.evaluation.row_outcomes import RowOutcome
 from capsel.ingest.example_file import Example
 from capsel.models.loading import LoadedModel
-
-OVERALL = "*"
-
-
-@dataclass(frozen=True)
-class LossResult:
-    """Mean NLL per response token over `n` rows holding `tokens` response tokens, for one domain or overall."""
-
-    domain: str
-    loss: float
-    n: int
-    tokens: int
 
 
 @dataclass(frozen=True)
@@ -58,28 +46,20 @@ def context_length(loaded: LoadedModel) -> int:
 
 @torch.inference_mode()
 def heldout_loss(loaded: LoadedModel, rows: Sequence[LossRow], batch_size: int = 8,
-                 on_rows: Callable[[int], None] = lambda n: None) -> list[LossResult]:
-    """Token-weighted mean NLL of the response ids, overall (domain '*') and per domain, domains sorted."""
-    sums: dict[str, float] = defaultdict(float)
-    tokens: dict[str, int] = defaultdict(int)
-    counts: dict[str, int] = defaultdict(int)
-    # batches of similar length waste less padding; the sums do not depend on the order
+                 on_rows: Callable[[int], None] = lambda n: None) -> list[RowOutcome]:
+    """Each row's response NLL sum and token count (metric 'loss'), in row order; a row without response ids
+    (its prompt fills the context) counts with 0 tokens."""
+    outcomes: dict[int, RowOutcome] = {}
+    # batches of similar length waste less padding; each row's sum does not depend on the order
     order = sorted(range(len(rows)), key=lambda index: len(rows[index].prompt_ids) + len(rows[index].response_ids))
     for start in range(0, len(order), batch_size):
-        batch = [rows[index] for index in order[start:start + batch_size]]
-        scored = [row for row in batch if row.response_ids]
-        nlls = response_token_nll(loaded, [row.prompt_ids for row in scored],
-                                  [row.response_ids for row in scored]) if scored else []
-        for row, nll in zip(scored, nlls):
-            for domain in (OVERALL, row.domain):
-                sums[domain] += float(nll.double().sum())
-                tokens[domain] += int(nll.numel())
-        for row in batch:
-            for domain in (OVERALL, row.domain):
-                counts[domain] += 1
+        batch = order[start:start + batch_size]
+        scored = [index for index in batch if rows[index].response_ids]
+        nlls = response_token_nll(loaded, [rows[index].prompt_ids for index in scored],
+                                  [rows[index].response_ids for index in scored]) if scored else []
+        for index, nll in zip(scored, nlls):
+            outcomes[index] = RowOutcome("loss", index, rows[index].domain, float(nll.double().sum()), nll.numel())
+        for index in set(batch) - set(scored):
+            outcomes[index] = RowOutcome("loss", index, rows[index].domain, 0.0, 0)
         on_rows(len(batch))
-    return [
-        LossResult(domain, sums[domain] / tokens[domain] if tokens[domain] else float("nan"), counts[domain],
-                   tokens[domain])
-        for domain in sorted(counts, key=lambda name: (name != OVERALL, name))
-    ]
+    return [outcomes[index] for index in range(len(rows))]

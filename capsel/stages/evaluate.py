@@ -10,10 +10,13 @@ import orjson
 from capsel.db import run_sql
 from capsel.db.progress_file import report_progress, report_stage
 from capsel.db.records import fetch_records
+from capsel.db.transaction import transaction
 from capsel.errors import OptionError
 from capsel.evaluation.eval_spec import EvalSpec
 from capsel.evaluation.options import EvalOptions
+from capsel.evaluation.row_outcomes import MetricSummary, RowOutcome, summarise
 from capsel.evaluation.targets import BASE_PREFIX, EvalTarget, base_target, finetune_target
+from capsel.faults import fault_point
 from capsel.models.loading import LoadedModel
 from capsel.runs import recorded_run
 from capsel.stages.context import RunContext
@@ -44,11 +47,15 @@ class EvalResult:
     stderr: float | None = None
     harness_version: str | None = None
     reused: bool = False
+    ci95: tuple[float, float] | None = None  # bootstrap over rows (capsel.evaluation.bootstrap)
+    ci_resamples: int | None = None
 
     def as_dict(self) -> dict:
-        """JSON-ready: the fields the interface promises (target, eval, metric, value, n, tokens) and the rest."""
+        """JSON-ready: the fields the interface promises (target, eval, metric, value, n, tokens, ci95) and the
+        rest."""
         return {"target": self.target, "eval": self.eval, "domain": self.domain, "metric": self.metric,
                 "value": self.value, "n": self.n, "tokens": self.tokens, "stderr": self.stderr,
+                "ci95": list(self.ci95) if self.ci95 is not None else None, "ci_resamples": self.ci_resamples,
                 "harness_version": self.harness_version, "reused": self.reused}
 
 
@@ -121,18 +128,18 @@ class _TargetRunner:
         stored = fetch_records(self.ctx.con, "evaluation/evaluations_of_weights", key)
         if stored:
             return [self._result(spec, row, reused=True) for row in stored]
-        rows = self._loss_rows(spec) if spec.kind == "loss" else self._harness_rows(spec)
-        for row in rows:
-            run_sql(self.ctx.con, "evaluation/evaluation_insert", {
-                **key, **row, "target": self.target.label, "finetune_id": self.target.finetune_id,
-                "base_fingerprint": self.target.base_fingerprint, "eval_spec": spec.text,
-                "eval_config": orjson.dumps(eval_config).decode(), "run_id": self.run_id,
-            })
+        outcomes, rows = self._loss_rows(spec) if spec.kind == "loss" else self._harness_rows(spec)
+        stored_row = {**key, "target": self.target.label, "finetune_id": self.target.finetune_id,
+                      "base_fingerprint": self.target.base_fingerprint, "eval_spec": spec.text,
+                      "eval_config": orjson.dumps(eval_config).decode(), "run_id": self.run_id}
+        store_evaluation(self.ctx.con, key, self.run_id, [{**stored_row, **row} for row in rows], outcomes)
         return [self._result(spec, row, reused=False) for row in rows]
 
     def _result(self, spec: EvalSpec, row: dict, reused: bool) -> EvalResult:
+        ci = (row["ci_low"], row["ci_high"]) if row.get("ci_low") is not None else None
         return EvalResult(self.target.label, spec.text, row["domain"], row["metric"], row["value"], row["n"],
-                          row.get("tokens"), row.get("stderr"), row.get("harness_version"), reused)
+                          row.get("tokens"), row.get("stderr"), row.get("harness_version"), reused, ci,
+                          row.get("ci_resamples"))
 
     def _prompt_format(self) -> str:
         from capsel.cap_engine.prompt_format import resolve_prompt_format
@@ -141,7 +148,7 @@ class _TargetRunner:
         tokenizer = describe_model(str(self.target.model_dir)).tokenizer
         return resolve_prompt_format(self.request.options.scoring.prompt_format, tokenizer)
 
-    def _loss_rows(self, spec: EvalSpec) -> list[dict]:
+    def _loss_rows(self, spec: EvalSpec) -> tuple[list[RowOutcome], list[dict]]:
         from capsel.evaluation.heldout_loss import context_length, heldout_loss, loss_rows
         from capsel.evaluation.targets import load_target
         from capsel.ingest.example_file import read_examples
@@ -165,13 +172,14 @@ class _TargetRunner:
             self.on_progress(what, done, len(rows))
 
         self.on_progress(what, 0, len(rows))
-        results = heldout_loss(loaded, rows, options.batch_size, advance)
+        outcomes = heldout_loss(loaded, rows, options.batch_size, advance)
         version = f"capsel {code_version()}"
-        return [{"domain": result.domain, "metric": "loss", "value": result.loss, "n": result.n,
-                 "tokens": result.tokens, "stderr": None, "harness_version": version} for result in results]
+        return outcomes, [{**_summary_row(summary), "tokens": int(summary.weight), "stderr": None,
+                           "harness_version": version} for summary in summarise(outcomes, per_domain=True)]
 
-    def _harness_rows(self, spec: EvalSpec) -> list[dict]:
+    def _harness_rows(self, spec: EvalSpec) -> tuple[list[RowOutcome], list[dict]]:
         from capsel.evaluation.harness import HarnessTask, run_harness
+        from capsel.evaluation.harness_output import sample_outcomes
         from capsel.models.devices import resolve_device
         from capsel.side_environments import HARNESS
 
@@ -190,8 +198,38 @@ class _TargetRunner:
         result = run_harness(self.target.model_dir, task, work_dir, python, adapter_dir=self.target.adapter_dir,
                              device=resolve_device(options.device), batch_size=options.batch_size,
                              on_progress=progress, on_notice=self.on_notice)
-        return [{"domain": "*", "metric": metric.metric, "value": metric.value, "n": metric.n, "tokens": None,
-                 "stderr": metric.stderr, "harness_version": result.harness_version} for metric in result.metrics]
+        outcomes, rows = [], []
+        for metric in result.metrics:
+            questions = sample_outcomes(result.samples_path, metric)
+            [summary] = summarise(questions, per_domain=False)
+            outcomes += questions
+            # the value is lm-eval's own (the same mean of the logged outcomes), beside the interval they give
+            rows.append({**_summary_row(summary), "value": metric.value, "n": metric.n, "tokens": None,
+                         "stderr": metric.stderr, "harness_version": result.harness_version})
+        return outcomes, rows
 
     def close(self) -> None:
         self.loaded = None
+
+
+def _summary_row(summary: MetricSummary) -> dict:
+    low, high = summary.ci95 if summary.ci95 is not None else (None, None)
+    return {"domain": summary.domain, "metric": summary.metric, "value": summary.value, "n": summary.n,
+            "ci_low": low, "ci_high": high, "ci_resamples": summary.resamples, "ci_seed": summary.seed}
+
+
+def store_evaluation(con, key: dict, run_id: str, rows: list[dict], outcomes: list[RowOutcome]) -> None:
+    """An evaluation's metrics, its rows' outcomes and the mark that they are complete, as one transaction."""
+    with transaction(con):
+        for table in ("evaluations", "evaluation_rows", "evaluation_sets"):
+            run_sql(con, f"evaluation/clear_{table}", key)
+        for index, row in enumerate(rows):
+            if index:
+                fault_point("evaluate.between_results")
+            run_sql(con, "evaluation/evaluation_insert", row)
+        if outcomes:
+            run_sql(con, "evaluation/evaluation_rows_insert", {**key, "run_id": run_id, "rows": [
+                {"metric": o.metric, "row_index": o.row_index, "domain": o.domain, "outcome": o.outcome,
+                 "weight": o.weight} for o in outcomes]})
+        run_sql(con, "evaluation/evaluation_set_insert", {**key, "run_id": run_id, "n_results": len(rows),
+                                                          "n_rows": len(outcomes)})

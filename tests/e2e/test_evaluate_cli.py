@@ -11,6 +11,7 @@ import duckdb
 import pytest
 
 from tests.integration.test_harness_gsm8k import printed_rows
+from tests.reference.naive_bootstrap import naive_ratio_interval
 from tests.support.chain_model import save_chain_model
 from tests.support.harness_files import gsm8k_files, needs_lmeval
 
@@ -42,9 +43,16 @@ def test_gsm8k_through_capsel_stores_the_number_the_harness_printed(tmp_path):
     printed = printed_rows(logs[0].read_text())
     con = duckdb.connect(str(tmp_path / "capsel.duckdb"), read_only=True)
     stored = dict(con.execute("select metric, value from evaluations where eval_kind = 'gsm8k'").fetchall())
+    questions = con.execute("select row_index, outcome, weight from evaluation_rows "
+                            "where metric = 'exact_match_strict' order by row_index").fetchall()
     con.close()
     assert stored["exact_match_strict"] == printed["strict-match"][0] == 0.5
     assert stored["exact_match_flexible"] == printed["flexible-extract"][0]
+    # each question's correct from the logged samples: the chain model answers 72, right on rows 0 and 2 of 4
+    assert questions == [(0, 1.0, 1.0), (1, 0.0, 1.0), (2, 1.0, 1.0), (3, 0.0, 1.0)]
+    strict = results["exact_match_strict"]
+    assert strict["ci95"] == pytest.approx(list(naive_ratio_interval([1, 0, 1, 0], [1] * 4, 2000, 0)))
+    assert strict["ci_resamples"] == 2000
 
     again = run_capsel(tmp_path, *args)  # the same weights, file and settings: answered from the store
     assert again.returncode == 0, again.stderr

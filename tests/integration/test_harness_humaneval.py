@@ -12,6 +12,7 @@ import pytest
 from capsel.errors import CapselError
 from capsel.evaluation.harness import HarnessTask, run_harness
 from capsel.evaluation.harness_execution import build_program, run_program
+from capsel.evaluation.harness_output import sample_outcomes
 from tests.support.chain_model import SOLUTION, save_chain_model
 from tests.support.harness_files import LMEVAL_PYTHON, humaneval_file, needs_lmeval, read_jsonl
 
@@ -64,6 +65,9 @@ def test_pass_at_1_equals_an_independent_execution_of_the_logged_completions(tmp
         assert sample["pass_at_1"] == float(passed[-1])
     assert passed == [False, True, False]
     assert metric.value == pytest.approx(sum(passed) / len(passed))
+    # the per-problem outcomes capsel stores: the same executions, by doc_id
+    assert [(o.row_index, o.outcome) for o in sample_outcomes(result.samples_path, metric)] == [
+        (sample["doc_id"], float(ok)) for sample, ok in zip(samples, passed)]
     # each program ran in a temporary folder of its own, removed afterwards
     assert list((tmp_path / "work" / "code-execution").iterdir()) == []
 
