@@ -18,8 +18,10 @@ from prefect.runtime import deployment
 
 from capsel.config import Settings
 from capsel.evaluation.comparison import by_method, comparison_figure, metric_rows
+from capsel.evaluation.paired import comparisons_among
 from capsel.orchestration.artifact_keys import ArtifactKeys
 from capsel.orchestration.links import browser_link
+from capsel.orchestration.paired_markdown import paired_markdown
 from capsel.orchestration.run_report import FlowReport, gate_failure_markdown, ingest_rows, summary_markdown
 from capsel.orchestration.summary_plots import png_markdown
 from capsel.publish.destination import Destination
@@ -125,6 +127,12 @@ def publish_evaluation_artifacts(con, targets: list[str], keys: ArtifactKeys) ->
         lines.append(png_markdown(png_bytes(comparison_figure(table), 80), "evaluation metrics by method"))
     create_markdown_artifact("\n".join(lines), key=keys.key("evaluation-summary"),
                              description="evaluation metrics by method, plotted")
+    paired = comparisons_among(con, targets)
+    if paired:
+        create_table_artifact([comparison.as_dict() for comparison in paired], key=keys.key("evaluation-paired"),
+                              description=f"each selection against {paired[0].against}: delta, paired 95% CI")
+        create_markdown_artifact(paired_markdown(paired), key=keys.key("evaluation-forest"),
+                                 description="paired comparisons, plotted")
 
 
 def _link(folder: Destination, relative: str, settings: Settings) -> str:

@@ -14,6 +14,7 @@ from matplotlib.figure import Figure
 
 from capsel.compare.contenders import Comparison
 from capsel.compare.metrics import ALL_DOMAINS, jaccard_matrix, spearman_matrices
+from capsel.evaluation.forest_plot import forest_figure
 
 
 def member_distributions(comparison: Comparison) -> pd.DataFrame:
@@ -65,6 +66,7 @@ def report_payload(comparison: Comparison, numbers: dict, title: str) -> dict:
         "methods": [c.label for c in comparison.contenders],
         "jaccard": _matrix_json(numbers["jaccard"]),
         "evaluations": numbers["evaluations"].to_dict(orient="records") if "evaluations" in numbers else [],
+        "paired": [comparison.as_dict() for comparison in numbers.get("paired", [])],
         "spearman": {name: _matrix_json(frame) for name, frame in numbers["spearman"].items()},
         "medians": numbers["medians"].replace({np.nan: None}).to_dict("records"),
         "ppl_source": comparison.ppl_source,
@@ -93,6 +95,8 @@ def write_report(directory: Path, comparison: Comparison, numbers: dict, title: 
             path = directory / f"{column}.png"
             written.append(_save(_boxplots(distributions, column, label, log), path))
             images.append((f"{label} of each selection, per domain", path.name))
+    if numbers.get("paired"):
+        written += _paired_page(directory, numbers["paired"])
     written.append(directory / "compare.json")
     written[-1].write_bytes(orjson.dumps(report_payload(comparison, numbers, title),
                                          option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY))
@@ -155,6 +159,37 @@ def _evaluations_html(evaluations: pd.DataFrame | None) -> str:
             f"{evaluations.to_html(index=False, float_format='%.4f', na_rep='–')}")
 
 
+def _paired_page(directory: Path, paired: list) -> list[Path]:
+    """paired.png (the forest plot) and paired.html (it and the table): each target against the reference."""
+    image = _save(forest_figure(paired), directory / "paired.png")
+    page = directory / "paired.html"
+    against = html.escape(paired[0].against)
+    header = "".join(f"<th>{name}</th>" for name in ("target", "seeds", "eval", "domain", "metric", "value",
+                                                        "against", "delta", "95% CI", "n", "verdict"))
+    rows = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(str(cell))}</td>" for cell in (
+            c.target, c.seeds, c.eval, c.domain, c.metric, f"{c.value:.4f}", f"{c.against_value:.4f}",
+            f"{c.delta:+.4f}", "" if c.ci95 is None else f"[{c.ci95[0]:+.4f}, {c.ci95[1]:+.4f}]", c.n, c.verdict))
+        + "</tr>" for c in paired)
+    page.write_text(
+        "<!doctype html><html><head><meta charset='utf-8'><title>paired comparisons</title>"
+        "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
+        "td,th{border:1px solid #ccc;padding:4px 8px}</style></head><body>"
+        f"<h1>Against {against}: paired bootstrap 95% intervals over the same rows</h1>"
+        "<p>delta = value - the reference's value; a selection's seeds count as one target. <a href='index.html'>"
+        "back to the comparison</a></p>"
+        f"<img src='{image.name}' alt='paired deltas with 95% intervals'><table><tr>{header}</tr>{rows}</table>"
+        "</body></html>", encoding="utf-8")
+    return [image, page]
+
+
+def _paired_link(paired: list | None) -> str:
+    if not paired:
+        return ""
+    return (f"<p><a href='paired.html'>Is each difference more than noise? Every selection against "
+            f"{html.escape(paired[0].against)}, with paired 95% intervals</a></p>")
+
+
 def _page(title: str, comparison: Comparison, numbers: dict, images: Sequence[tuple[str, str]]) -> str:
     counts = "".join(
         f"<tr><td>{html.escape(c.label)}</td><td>{len(c.selection.members)}</td>"
@@ -184,5 +219,6 @@ def _page(title: str, comparison: Comparison, numbers: dict, images: Sequence[tu
         f"{numbers['medians'].to_html(index=False, float_format='%.4g', na_rep='–')}"
         f"<p>PPL: {html.escape(comparison.ppl_source or 'not measured')}</p>"
         f"{_evaluations_html(numbers.get('evaluations'))}"
+        f"{_paired_link(numbers.get('paired'))}"
         f"{pictures}<h2>Notes</h2><ul>{notes or '<li>none</li>'}</ul></body></html>"
     )

@@ -7,6 +7,7 @@ seeds' models count as one target (each row's outcome averaged over the seeds).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Sequence
 
 import duckdb
 import numpy as np
@@ -155,6 +156,20 @@ def _compared(unit_rows: pd.DataFrame, reference_rows: pd.DataFrame, units: tupl
 
 def comparisons_of(con: duckdb.DuckDBPyConnection, against: str, eval_filter: str | None = None,
                    resamples: int = RESAMPLES, seed: int = SEED) -> list[Comparison]:
-    """`compare` over the store: what `capsel evaluations --against` and the evaluate flow show."""
+    """`compare` over the store: what `capsel evaluations --against` shows."""
     return compare(stored_rows(con), against, eval_filter, resamples, seed)
+
+
+def comparisons_among(con: duckdb.DuckDBPyConnection, targets: Sequence[str]) -> list[Comparison]:
+    """The targets (fine-tune ids, base:MODEL) against the first base model among them, else the first one; each
+    fine-tune as its selection's unit. What the evaluate flow and `capsel compare` show."""
+    rows = stored_rows(con)
+    if rows.empty or not targets:
+        return []
+    evaluated = [target for target in targets if target in set(rows["target"])]
+    if not evaluated:
+        return []
+    against = next((target for target in evaluated if target.startswith("base:")), evaluated[0])
+    wanted = {unit_label(unit) for unit in rows.loc[rows["target"].isin(evaluated), "unit"]}
+    return [c for c in compare(rows, against) if c.target in wanted]
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 # Every artifact the flows publish; a key outside this list is a typo, caught before Prefect stores it.
 KINDS = ("summary", "selection", "report", "gate", "manifest", "data", "progress", "gate-failure", "gate-report",
-         "ingest", "evaluation", "evaluation-runs", "evaluation-summary")
+         "ingest", "evaluation", "evaluation-runs", "evaluation-summary", "evaluation-paired", "evaluation-forest")
 PATH_HASH_CHARS = 8
 # the hash tells pools apart; the stem is only there to be read, so a long one is cut
 STEM_CHARS = 40

@@ -9,6 +9,7 @@ from capsel.compare.contenders import Comparison, gather
 from capsel.compare.report import summaries, write_report
 from capsel.db.records import fetch_records
 from capsel.evaluation.comparison import by_method, metric_rows
+from capsel.evaluation.paired import comparisons_among
 from capsel.methods.selectors import Order
 from capsel.selection.budget import Budget
 from capsel.stages.context import RunContext
@@ -37,9 +38,12 @@ class CompareSummary:
 def evaluations_of_budget(ctx: RunContext, budget: Budget):
     """Metrics of the models fine-tuned on published selections under this budget (the full pool and the base
     models too), by method: what each selection trained, beside how much the selections overlap."""
-    targets = [row["target"] for row in fetch_records(ctx.con, "evaluation/evaluation_targets_of_budget",
-                                                       {"budget": budget.text})]
-    return by_method(metric_rows(ctx.con, targets))
+    return by_method(metric_rows(ctx.con, _evaluated_targets(ctx, budget)))
+
+
+def _evaluated_targets(ctx: RunContext, budget: Budget) -> list[str]:
+    return [row["target"] for row in fetch_records(ctx.con, "evaluation/evaluation_targets_of_budget",
+                                                   {"budget": budget.text})]
 
 
 def compare(request: CompareRequest, ctx: RunContext) -> CompareSummary:
@@ -47,5 +51,6 @@ def compare(request: CompareRequest, ctx: RunContext) -> CompareSummary:
     comparison = gather(ctx.con, request.budget, request.seed, request.ppl_order)
     numbers = summaries(comparison)
     numbers["evaluations"] = evaluations_of_budget(ctx, request.budget)
+    numbers["paired"] = comparisons_among(ctx.con, _evaluated_targets(ctx, request.budget))
     title = f"capsel compare, budget {request.budget.text} per domain"
     return CompareSummary(comparison, numbers, write_report(request.out_dir, comparison, numbers, title), title)

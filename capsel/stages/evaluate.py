@@ -128,7 +128,7 @@ class _TargetRunner:
         stored = fetch_records(self.ctx.con, "evaluation/evaluations_of_weights", key)
         if stored:
             return [self._result(spec, row, reused=True) for row in stored]
-        outcomes, rows = self._loss_rows(spec) if spec.kind == "loss" else self._harness_rows(spec)
+        outcomes, rows = self._loss_rows(spec, prompt_format) if prompt_format else self._harness_rows(spec)
         stored_row = {**key, "target": self.target.label, "finetune_id": self.target.finetune_id,
                       "base_fingerprint": self.target.base_fingerprint, "eval_spec": spec.text,
                       "eval_config": orjson.dumps(eval_config).decode(), "run_id": self.run_id}
@@ -142,13 +142,16 @@ class _TargetRunner:
                           row.get("ci_resamples"))
 
     def _prompt_format(self) -> str:
+        """`auto` resolved against the base model's tokenizer, for a fine-tune too: the trainer saves a chat template
+        into a full fine-tune's folder even when it trained on raw prompts, and a fine-tune evaluated in another
+        format than its base would not compare with it row for row."""
         from capsel.cap_engine.prompt_format import resolve_prompt_format
         from capsel.models.loading import describe_model
 
-        tokenizer = describe_model(str(self.target.model_dir)).tokenizer
+        tokenizer = describe_model(self.target.base_model).tokenizer
         return resolve_prompt_format(self.request.options.scoring.prompt_format, tokenizer)
 
-    def _loss_rows(self, spec: EvalSpec) -> tuple[list[RowOutcome], list[dict]]:
+    def _loss_rows(self, spec: EvalSpec, prompt_format: str) -> tuple[list[RowOutcome], list[dict]]:
         from capsel.evaluation.heldout_loss import context_length, heldout_loss, loss_rows
         from capsel.evaluation.targets import load_target
         from capsel.ingest.example_file import read_examples
@@ -158,7 +161,7 @@ class _TargetRunner:
         if self.loaded is None:
             self.loaded = load_target(self.target, options.dtype, options.device)
         loaded = self.loaded
-        config = options.scoring.resolved(loaded.info.tokenizer)
+        config = options.scoring.model_copy(update={"prompt_format": prompt_format})
         rows = loss_rows(examples, loaded.info.tokenizer, config, context_length(loaded))
         what = f"{self.target.label}: {spec.text}"
         report_stage(f"evaluate {what}", self.run_id, unit="rows")

@@ -9,12 +9,14 @@ import sys
 from pathlib import Path
 
 import duckdb
+import numpy as np
 import orjson
 import pytest
 from transformers import AutoTokenizer
 
 from tests.integration.test_finetune_llamafactory import FOUND, LF_PYTHON
-from tests.reference.naive_loss import load_plain, naive_heldout_loss
+from tests.reference.naive_bootstrap import naive_paired_interval
+from tests.reference.naive_loss import load_plain, naive_heldout_loss, naive_row_nll
 from tests.support.finetune_fixtures import tiny_base_model, tiny_rows
 
 pytestmark = [pytest.mark.e2e, pytest.mark.skipif(
@@ -92,3 +94,17 @@ def test_select_finetune_evaluate_and_trace_it(tmp_path):
     assert {row["method"] for row in listed if row["target"] == first["finetune_id"]} == {"cap"}
     compared = as_json(capsel(tmp_path, "compare", "--budget", "50%", "--json"))
     assert {row["label"] for row in compared["evaluations"]} == {"cap 50%", "base model"}
+    # the report links each selection against the base model, row for row, as `capsel evaluations --against` does
+    against = as_json(capsel(tmp_path, "evaluations", "--against", f"base:{base}", "--json"))["comparisons"]
+    assert compared["paired"] == against and [row["target"] for row in against] == [selection_id]
+    [row] = against
+    per_row = {name: [naive_row_nll(load_plain(weights), tokenizer, trained_row, 256, chat=False)
+                      for trained_row in trained] for name, weights in (("tuned", model_dir), ("base", base))}
+    tokens = np.array([n for _, n in per_row["base"]], dtype=float)
+    tuned_nll, base_nll = (np.array([nll for nll, _ in per_row[name]]) for name in ("tuned", "base"))
+    assert row["delta"] == pytest.approx(tuned_nll.sum() / tokens.sum() - base_nll.sum() / tokens.sum(), abs=1e-4)
+    assert row["ci95"] == pytest.approx(naive_paired_interval(tuned_nll, tokens, base_nll, tokens, 2000, 0), abs=1e-4)
+    assert row["verdict"] == "better" and row["n"] == len(trained)
+    report = Path(compared["report"]).parent
+    assert "href='paired.html'" in (report / "index.html").read_text()
+    assert "paired.png" in (report / "paired.html").read_text() and (report / "paired.png").stat().st_size > 0

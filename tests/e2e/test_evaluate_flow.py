@@ -43,10 +43,11 @@ def test_the_evaluate_flow_trains_every_seed_and_leaves_the_comparison(prefect_a
                "--seed", "0", "--seed", "1")
     assert done.returncode == 0, done.stdout + done.stderr
     counters = json.loads(done.stdout[done.stdout.index("{"):])
-    assert len(counters["finetunes"]) == 2 and counters["n_results"] == 3 * 2  # (2 models + base) x (*, toy)
+    assert len(counters["finetunes"]) == 2 and counters["n_results"] == 3  # 2 models + base, one domain
 
     keys = ArtifactKeys("evaluate", tmp_path / "capsel.duckdb")
-    wanted = [keys.key(kind) for kind in ("evaluation", "evaluation-runs", "evaluation-summary", "progress")]
+    wanted = [keys.key(kind) for kind in ("evaluation", "evaluation-runs", "evaluation-summary", "progress",
+                                          "evaluation-paired", "evaluation-forest")]
     found = {artifact.key: artifact for artifact, _ in asyncio.run(_artifacts(wanted))}
     assert set(found) == set(wanted)
     table = {row["label"]: row for row in json.loads(found[keys.key("evaluation")].data)}
@@ -55,6 +56,15 @@ def test_the_evaluate_flow_trains_every_seed_and_leaves_the_comparison(prefect_a
     assert {row["target"] for row in runs} == {*counters["finetunes"], f"base:{base}"}
     assert found[keys.key("evaluation-summary")].data.count("](data:image/png;base64,") == 1
     assert found[keys.key("progress")].data == 100.0
+    # the selection's two seeds as one target against the base model, as `capsel evaluations --against` gives it
+    [paired] = json.loads(found[keys.key("evaluation-paired")].data)
+    listed = run(env, tmp_path, "evaluations", "--against", f"base:{base}", "--json")
+    assert listed.returncode == 0, listed.stderr
+    assert [paired] == json.loads(listed.stdout)["comparisons"]
+    assert (paired["against"], paired["seeds"], paired["domain"], paired["n"]) == (f"base:{base}", 2, "*", 10)
+    assert {paired["target"]} == {row["selection_id"] for row in runs} - {None}
+    assert paired["ci95"][0] <= paired["delta"] <= paired["ci95"][1]
+    assert found[keys.key("evaluation-forest")].data.count("](data:image/png;base64,") == 1
 
     events = [json.loads(line) for line in (tmp_path / "out" / "openlineage" / "events.jsonl").read_text().splitlines()]
     finetunes = [event for event in events if event["job"]["name"] == "capsel.finetune"]

@@ -1,0 +1,31 @@
+"""Paired comparisons as a markdown artifact: the table and the forest plot, inline."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from capsel.evaluation.forest_plot import forest_figure
+from capsel.evaluation.paired import Comparison
+from capsel.orchestration.summary_plots import png_markdown
+from capsel.publish.report import png_bytes
+from capsel.safe_text import markdown_text
+
+DPI = 80
+
+
+def paired_markdown(comparisons: Sequence[Comparison]) -> str:
+    """Heading, the forest plot and one table row per target, domain and metric (names escaped: they are data)."""
+    against = markdown_text(comparisons[0].against)
+    lines = [f"# Against {against}: is the difference more than noise?", "",
+             "delta = value - the reference's value on the same rows; the 95% interval is a paired bootstrap "
+             "over rows; a selection's seeds count as one target (each row averaged over them).", "",
+             png_markdown(png_bytes(forest_figure(comparisons), DPI), "paired deltas with 95% intervals"), "",
+             "| target | seeds | eval | domain | metric | value | against | delta | 95% CI | n | verdict |",
+             "|---|---:|---|---|---|---:|---:|---:|---|---:|---|"]
+    for row in comparisons:
+        ci = f"[{row.ci95[0]:+.4f}, {row.ci95[1]:+.4f}]" if row.ci95 is not None else ""
+        cells = [markdown_text(row.target), str(row.seeds), markdown_text(row.eval), markdown_text(row.domain),
+                 markdown_text(row.metric), f"{row.value:.4f}", f"{row.against_value:.4f}", f"{row.delta:+.4f}",
+                 ci, str(row.n), row.verdict]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
