@@ -14,11 +14,12 @@ from capsel.cli.common import console, settings_for
 from capsel.cli.progress import THREADS_HELP, CandidateProgress
 from capsel.cli.tables import print_table
 from capsel.cli.wrapping import print_unbroken
-from capsel.errors import CapselError
+from capsel.errors import CapselError, OptionError
 from capsel.models import demo_model_path
 from capsel.paths import typed_or_default
 from capsel.selection.budget import parse_budget
 from capsel_lab.cli.real_sft import run_real
+from capsel_lab.real_sft.experiment import RealSftSpec
 from capsel_lab.sft.experiment import SftSpec, run_sft
 
 _DEFAULT = SftSpec()
@@ -47,7 +48,19 @@ def sft(
         "a real model (--model smollm2-135m-instruct or gemma3-270m) on GSM8K train rows + 5% junk, each method's "
         "10% selection fine-tuned with LlamaFactory and evaluated on held-out rows (capsel finetune/evaluate).")
     ] = "world",
-    n_pool: Annotated[int, typer.Option("--n-pool", min=20, help="real pool: clean GSM8K rows.")] = 200,
+    n_pool: Annotated[int, typer.Option("--n-pool", min=20, help="real pool: clean GSM8K rows of each pool.")] = 200,
+    pools: Annotated[int, typer.Option(
+        "--pools", min=1, help="real pool: replicates, each a fresh draw of the pool (seeds --first-pool on).")] = 6,
+    first_pool: Annotated[int, typer.Option("--first-pool", min=0, help="real pool: the first pool's seed.")] = 0,
+    junk_share: Annotated[float, typer.Option(
+        "--junk-share", min=0.0, max=1.0, help="real pool: junk rows per clean row (0: the junk-free arm, which "
+        "tests the ranking of clean rows apart from junk avoidance).")] = 0.05,
+    null_draws: Annotated[int, typer.Option(
+        "--null-draws", min=0, help="real pool: more random subsets on the first pool, each fine-tuned, to rank "
+        "CAP's model among random ones.")] = 20,
+    train_seed: Annotated[int, typer.Option(
+        "--train-seed", help="real pool: the trainer's seed (the same for every pool: pools are the replicates)."
+    )] = 0,
     n_heldout: Annotated[int, typer.Option("--n-heldout", min=1, help="real pool: held-out rows for the loss.")] = 100,
     gsm8k: Annotated[int, typer.Option(
         "--gsm8k", min=0, help="real pool: also run lm-eval's GSM8K on the first N held-out rows (about 48 s a "
@@ -63,10 +76,15 @@ def sft(
 ) -> None:
     """Fine-tune on CAP-selected and random subsets (same budget, seed, steps, schedule); print held-out accuracy."""
     if pool == "real":
-        out_dir = typed_or_default(out, settings_for().output_root, "lab_sft_real")
+        if seeds is not None or steps is not None or quick:
+            raise OptionError("--seeds, --steps and --quick are for --pool world; a real lab replicates pools "
+                              "(--pools) and trains with LlamaFactory's --profile")
+        real = RealSftSpec(model=model or "", pools=pools, first_pool=first_pool, n_pool=n_pool, n_heldout=n_heldout,
+                           junk_share=junk_share, budget=(budgets or "10%").split(",")[0], train_seed=train_seed,
+                           null_draws=null_draws, profile=profile, n_gsm8k=gsm8k, late=late)
+        default = Path("lab_sft_real") / f"{Path(real.model).name}-junk{junk_share:g}"
         torch.set_num_threads(threads)
-        run_real(model, n_pool, n_heldout, gsm8k, (budgets or "10%").split(",")[0], seeds or 3, profile, out_dir,
-                 late)
+        run_real(real, typed_or_default(out, settings_for().output_root, default))
         return
     if pool != "world":
         raise CapselError(f"--pool is world or real, not {pool!r}")

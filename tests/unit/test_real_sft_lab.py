@@ -1,14 +1,17 @@
-"""The real-model SFT lab's data and table: held-out rows never in the pool, mean ± std per method."""
+"""The real-model SFT lab's data, its statistics across pools, and its estimate of the work left."""
 
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 
 from capsel_lab.real_sft.estimate import estimate
-from capsel_lab.real_sft.experiment import METHODS, RealSftSpec, summarise
+from capsel_lab.real_sft.experiment import DEFAULT_METHODS, JUNK_FREE_METHODS, METHODS, RealSftSpec
 from capsel_lab.real_sft.pool import N_DEMONSTRATIONS, write_lab_files
+from capsel_lab.real_sft.pool_run import POOL_RESULT, pool_folder
+from capsel_lab.real_sft.replicates import across_pools, method_means, null_rank, paired_t, sign_test
 
 
 def _questions(path) -> list[str]:
@@ -26,25 +29,79 @@ def test_heldout_and_demonstration_rows_are_disjoint_from_the_pool(tmp_path):
     assert not clean & set(heldout) and not clean & set(demos) and not set(heldout) & set(demos)
     again = write_lab_files(tmp_path / "again", n_pool=30, n_heldout=12, junk_share=0.1, seed=3)
     assert again.heldout.read_text() == files.heldout.read_text()  # the same seed draws the same rows
+    other = write_lab_files(tmp_path / "other", n_pool=30, n_heldout=12, junk_share=0.1, seed=4)
+    assert other.pool.read_text() != files.pool.read_text()  # each pool seed a fresh draw
 
 
-def test_the_table_is_mean_and_sample_std_over_seeds_per_method():
-    runs = [{"method": "cap", "seed": s, "n_members": 20, "n_junk": 0, "loss:loss": v} for s, v in enumerate([1, 2, 3])]
-    runs.append({"method": "base model", "seed": None, "loss:loss": 4.0})
-    table = {row["method"]: row for row in summarise(runs)}
-    assert table["cap"]["loss:loss"] == {"mean": 2.0, "std": 1.0} and table["cap"]["n_seeds"] == 3
-    assert table["base model"]["loss:loss"] == {"mean": 4.0, "std": 0.0}
-    assert list(table) == ["cap", "base model"]  # in the order the methods ran
+def _binomial_two_sided(k: int, n: int) -> float:
+    # exact two-sided binomial p at 0.5: twice the smaller tail, at most 1
+    tail = sum(math.comb(n, i) for i in range(0, min(k, n - k) + 1)) / 2 ** n
+    return min(1.0, 2 * tail)
 
 
-def test_the_estimate_adds_up_its_parts():
-    guess = estimate("smollm2-135m-instruct", 200, 0.05, 100, 0, 0.1, 6, 3)
-    assert guess.total_s == pytest.approx(guess.scoring_s + guess.training_s + guess.evaluation_s)
-    assert estimate("gemma3-270m", 200, 0.05, 100, 0, 0.1, 6, 3).total_s == pytest.approx(2.5 * guess.total_s)
+@pytest.mark.parametrize("deltas", [[-0.02, -0.01, -0.03, -0.015, -0.004, -0.02],
+                                    [-0.02, 0.01, -0.03, 0.015, -0.004, 0.0], [0.01, 0.02]])
+def test_the_sign_test_is_an_exact_binomial_test_of_the_signs(deltas):
+    below, above = sum(d < 0 for d in deltas), sum(d > 0 for d in deltas)
+    test = sign_test(deltas)
+    assert (test["n_lower"], test["n_higher"], test["n_tied"]) == (below, above, len(deltas) - below - above)
+    assert test["p"] == pytest.approx(_binomial_two_sided(below, below + above))
 
 
-def test_a_late_split_adds_one_cap_method_that_selects_with_it_and_keeps_the_others():
-    plain = RealSftSpec(model="m").method_options()
-    assert plain == METHODS
+def test_the_paired_t_test_is_the_one_sample_t_of_the_deltas():
+    deltas = [-0.02, -0.01, -0.03, 0.005]
+    mean = sum(deltas) / 4
+    sd = math.sqrt(sum((d - mean) ** 2 for d in deltas) / 3)
+    t = mean / (sd / 2)
+    from scipy import stats
+
+    assert paired_t(deltas) == pytest.approx(2 * stats.t.sf(abs(t), df=3))
+    assert paired_t([0.01]) is None
+
+
+def _pool(seed, losses, junk=0, null=()):
+    models = [{"method": method, "loss": loss, "n_members": 20, "n_junk": junk, "response_tokens": 900}
+              for method, loss in losses.items() if method != "base model"]
+    models += [{"method": "random (null)", "loss": loss, "n_members": 20, "n_junk": 1, "response_tokens": 880}
+               for loss in null]
+    models.append({"method": "base model", "loss": losses["base model"]})
+    deltas = [{"method": "cap", "against": "random", "delta": losses["cap"] - losses["random"], "ci95": [-1, 1],
+               "verdict": "indistinguishable"}]
+    return {"pool_seed": seed, "models": models, "deltas": deltas}
+
+
+def test_across_pools_one_delta_per_pool_and_means_per_method():
+    pools = [_pool(0, {"cap": 1.20, "random": 1.23, "base model": 1.34}, null=[1.22, 1.25, 1.19]),
+             _pool(1, {"cap": 1.21, "random": 1.20, "base model": 1.35})]
+    [row] = across_pools(pools)
+    assert [pool["delta"] for pool in row["pools"]] == pytest.approx([-0.03, 0.01])
+    assert row["mean_delta"] == pytest.approx(-0.01) and row["sign_test"]["n_lower"] == 1
+    means = {row["method"]: row for row in method_means(pools)}
+    assert means["cap"]["loss_mean"] == pytest.approx(1.205) and means["cap"]["n_pools"] == 2
+    assert means["base model"]["loss_mean"] == pytest.approx(1.345) and "random (null)" not in means
+    rank = null_rank(pools[0])
+    # the random draws: the method's own (1.23) and the null's (1.22, 1.25, 1.19); CAP's 1.20 beats three of four
+    assert (rank["rank"], rank["n_random"], rank["p"]) == (2, 4, pytest.approx(2 / 5))
+
+
+def test_the_estimate_counts_only_the_work_left(tmp_path):
+    spec = RealSftSpec(model="smollm2-135m-instruct", pools=3, null_draws=4)
+    fresh = estimate(spec, tmp_path)
+    assert fresh.total_s == pytest.approx(fresh.scoring_s + fresh.training_s + fresh.evaluation_s)
+    pool_folder(tmp_path, 1).mkdir()
+    (pool_folder(tmp_path, 1) / POOL_RESULT).write_text("{}")  # pool 1 finished: a plain pool's share goes
+    left = estimate(spec, tmp_path)
+    assert left.scoring_s == pytest.approx(fresh.scoring_s * 2 / 3) and left.total_s < fresh.total_s
+    gemma = estimate(RealSftSpec(model="gemma3-270m", pools=3, null_draws=4), tmp_path / "none")
+    assert gemma.total_s == pytest.approx(2.5 * fresh.total_s)
+
+
+def test_the_methods_follow_the_arm_and_a_late_split_adds_one():
+    assert list(RealSftSpec(model="m").method_options()) == list(DEFAULT_METHODS)
+    assert list(RealSftSpec(model="m", junk_share=0).method_options()) == list(JUNK_FREE_METHODS)
     split = RealSftSpec(model="m", late="last:3").method_options()
-    assert split == {**METHODS, "cap, late last:3": {"method": "cap", "late": "last:3"}}
+    assert split == {**{name: METHODS[name] for name in DEFAULT_METHODS},
+                     "cap, late last:3": {"method": "cap", "late": "last:3"}}
+    plans = [RealSftSpec(model="m", pools=3, first_pool=5).pool_plan(seed) for seed in (5, 6, 7)]
+    assert [plan.null_draws for plan in plans] == [20, 0, 0] and [p.pool_seed for p in plans] == [5, 6, 7]
+    assert {plan.train_seed for plan in plans} == {0}  # the trainer's seed is not the pool's

@@ -1,0 +1,206 @@
+"""One replicate of the real-model SFT lab: a fresh pool drawn with its own seed, scored, each method's selection
+published, fine-tuned and evaluated with the base model, and the paired deltas between them.
+
+Every step is resumable: scores, published selections, finished models and stored evaluations are reused, and
+a finished pool keeps its result in pool.json.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import pandas as pd
+
+from capsel.cap_engine.config import ScoringConfig
+from capsel.config import Settings
+from capsel.db import open_db
+from capsel.db.records import fetch_records
+from capsel.evaluation.eval_spec import parse_eval_spec
+from capsel.evaluation.options import EvalOptions
+from capsel.evaluation.paired import compare, stored_rows
+from capsel.evaluation.targets import BASE_PREFIX
+from capsel.ingest.pipeline import IngestOptions
+from capsel.ingest.records import FieldMap
+from capsel.methods.cap import CapSpec
+from capsel.methods.ifd import IfdSpec
+from capsel.methods.ppl import PplSpec
+from capsel.methods.spec import ModelSpec
+from capsel.selection.budget import parse_budget
+from capsel.selection.plan import SelectionRequest
+from capsel.stages.context import RunContext
+from capsel.stages.evaluate import EvaluateRequest
+from capsel.stages.finetune import FinetuneStageRequest
+from capsel.stages.ingest import IngestRequest
+from capsel.stages.pipeline import (
+    EVALUATION_STEPS,
+    SELECTION_STEPS,
+    DeclaredStep,
+    EvaluationOutcome,
+    EvaluationPlan,
+    SelectionOutcome,
+    SelectionPlan,
+    run_steps,
+)
+from capsel.stages.score import ScoreRequest, score
+from capsel.stages.select import SelectRequest, select_and_publish
+from capsel_lab.real_sft.pool import LabFiles, write_lab_files
+
+POOL_RESULT, SELECTIONS_FILE, SCORED_MARK, RECIPE_FILE = "pool.json", "selections.json", "scored", "lab_recipe.yaml"
+BASE, RANDOM, NULL = "base model", "random", "random (null)"
+HELDOUT_FIELDS = FieldMap(instruction=("question",), response=("answer",))
+# Over the cpu-small profile: a 10% selection of a 200-row pool is ~20 rows, which the profile's effective batch
+# of 8 turns into 2 optimizer steps; 2 rows a step give every selection ten times its row count in steps.
+LAB_RECIPE = {"gradient_accumulation_steps": 2}
+# the paired deltas each pool reports: (method, against)
+DELTAS = (("cap", RANDOM), ("cap", "ppl"), ("cap", "ifd"), ("cap, robust PPL guard z 3.5", RANDOM))
+
+
+@dataclass(frozen=True)
+class PoolPlan:
+    """What one pool runs: its seed, the methods and what `capsel select` is asked for, the null's random draws."""
+
+    model: str
+    pool_seed: int
+    n_pool: int
+    n_heldout: int
+    junk_share: float
+    budget: str
+    methods: dict[str, dict]
+    train_seed: int = 0
+    null_draws: int = 0         # random subsets besides the method's own (seeds 1..null_draws), fine-tuned too
+    profile: str = "cpu-small"
+    prompt_format: str = "auto"
+    n_gsm8k: int = 0
+
+
+def pool_folder(out_dir: Path, pool_seed: int) -> Path:
+    """Where a pool's files, store, selections and models live."""
+    return out_dir / f"pool-{pool_seed}"
+
+
+def run_pool(plan: PoolPlan, folder: Path, settings: Settings, say: Callable[[str], None] = print) -> dict:
+    """The pool's result (pool.json): every model's loss with its interval, what each selection holds, and the
+    paired deltas between methods; a finished pool is read back, not run again."""
+    done = folder / POOL_RESULT
+    if done.is_file():
+        return json.loads(done.read_text(encoding="utf-8"))
+    folder.mkdir(parents=True, exist_ok=True)
+    files = write_lab_files(folder, plan.n_pool, plan.n_heldout, plan.junk_share, plan.pool_seed)
+    recipe = folder / RECIPE_FILE
+    recipe.write_text("".join(f"{key}: {value}\n" for key, value in LAB_RECIPE.items()), encoding="utf-8")
+    con = open_db(folder / "capsel.duckdb")
+    try:
+        ctx = RunContext(con, settings)
+        _score_pool(ctx, plan, files, folder, say)
+        selections = _publish_selections(ctx, plan, folder, say)
+        targets = _finetune_and_evaluate(ctx, plan, files, folder, recipe, selections, say)
+        rows = stored_rows(con)
+        metrics = {row["target"]: row for row in fetch_records(con, "evaluation/evaluations_list")
+                   if row["domain"] == "*" and row["metric"] == "loss"}
+    finally:
+        con.close()
+    result = pool_result(plan, selections, targets, metrics, rows)
+    done.write_text(json.dumps(result, indent=1, default=str), encoding="utf-8")
+    return result
+
+
+def _score_pool(ctx: RunContext, plan: PoolPlan, files: LabFiles, folder: Path, say: Callable[[str], None]) -> None:
+    if (folder / SCORED_MARK).is_file():
+        return
+    say(f"pool {plan.pool_seed}: ingesting {files.pool} and scoring it with {plan.model} (CAP, PPL from CAP's run, "
+        f"then IFD)")
+    model = ModelSpec(path=plan.model, prompt_format=plan.prompt_format)
+    run_steps(SELECTION_STEPS, SelectionPlan(IngestRequest([str(files.pool)], IngestOptions()),
+                                             ScoreRequest(CapSpec(model=model))), SelectionOutcome(), ctx)
+    wanted = {entry["method"] for entry in plan.methods.values()}
+    if "ppl" in wanted:
+        score(ScoreRequest(PplSpec(model=model)), ctx)
+    if "ifd" in wanted:
+        score(ScoreRequest(IfdSpec(model=model)), ctx)
+    (folder / SCORED_MARK).write_text("scored\n", encoding="utf-8")
+
+
+def _asked(plan: PoolPlan) -> list[tuple[str, dict, int]]:
+    """(name, select options, selection seed) of every selection: the methods, then the null's random draws."""
+    asked = [(name, options, 0) for name, options in plan.methods.items()]
+    return asked + [(NULL, {"method": "random"}, seed) for seed in range(1, plan.null_draws + 1)]
+
+
+def _publish_selections(ctx: RunContext, plan: PoolPlan, folder: Path, say: Callable[[str], None]) -> list[dict]:
+    """Each selection, published once and reused by a rerun (selections.json remembers them)."""
+    labels = pd.read_csv(folder / "pool" / "labels.csv").set_index("candidate_id")["lab_label"]
+    remembered = folder / SELECTIONS_FILE
+    known = json.loads(remembered.read_text()) if remembered.is_file() else {}
+    selections = []
+    for name, options, seed in _asked(plan):
+        key = f"{name}|{seed}"
+        if key not in known or not (folder / "selections" / known[key]["selection_id"]).is_dir():
+            request = SelectionRequest(parse_budget(plan.budget, "per_domain"), seed=seed, **options)
+            summary = select_and_publish(SelectRequest(request, folder / "selections"), ctx)
+            members = summary.selection.members["candidate_id"]
+            known[key] = {"method": name, "selection_seed": seed,
+                          "selection_id": summary.published.selection_id, "n_members": len(members),
+                          "n_junk": int(members.map(labels).eq("junk").sum()),
+                          "response_tokens": _response_tokens(plan.model, Path(str(summary.published.path)))}
+            remembered.write_text(json.dumps(known, indent=1), encoding="utf-8")
+            say(f"pool {plan.pool_seed}: selected {name} (seed {seed}): {len(members)} rows, "
+                f"{known[key]['n_junk']} junk, {known[key]['response_tokens']} response tokens")
+        selections.append(known[key])
+    return selections
+
+
+def _response_tokens(model: str, published: Path) -> int:
+    """Response tokens the selection trains on (the model's tokenizer, no special tokens): a row budget is not a
+    token budget."""
+    from capsel.models.loading import describe_model
+
+    tokenizer = describe_model(model).tokenizer
+    rows = [json.loads(line) for line in (published / "data.jsonl").read_text(encoding="utf-8").splitlines()]
+    return sum(len(tokenizer(row["output"].strip(), add_special_tokens=False).input_ids) for row in rows)
+
+
+def _finetune_and_evaluate(ctx: RunContext, plan: PoolPlan, files: LabFiles, folder: Path, recipe: Path,
+                           selections: list[dict], say: Callable[[str], None]) -> dict[str, str]:
+    """Every selection fine-tuned (the training seed is the plan's, not the pool's) and evaluated with the base
+    model; {selection id or base: target}."""
+    evals = [parse_eval_spec(f"loss:{files.heldout}")]
+    if plan.n_gsm8k:
+        evals.append(parse_eval_spec(f"gsm8k:{files.heldout}"))
+    options = EvalOptions(fields=HELDOUT_FIELDS, scoring=ScoringConfig(prompt_format=plan.prompt_format),
+                          fewshot_file=files.demos, limit=plan.n_gsm8k or None)
+    base = f"{BASE_PREFIX}{plan.model}"
+    evaluation = EvaluationPlan(
+        [FinetuneStageRequest(entry["selection_id"], plan.model, folder, plan.profile, recipe, plan.train_seed,
+                              plan.prompt_format) for entry in selections],
+        EvaluateRequest((base,), tuple(evals), folder, options))
+
+    def call(declared: DeclaredStep, request: Any, ctx: RunContext) -> Any:
+        say(f"pool {plan.pool_seed}: {declared.describe(request)}")
+        return declared.step(request, ctx)
+
+    outcome = run_steps(EVALUATION_STEPS, evaluation, EvaluationOutcome(), ctx, call)
+    targets = {entry["selection_id"]: model.finetune_id for entry, model in zip(selections, outcome.finetuned)}
+    return {**targets, BASE: base}
+
+
+def pool_result(plan: PoolPlan, selections: list[dict], targets: dict[str, str], metrics: dict[str, dict],
+                rows: pd.DataFrame) -> dict:
+    """Each model's loss (95% CI) and selection facts, and each of DELTAS as a paired comparison on this pool."""
+    loss = rows[rows["metric"] == "loss"]
+    models = []
+    for entry in [*selections, {"method": BASE, "selection_id": BASE}]:
+        stored = metrics[targets[entry["selection_id"]]]
+        models.append({**entry, "target": targets[entry["selection_id"]], "loss": stored["value"],
+                       "loss_ci95": [stored["ci_low"], stored["ci_high"]], "n_heldout": stored["n"]})
+    by_method = {entry["method"]: entry for entry in selections if entry["method"] != NULL}
+    deltas = []
+    for method, against in DELTAS:
+        if method in by_method and against in by_method:
+            for comparison in compare(loss, by_method[against]["selection_id"]):
+                if comparison.target == by_method[method]["selection_id"] and comparison.domain == "*":
+                    deltas.append({**comparison.as_dict(), "method": method, "against": against})
+    return {"pool_seed": plan.pool_seed, "junk_share": plan.junk_share, "train_seed": plan.train_seed,
+            "models": models, "deltas": deltas}
