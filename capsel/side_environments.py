@@ -24,11 +24,14 @@ class SideEnvironment:
     setting: str
 
     def python(self, configured: Path | None) -> Path:
-        """The environment's Python: the configured one, else the venv in the working folder or the checkout."""
+        """The environment's Python: the configured one, else the venv `make` builds in capsel's own checkout.
+
+        Never one in the working folder: whoever can write a folder a user runs capsel in would run code as them.
+        """
         if configured is not None:
             candidates = [configured.expanduser()]
         else:
-            candidates = [base / self.folder / "bin" / "python" for base in (Path.cwd(), CHECKOUT)]
+            candidates = [CHECKOUT / self.folder / "bin" / "python"]
         for candidate in candidates:
             if candidate.is_file():
                 # absolute, not resolved: the tool runs in another folder, and a venv's python is a symlink

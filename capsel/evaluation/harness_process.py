@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Callable
 
+from capsel.processes import die_with_parent
+
 # The bar lm-eval's hf model draws while it generates: "Running generate_until requests:  40%|...| 2/5 [...]".
 PROGRESS = re.compile(rb"Running generate_until requests:.*?(\d+)/(\d+)\s")  # the space: never a number cut short
 # tqdm starts each redraw with a carriage return and ends none: split on it, and read the unfinished tail too, or
@@ -72,8 +74,10 @@ def run_logged(command: list[str], *, cwd: Path, env: dict[str, str], log_path: 
     with log_path.open("wb") as log:
         log.write(f"$ {' '.join(command)}\n".encode())
         # its own session, so that ending it (an interrupted caller) ends the workers it started too
+        parent = os.getpid()
         process = subprocess.Popen(command, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                   stderr=subprocess.PIPE, start_new_session=True)
+                                   stderr=subprocess.PIPE, start_new_session=True,
+                                   preexec_fn=lambda: die_with_parent(parent))  # a killed capsel takes it along
         assert process.stdout is not None and process.stderr is not None
         readers = [_Reader(process.stdout, log, lock, None), _Reader(process.stderr, log, lock, progress)]
         for reader in readers:

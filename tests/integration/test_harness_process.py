@@ -30,3 +30,39 @@ def test_each_bar_is_reported_when_drawn_and_both_streams_are_logged(tmp_path):
     assert finished.last_error == "Traceback: the last line"
     log = (tmp_path / "log").read_text()
     assert "table line" in log and "1/3 [00:01" in log and "Traceback" in log
+
+
+# Plays capsel: runs a long "harness" through run_logged and prints its pid once it started.
+CAPSEL = """
+import sys
+from pathlib import Path
+from capsel.evaluation.harness_process import run_logged
+
+def started(done, total):
+    print("started", flush=True)
+
+run_logged([sys.executable, "-c", "import os, time; print(os.getpid(), flush=True); time.sleep(120)"],
+           cwd=Path(sys.argv[1]), env={}, log_path=Path(sys.argv[1]) / "log", on_progress=started)
+"""
+
+
+def test_the_harness_dies_with_a_killed_capsel(tmp_path):
+    import os
+    import signal
+    import subprocess
+
+    from capsel.processes import pid_alive
+
+    capsel = subprocess.Popen([sys.executable, "-c", CAPSEL, str(tmp_path)], stdout=subprocess.PIPE, text=True)
+    assert capsel.stdout is not None and capsel.stdout.readline().strip() == "started"
+    deadline = time.monotonic() + 30
+    while len((tmp_path / "log").read_text().splitlines()) < 2 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    harness = int((tmp_path / "log").read_text().splitlines()[1])  # the log's first line is the command
+    assert pid_alive(harness)  # in a session of its own, so no group signal reaches it
+    os.kill(capsel.pid, signal.SIGKILL)
+    capsel.wait()
+    deadline = time.monotonic() + 10
+    while pid_alive(harness) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not pid_alive(harness)
