@@ -8,6 +8,9 @@ import shutil
 from pathlib import Path
 
 from capsel.errors import CapselError
+from capsel.ingest.readers import JSONL
+from capsel.ingest.readers import read_rows as read_jsonl_rows
+from capsel.ingest.reasons import Rejection
 
 TEMPLATES = Path(__file__).with_name("harness_templates")
 EXECUTOR = Path(__file__).with_name("harness_execution.py")
@@ -24,20 +27,21 @@ REQUIRED_FIELDS = {
 
 
 def read_rows(path: Path, name: str) -> list[dict]:
-    """The JSONL file's rows, each checked to hold the task's fields as non-empty strings (one error line if not)."""
+    """The JSONL file's rows, each checked to hold the task's fields as non-empty strings (one error line if not).
+
+    Read as ingest reads JSONL, so a line too long for any row is refused without being held in memory.
+    """
     if not path.is_file():
         raise CapselError(f"{name} data file {path} does not exist")
-    rows = []
-    with path.open(encoding="utf-8") as lines:
-        for number, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise CapselError(f"{path}:{number}: not a JSON line ({error.msg})") from error
+    rows: list[dict] = []
+    with path.open("rb") as handle:
+        for number, _, row in read_jsonl_rows(handle, JSONL):
+            if isinstance(row, Rejection):
+                raise CapselError(f"{path}:{number}: {row.reason.value} ({row.detail})")
+            if not isinstance(row, dict):
+                raise CapselError(f"{path}:{number}: {name} rows are JSON objects; this one is not")
             missing = [field for field in REQUIRED_FIELDS[name]
-                       if not isinstance(row, dict) or not isinstance(row.get(field), str) or not row[field].strip()]
+                       if not isinstance(row.get(field), str) or not row[field].strip()]
             if missing:
                 raise CapselError(f"{path}:{number}: {name} rows need {', '.join(REQUIRED_FIELDS[name])}; "
                                   f"this one lacks {', '.join(missing)}")

@@ -39,10 +39,9 @@ def read_examples(path: Path, label: str, *, fields: FieldMap = FieldMap(), doma
             found = raw.value if isinstance(raw.value, Rejection) else _fields(raw.value, fields, domain,
                                                                                 fallback_domain)
             if isinstance(found, Rejection):
-                raise CapselError(
-                    f"[[{label}]] {path} row {raw.row}: {found.reason.value} ({found.detail}); "
-                    "each row needs an instruction and a response (or messages)"
-                )
+                hint = ("; each row needs an instruction and a response (or messages)"
+                        if found.reason.value.startswith(("missing_", "empty_")) else "")
+                raise CapselError(f"[[{label}]] {path} row {raw.row}: {found.reason.value} ({found.detail}){hint}")
             if found.images:
                 raise CapselError(f"[[{label}]] {path} row {raw.row} holds images; this file must be text only")
             text = CandidateText(f"{label}:{raw.row}", found.instruction, found.input, found.response)

@@ -11,6 +11,8 @@ from typing import BinaryIO, Iterator, NamedTuple
 
 import numpy as np
 
+from capsel.ingest.oversized import PREFIX_BYTES, Oversized
+
 _QUOTE, _BACKSLASH, _COMMA = ord('"'), ord("\\"), ord(",")
 _JSON_WHITESPACE = b" \t\r\n"
 # +1 for an opening bracket, -1 for a closing one, 0 elsewhere; commas are told apart by their byte
@@ -31,7 +33,9 @@ class Unreadable(NamedTuple):
 class ArraySplitter:
     """The element cutter's state between blocks; it starts just after the array's opening bracket."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_element_bytes: int | None = None) -> None:
+        self.max_element_bytes = max_element_bytes
+        self.skipping: Oversized | None = None  # an element over the limit: its prefix and length so far
         self.in_string = False
         self.odd_backslashes = False  # the last block ended in an odd run of backslashes: the next byte is escaped
         self.depth = 1
@@ -39,8 +43,26 @@ class ArraySplitter:
         self.n_cut = 0
         self.pending: list[bytes] = []
 
-    def feed(self, data: bytes) -> list[bytes | Unreadable]:
-        """The elements that end in `data`, in order; bytes after the last one wait for the next block."""
+    def feed(self, data: bytes) -> list[bytes | Unreadable | Oversized]:
+        """The elements that end in `data`, in order; bytes after the last one wait for the next block (an element
+        growing past the limit keeps only its first bytes, and comes out as an Oversized note)."""
+        elements = self._feed(data)
+        if elements and self.skipping is not None:
+            first = elements[0]
+            size = len(first.raw) if isinstance(first, Unreadable) else len(first) if isinstance(first, bytes) else 0
+            elements[0] = self.skipping._replace(n_bytes=self.skipping.n_bytes + size)
+            self.skipping = None
+        held = sum(map(len, self.pending))
+        if self.max_element_bytes is not None and not self.closed and held > self.max_element_bytes:
+            if self.skipping is None:
+                start = b"".join(self.pending).lstrip(_JSON_WHITESPACE)[:PREFIX_BYTES]
+                self.skipping = Oversized(start, held, self.max_element_bytes)
+            else:
+                self.skipping = self.skipping._replace(n_bytes=self.skipping.n_bytes + held)
+            self.pending = []
+        return elements
+
+    def _feed(self, data: bytes) -> list[bytes | Unreadable | Oversized]:
         if self.closed or not data:
             self.pending.append(data)
             return []
@@ -64,7 +86,7 @@ class ArraySplitter:
         ends = cuts.tolist()
         # the first element may have begun in an earlier block; the others lie inside this one
         self.pending.append(data[:ends[0]])
-        elements: list[bytes | Unreadable] = [b"".join(self.pending).strip(_JSON_WHITESPACE)]
+        elements: list[bytes | Unreadable | Oversized] = [b"".join(self.pending).strip(_JSON_WHITESPACE)]
         elements += [data[start + 1:end].strip(_JSON_WHITESPACE) for start, end in zip(ends, ends[1:])]
         self.pending = [data[ends[-1] + 1:]]
         n_before, self.n_cut = self.n_cut, self.n_cut + len(elements)
@@ -76,10 +98,12 @@ class ArraySplitter:
         empty = Unreadable(b"", "an empty element (two commas in a row, or a comma before ']')")
         return [element or empty for element in elements]
 
-    def finish(self) -> list[bytes | Unreadable]:
+    def finish(self) -> list[bytes | Unreadable | Oversized]:
         """What the file's end leaves: the rest after the closing bracket, or the element it cuts off."""
         rest = b"".join(self.pending).strip(_JSON_WHITESPACE)
         self.pending = []
+        if self.skipping is not None:
+            return [self.skipping._replace(n_bytes=self.skipping.n_bytes + len(rest))]
         if self.closed:
             return [Unreadable(rest, "content after the array's closing ']'")] if rest else []
         where = " inside a string" if self.in_string else ""
@@ -111,9 +135,10 @@ def _run_before(backslashes: np.ndarray, positions: np.ndarray, carry: int) -> n
     return lengths + carry * from_block_start
 
 
-def array_elements(handle: BinaryIO, read_bytes: int = 8 * 2**20) -> Iterator[bytes | Unreadable]:
+def array_elements(handle: BinaryIO, read_bytes: int = 8 * 2**20,
+                   max_element_bytes: int | None = None) -> Iterator[bytes | Unreadable | Oversized]:
     """Each element of the array whose opening bracket `handle` has just read past, then what the end leaves."""
-    splitter = ArraySplitter()
+    splitter = ArraySplitter(max_element_bytes)
     while data := handle.read(read_bytes):
         yield from splitter.feed(data)
     yield from splitter.finish()

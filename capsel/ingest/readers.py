@@ -27,6 +27,7 @@ from capsel.errors import CapselError
 from capsel.ingest.csv_records import BrokenRecord, CsvRecord, CsvSplitter, is_blank
 from capsel.ingest.json_array import Unreadable, array_elements
 from capsel.ingest.json_text import parse_json_text
+from capsel.ingest.oversized import PREFIX_BYTES, Oversized, max_row_bytes
 from capsel.ingest.reasons import Reason, Rejection
 
 if TYPE_CHECKING:
@@ -100,11 +101,18 @@ def frame_jsonl(handle: BinaryIO, batch_rows: int, max_field_chars: int = DEFAUL
     """Batches of `batch_rows` whole lines (blank lines included, so numbering matches the file).
 
     A batch is a FileRange when the handle is a file on disk, so parse workers read their lines
-    themselves instead of receiving them through a pipe; otherwise it is the lines' bytes.
+    themselves instead of receiving them through a pipe; otherwise it is the lines' bytes. A line over
+    max_row_bytes(max_field_chars) is a batch of its own holding only an Oversized note: it is read past,
+    never held.
     """
     path = _disk_path(handle)
     first_row, start = 1, handle.tell() if path else 0
-    for pieces, n_lines in _line_blocks(handle, batch_rows):
+    for block in _line_blocks(handle, batch_rows, max_row_bytes(max_field_chars)):
+        if isinstance(block, Oversized):
+            yield Batch(first_row, block)
+            first_row, start = first_row + 1, start + block.n_bytes
+            continue
+        pieces, n_lines = block
         end = start + sum(map(len, pieces))
         yield Batch(first_row, FileRange(path, start, end) if path else b"".join(pieces))
         first_row, start = first_row + n_lines, end
@@ -122,28 +130,58 @@ def _disk_path(handle: BinaryIO) -> str | None:
 
 
 def _line_blocks(
-    handle: BinaryIO, n_lines: int, read_bytes: int = 8 * 2**20
-) -> Iterator[tuple[list[bytes], int]]:
-    """(byte pieces, line count) of consecutive blocks of `n_lines` lines; the last may hold fewer.
+    handle: BinaryIO, n_lines: int, max_line_bytes: int, read_bytes: int = 8 * 2**20
+) -> Iterator[tuple[list[bytes], int] | Oversized]:
+    """(byte pieces, line count) of consecutive blocks of `n_lines` lines (the last may hold fewer), and in its
+    place an Oversized note for each line that grows past `max_line_bytes`, whose bytes are dropped as they come.
 
-    Lines end at a newline byte only, as when iterating a binary file, and a last line without one counts.
+    Lines end at a newline byte only, as when iterating a binary file, and a last line without one counts. A line
+    is checked at the end of each read and where it ends, so none held is longer than `max_line_bytes` plus one
+    read, and none longer than `max_line_bytes` is parsed.
     """
-    pending: list[bytes] = []
-    pending_lines = 0
+    read_bytes = max(1, min(read_bytes, max_line_bytes))
+    pending: list[bytes] = []  # whole lines, then the start of the line still open
+    pending_lines = open_bytes = 0
+    skipping: Oversized | None = None  # the oversized line being read past: its prefix and length so far
     while data := handle.read(read_bytes):
         # numpy finds the newlines several times faster than bytes.count and a loop of find.
         ends = np.flatnonzero(np.frombuffer(data, np.uint8) == _NEWLINE) + 1
         offset, used = 0, 0
+        if skipping is not None:
+            offset, used = (int(ends[0]), 1) if len(ends) else (len(data), 0)
+            skipping = skipping._replace(prefix=(skipping.prefix + data[:offset])[:PREFIX_BYTES],
+                                         n_bytes=skipping.n_bytes + offset)
+            if not len(ends):
+                continue
+            yield skipping
+            skipping = None
+        elif len(ends) and open_bytes + int(ends[0]) > max_line_bytes:  # the open line ends here, too long
+            held = b"".join(pending)
+            if pending_lines:
+                yield [held[:len(held) - open_bytes]], pending_lines
+            offset, used = int(ends[0]), 1
+            yield Oversized((held[len(held) - open_bytes:] + data[:offset])[:PREFIX_BYTES], open_bytes + offset,
+                            max_line_bytes)
+            pending, pending_lines, open_bytes = [], 0, 0
         while pending_lines + len(ends) - used >= n_lines:
             used += n_lines - pending_lines
             cut = int(ends[used - 1])
             pending.append(data[offset:cut])
             yield pending, n_lines
-            pending, pending_lines, offset = [], 0, cut
+            pending, pending_lines, offset, open_bytes = [], 0, cut, 0
         if offset < len(data):
             pending.append(data[offset:])
             pending_lines += len(ends) - used
-    if pending:
+            open_bytes = len(data) - int(ends[-1]) if len(ends) > used else open_bytes + len(data) - offset
+        if open_bytes > max_line_bytes:
+            held = b"".join(pending)
+            if pending_lines:
+                yield [held[:len(held) - open_bytes]], pending_lines
+            skipping = Oversized(held[len(held) - open_bytes:][:PREFIX_BYTES], open_bytes, max_line_bytes)
+            pending, pending_lines, open_bytes = [], 0, 0
+    if skipping is not None:
+        yield skipping
+    elif pending:
         yield pending, pending_lines + (not pending[-1].endswith(b"\n"))
 
 
@@ -152,7 +190,10 @@ def _jsonl_lines(items: bytes | FileRange) -> io.BytesIO:
 
 
 def decode_jsonl(batch: Batch) -> Iterator[RawRow]:
-    """Parse lines; a blank line is not a record: its value is BLANK_LINE."""
+    """Parse lines; a blank line is not a record: its value is BLANK_LINE; an oversized one is its rejection."""
+    if isinstance(batch.items, Oversized):
+        yield RawRow(batch.first_row, batch.items.prefix, batch.items.rejection())
+        return
     for number, line in enumerate(_jsonl_lines(batch.items), batch.first_row):
         if number == 1 and line.startswith(_BOM):
             line = line[len(_BOM):]
@@ -172,10 +213,11 @@ def frame_json(handle: BinaryIO, batch_rows: int, max_field_chars: int = DEFAULT
     head = handle.peek(64 * 1024)  # type: ignore[attr-defined]  # open(path, "rb") is a BufferedReader
     start = head.removeprefix(_BOM).lstrip(_JSON_WHITESPACE)
     if not start.startswith(b"["):
-        yield from frame_jsonl(handle, batch_rows)
+        yield from frame_jsonl(handle, batch_rows, max_field_chars)
         return
     handle.read(len(head) - len(start) + 1)  # through the opening bracket
-    yield from _batches(array_elements(handle), batch_rows)
+    limit = max_row_bytes(max_field_chars)
+    yield from _batches(array_elements(handle, min(8 * 2**20, limit), limit), batch_rows)
 
 
 def decode_elements(batch: Batch) -> Iterator[RawRow]:
@@ -183,6 +225,8 @@ def decode_elements(batch: Batch) -> Iterator[RawRow]:
     for number, element in enumerate(batch.items, batch.first_row):
         if isinstance(element, Unreadable):
             yield RawRow(number, element.raw, Rejection(Reason.NOT_JSON, element.detail))
+        elif isinstance(element, Oversized):
+            yield RawRow(number, element.prefix, element.rejection())
         else:
             yield RawRow(number, element, parse_json_text(element))
 
@@ -336,7 +380,7 @@ def _shown_in_json(value: object) -> str:
 
 def decode_any(batch: Batch) -> Iterator[RawRow]:
     """Decode a .json batch: raw lines when the file was JSON Lines, array elements otherwise."""
-    if isinstance(batch.items, (bytes, FileRange)):
+    if isinstance(batch.items, (bytes, FileRange, Oversized)):
         return decode_jsonl(batch)
     return decode_elements(batch)
 

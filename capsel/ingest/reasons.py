@@ -31,6 +31,7 @@ class Reason(StrEnum):
     IMAGE_ROW_LIMIT = "image_row_limit"
     UNTERMINATED_QUOTE = "unterminated_quote"
     OVERSIZED_RECORD = "oversized_record"
+    OVERSIZED_LINE = "oversized_line"
 
 
 REASON_HELP: dict[Reason, str] = {
@@ -62,6 +63,9 @@ REASON_HELP: dict[Reason, str] = {
     "quarantined and the lines after it are read as usual",
     Reason.OVERSIZED_RECORD: "a CSV record over the header's fields x CAPSEL_MAX_FIELD_CHARS x 4 bytes, so a field of "
     "it is over the limit; skipped to its end without being held in memory",
+    Reason.OVERSIZED_LINE: "a JSONL line or JSON array element over 64 x CAPSEL_MAX_FIELD_CHARS bytes, so longer than "
+    "any row whose fields keep to the limit; skipped to its end without being held in memory (its first bytes are "
+    "kept here)",
 }
 
 # Reasons only rows that carry images can get.

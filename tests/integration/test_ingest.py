@@ -100,6 +100,8 @@ def quarantine_pool(tmp_path):
         {"instruction": "q4", "output": "x"},
         {"messages": {"role": "user"}, "domain": "d"},
         b'{"instruction": "q5", "output": "x", "instruction": "q6", "domain": "d"}',
+        # over 64 x max_field_chars (40) + 1 MiB: read past, never held
+        b'{"instruction": "huge", "output": "' + b"y" * (2 << 20) + b'", "domain": "d"}',
     ])
     csv = tmp_path / "bad.csv"
     csv.write_bytes(b"instruction,output,domain\nfine csv,ok,d\ntoo,many,fields,here\n"
@@ -111,6 +113,7 @@ def quarantine_pool(tmp_path):
         ("bad.jsonl", 8): Reason.EMPTY_RESPONSE, ("bad.jsonl", 9): Reason.NON_STRING_FIELD,
         ("bad.jsonl", 10): Reason.OVERSIZED_FIELD, ("bad.jsonl", 11): Reason.NO_DOMAIN,
         ("bad.jsonl", 12): Reason.INVALID_MESSAGES, ("bad.jsonl", 13): Reason.DUPLICATE_KEY,
+        ("bad.jsonl", 14): Reason.OVERSIZED_LINE,
         ("bad.csv", 2): Reason.BAD_CSV_ROW, ("bad.csv", 3): Reason.OVERSIZED_RECORD,
         ("bad.csv", 4): Reason.UNTERMINATED_QUOTE,
     }
@@ -131,7 +134,8 @@ def test_every_quarantine_reason_lands_with_file_row_and_raw_text(db, tmp_path):
     assert raw[("bad.csv", 2)] == "too,many,fields,here"
     by_domain = {d.domain: d for d in report.domains}
     assert raw[("bad.csv", 4)] == '"never closed,ok,d'
-    assert by_domain["(none)"].n_quarantined == 8  # JSONL rows 2, 3, 4, 11, 13 and the CSV rows lack a domain
+    assert raw[("bad.jsonl", 14)] == '{"instruction": "huge", "output": "' + "y" * (256 - 35)  # its first bytes only
+    assert by_domain["(none)"].n_quarantined == 9  # JSONL rows 2, 3, 4, 11, 13, 14 and the CSV rows lack a domain
     assert by_domain["d"].n_inserted == 2
 
 
@@ -141,12 +145,12 @@ def test_counts_add_up_per_domain_and_per_source(db, tmp_path):
     report = ingest(db, [*paths, dup], IngestOptions(max_field_chars=40))
     for counts in [*report.domains, report.totals()]:
         assert counts.n_read == counts.n_inserted + counts.n_duplicates + counts.n_quarantined + counts.n_sampled_out
-    assert report.totals().n_read == 13 + 4 + 3
+    assert report.totals().n_read == 14 + 4 + 3
     assert report.totals().n_duplicates == 3
     sources = table(db, "sources")
     assert (sources["n_rows_read"] == sources["n_inserted"] + sources["n_duplicates"]
             + sources["n_quarantined"] + sources["n_sampled_out"]).all()
-    assert sorted(sources["n_rows_read"]) == [3, 4, 13]
+    assert sorted(sources["n_rows_read"]) == [3, 4, 14]
 
 
 def test_missing_or_unsupported_path_fails_before_anything_is_written(db, tmp_path):

@@ -12,6 +12,7 @@ import pytest
 from capsel.errors import CapselError
 from capsel.ingest import readers
 from capsel.ingest.json_array import array_elements
+from capsel.ingest.oversized import Oversized
 from capsel.ingest.readers import FORMATS, raw_text, read_rows
 from capsel.ingest.reasons import Reason, Rejection
 
@@ -185,7 +186,7 @@ def test_jsonl_batches_hold_the_same_lines_as_iterating_the_file(tmp_path):
         path.write_bytes(data)
         for handle in (open(path, "rb"), io.BufferedReader(io.BytesIO(data))):
             with handle:
-                blocks = list(readers._line_blocks(handle, batch_rows, read_bytes))
+                blocks = list(readers._line_blocks(handle, batch_rows, 1 << 20, read_bytes))
             lines = list(itertools.chain.from_iterable(io.BytesIO(b"".join(block)) for block, _ in blocks))
             assert lines == expected
             assert [n for _, n in blocks] == [len(list(io.BytesIO(b"".join(block)))) for block, _ in blocks]
@@ -218,3 +219,31 @@ def test_blank_lines_are_no_rows_but_are_counted_the_same_in_jsonl_and_csv(suffi
     assert [row.value for row in rows if row.value is not readers.BLANK_LINE] in ([{"a": 1}, {"a": 2}],
                                                                                   [{"a": "1"}, {"a": "2"}])
     assert len(rows_of(data, suffix)) == 2  # read_rows, as examples and --map hints read files, leaves them out
+
+
+def test_a_line_over_the_limit_is_an_oversized_note_in_its_place_whatever_the_reads():
+    # the naive reference: split the file into lines, then classify each by its length
+    rng = random.Random(1)
+    for _ in range(3000):
+        lines = [bytes([97 + rng.randint(0, 2)]) * rng.randint(0, 25) + b"\n" for _ in range(rng.randint(0, 8))]
+        if lines and rng.random() < 0.5:
+            lines[-1] = lines[-1][:-1]
+        lines = [line for line in lines if line]
+        limit, read_bytes, n_lines = rng.randint(1, 20), rng.randint(1, 30), rng.randint(1, 4)
+        got = []
+        for block in readers._line_blocks(io.BytesIO(b"".join(lines)), n_lines, limit, read_bytes):
+            if isinstance(block, Oversized):
+                got.append((block.n_bytes, block.prefix))
+            else:
+                found = list(io.BytesIO(b"".join(block[0])))
+                assert len(found) == block[1]
+                got += found
+        assert got == [(len(line), line) if len(line) > limit else line for line in lines]
+
+
+def test_an_oversized_json_element_is_a_row_of_its_own_and_the_next_reads_as_usual():
+    body = b' {"a": 1}, {"b": "' + b"x" * 5000 + b'"}, {"c": 2}]'
+    elements = list(array_elements(io.BytesIO(body), 64, 1000))
+    assert elements[0] == b'{"a": 1}' and elements[2] == b'{"c": 2}'
+    assert isinstance(elements[1], Oversized) and elements[1].prefix.startswith(b'{"b": "xx')
+    assert 5000 < elements[1].n_bytes < 5020
