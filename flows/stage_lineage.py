@@ -37,7 +37,7 @@ class StageLineage:
 
     def evaluated(self, ctx: RunContext, request: EvaluateRequest, summary: EvaluateSummary) -> None:
         """The evaluation read the fine-tuned models and the evaluation files and wrote the evaluations table."""
-        files: list[tuple[str, str | None]] = [(str(spec.path), spec.sha256) for spec in request.evals]
+        files: list[tuple[str, str | None]] = [(str(spec.source), spec.sha256) for spec in request.evals]
         self._send("capsel.evaluate", summary.run_id, StageDatasets(
             inputs=self.models + files, tables_written=[(Path(self.settings.db_path), "evaluations")]))
 

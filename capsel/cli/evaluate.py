@@ -31,6 +31,7 @@ from capsel.cli.scoring_options import (
 from capsel.cli.tables import interval_text, print_table
 from capsel.db import open_db
 from capsel.errors import OptionError
+from capsel.evaluation.eval_files import stage_file, staging_folder
 from capsel.evaluation.eval_spec import parse_eval_spec
 from capsel.evaluation.options import EvalOptions
 from capsel.evaluation.targets import BASE_PREFIX
@@ -83,16 +84,19 @@ def evaluate(
     db: DbOption = None,
 ) -> None:
     """Evaluate fine-tuned or base models; every metric is stored (`capsel evaluations`) and reused when asked again."""
-    specs = tuple(parse_eval_spec(text) for text in evals)
     with json_output(json_out) as output:
         settings = scoring_settings(db, dtype, device, None)
+        out_root = out or settings.output_root
+        # each file is read once, now: what the evaluation reads later is this copy
+        staging = staging_folder(out_root)
+        specs = tuple(parse_eval_spec(text, staging) for text in evals)
+        fewshot = stage_file(fewshot, staging, "[[fewshot]]")[0] if fewshot is not None else None
         options = EvalOptions(
             fields=parse_field_map(field_map or []), domain=domain,
             scoring=ScoringConfig(prompt_tokens=prompt_tokens, prompt_format=prompt_format),
             batch_size=batch_size, fewshot_file=fewshot, limit=limit, max_new_tokens=max_new_tokens,
             allow_code_execution=allow_code_execution, dtype=settings.dtype, device=settings.device,
         )
-        out_root = out or settings.output_root
         # a base model can be evaluated before any pool exists, so the database may be new
         con = open_db(settings.db_path)
         with committed_work() as commit:

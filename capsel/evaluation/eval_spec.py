@@ -6,8 +6,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, get_args
 
-from capsel.errors import CapselError, OptionError
-from capsel.versioning import file_sha256
+from capsel.errors import OptionError
+from capsel.evaluation.eval_files import stage_file
+from capsel.safe_text import visible
 
 EvalKind = Literal["loss", "gsm8k", "humaneval"]
 EVAL_KINDS: tuple[str, ...] = get_args(EvalKind)
@@ -15,21 +16,22 @@ EVAL_KINDS: tuple[str, ...] = get_args(EvalKind)
 
 @dataclass(frozen=True)
 class EvalSpec:
-    """An evaluation as typed (`loss:heldout.jsonl`), its kind, and the file with its sha256."""
+    """An evaluation as typed (`loss:heldout.jsonl`), its kind, the file named (`source`) and the copy of it read
+    when the spec was parsed (`path`, which everything later reads), with its sha256."""
 
     text: str
     kind: EvalKind
     path: Path
     sha256: str
+    source: Path
 
 
-def parse_eval_spec(text: str) -> EvalSpec:
-    """`loss:FILE`, `gsm8k:FILE` or `humaneval:FILE`; the file must exist (it is hashed here)."""
+def parse_eval_spec(text: str, staging: Path) -> EvalSpec:
+    """`loss:FILE`, `gsm8k:FILE` or `humaneval:FILE`; the file is read once, here, into `staging`."""
     kind, sep, path = text.partition(":")
     if not sep or kind not in EVAL_KINDS or not path:
-        raise OptionError(f"[[eval]] {text!r}: use KIND:FILE with KIND one of {', '.join(EVAL_KINDS)}, "
+        raise OptionError(f"[[eval]] {visible(text)}: use KIND:FILE with KIND one of {', '.join(EVAL_KINDS)}, "
                           "e.g. loss:heldout.jsonl")
-    file = Path(path).expanduser()
-    if not file.is_file():
-        raise CapselError(f"[[eval]] {text}: no such file {file}")
-    return EvalSpec(text, kind, file, file_sha256(file))  # type: ignore[arg-type]
+    source = Path(path).expanduser()
+    copy, sha256 = stage_file(source, staging, "[[eval]]")
+    return EvalSpec(text, kind, copy, sha256, source)  # type: ignore[arg-type]

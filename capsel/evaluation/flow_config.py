@@ -10,11 +10,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from capsel.cap_engine.config import ScoringConfig
 from capsel.config import Settings, load_settings
 from capsel.errors import CapselError
+from capsel.evaluation.eval_files import stage_file, staging_folder
 from capsel.evaluation.eval_spec import EvalSpec, parse_eval_spec
 from capsel.evaluation.options import EvalOptions
 from capsel.ingest.records import parse_field_map
 from capsel.paths import inside_root
-from capsel.run_parameters import check_db_path, check_model
+from capsel.run_parameters import check_db_path, check_model, check_representable
 
 _STRICT = ConfigDict(extra="forbid", frozen=True)
 
@@ -65,6 +66,7 @@ class EvaluateFlowConfig(BaseModel):
     def check_parameters(self, allowed: Settings) -> None:
         """RunParameterError unless the database and base model lie where the deployment (`allowed`) lets a run
         name them (evaluation files are kept in their folders by `eval_specs`)."""
+        check_representable(self)
         check_db_path(self.db_path, allowed)
         check_model(self.finetune.model, allowed, "finetune.model")
 
@@ -78,9 +80,11 @@ class EvaluateFlowConfig(BaseModel):
     def eval_specs(self, settings: Settings) -> tuple[EvalSpec, ...]:
         """Each evaluation with its file kept inside an allowed folder (a run's parameters choose them)."""
         specs = []
+        staging = staging_folder(settings.output_root)
         for text in self.evaluation.evals:
             kind, _, path = text.partition(":")
-            specs.append(parse_eval_spec(f"{kind}:{allowed_file(settings, path)}") if path else parse_eval_spec(text))
+            # read once, now, before any fine-tune: a file swapped meanwhile changes nothing
+            specs.append(parse_eval_spec(f"{kind}:{allowed_file(settings, path)}" if path else text, staging))
         if any(spec.kind == "humaneval" for spec in specs) and not settings.allow_code_execution:
             raise CapselError("humaneval executes model-written code; a flow runs it only where the operator set "
                               "CAPSEL_ALLOW_CODE_EXECUTION=true in the deployment's environment")
@@ -89,7 +93,8 @@ class EvaluateFlowConfig(BaseModel):
     def options(self, settings: Settings) -> EvalOptions:
         """The evaluation options these parameters stand for."""
         params = self.evaluation
-        fewshot = allowed_file(settings, params.fewshot_file) if params.fewshot_file else None
+        fewshot = stage_file(allowed_file(settings, params.fewshot_file), staging_folder(settings.output_root),
+                             "evaluation.fewshot_file")[0] if params.fewshot_file else None
         return EvalOptions(
             fields=parse_field_map([params.field_map] if params.field_map else []), domain=params.domain,
             scoring=ScoringConfig(prompt_format=self.finetune.prompt_format), batch_size=params.batch_size,

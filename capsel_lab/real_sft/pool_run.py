@@ -18,6 +18,7 @@ from capsel.cap_engine.config import ScoringConfig
 from capsel.config import Settings
 from capsel.db import open_db
 from capsel.db.records import fetch_records
+from capsel.evaluation.eval_files import stage_file, staging_folder
 from capsel.evaluation.eval_spec import parse_eval_spec
 from capsel.evaluation.options import EvalOptions
 from capsel.evaluation.paired import compare, stored_rows
@@ -166,11 +167,13 @@ def _finetune_and_evaluate(ctx: RunContext, plan: PoolPlan, files: LabFiles, fol
                            selections: list[dict], say: Callable[[str], None]) -> dict[str, str]:
     """Every selection fine-tuned (the training seed is the plan's, not the pool's) and evaluated with the base
     model; {selection id or base: target}."""
-    evals = [parse_eval_spec(f"loss:{files.heldout}")]
+    staging = staging_folder(folder)
+    evals = [parse_eval_spec(f"loss:{files.heldout}", staging)]
     if plan.n_gsm8k:
-        evals.append(parse_eval_spec(f"gsm8k:{files.heldout}"))
+        evals.append(parse_eval_spec(f"gsm8k:{files.heldout}", staging))
     options = EvalOptions(fields=HELDOUT_FIELDS, scoring=ScoringConfig(prompt_format=plan.prompt_format),
-                          fewshot_file=files.demos, limit=plan.n_gsm8k or None)
+                          fewshot_file=stage_file(files.demos, staging, "demonstrations")[0],
+                          limit=plan.n_gsm8k or None)
     base = f"{BASE_PREFIX}{plan.model}"
     evaluation = EvaluationPlan(
         [FinetuneStageRequest(entry["selection_id"], plan.model, folder, plan.profile, recipe, plan.train_seed,

@@ -34,7 +34,7 @@ def _write(path, rows):
 @pytest.mark.parametrize("chat", [False, True], ids=["raw", "chat"])
 def test_stored_loss_equals_a_plain_recomputation_and_a_repeat_is_reused(tmp_path, chat):
     model_dir = tiny_model_dir(tmp_path / "model", chat=chat)
-    spec = parse_eval_spec(f"loss:{_write(tmp_path / 'heldout.jsonl', ROWS)}")
+    spec = parse_eval_spec(f"loss:{_write(tmp_path / 'heldout.jsonl', ROWS)}", tmp_path / "inputs")
     # P = 4 cuts the longer prompts, as the engine cuts them
     options = EvalOptions(scoring=ScoringConfig(prompt_tokens=4, min_prompt_tokens=1, horizon=6,
                                                 min_response_tokens=1), batch_size=2, dtype="float32", device="cpu")
@@ -63,9 +63,9 @@ def test_stored_loss_equals_a_plain_recomputation_and_a_repeat_is_reused(tmp_pat
 
 def test_a_bad_eval_spec_or_row_is_one_clear_error(tmp_path):
     with pytest.raises(OptionError, match="KIND:FILE"):
-        parse_eval_spec("perplexity:x.jsonl")
+        parse_eval_spec("perplexity:x.jsonl", tmp_path / "inputs")
     with pytest.raises(CapselError, match="no such file"):
-        parse_eval_spec(f"loss:{tmp_path / 'missing.jsonl'}")
+        parse_eval_spec(f"loss:{tmp_path / 'missing.jsonl'}", tmp_path / "inputs")
     from capsel.ingest.example_file import read_examples
 
     bad = _write(tmp_path / "bad.jsonl", [{"instruction": "w1"}])

@@ -73,8 +73,8 @@ def store(tmp_path_factory):
     for finetune_id, (selection_id, seed, model_dir) in tuned.items():
         _record_finetune(con, finetune_id, selection_id, seed, base, model_dir)
     ctx = RunContext(con, load_settings(db_path=folder / "capsel.duckdb"))
-    request = EvaluateRequest((f"base:{base}", *tuned), (parse_eval_spec(f"loss:{heldout}"),), folder / "out",
-                              OPTIONS)
+    spec = parse_eval_spec(f"loss:{heldout}", folder / "inputs")
+    request = EvaluateRequest((f"base:{base}", *tuned), (spec,), folder / "out", OPTIONS)
     summary = evaluate(request, ctx)
     tokenizer = AutoTokenizer.from_pretrained(base)
     naive = {target: [naive_row_nll(load_plain(path), tokenizer, row, PROMPT_TOKENS, chat=False) for row in ROWS]

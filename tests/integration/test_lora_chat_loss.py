@@ -55,8 +55,9 @@ def test_merged_lora_in_chat_format_equals_peft_unmerged(smollm2_instruct_dir, t
         "trainer": "llamafactory 0.9.5", "is_adapter": True, "model_dir": str(adapter), "train_loss": None,
         "train_seconds": None, "n_rows": 6, "run_id": "r"})
     options = EvalOptions(scoring=ScoringConfig(prompt_format="auto"), batch_size=3, dtype="float32", device="cpu")
-    summary = evaluate(EvaluateRequest(("ft-lora", f"base:{base}"), (parse_eval_spec(f"loss:{heldout}"),),
-                                       tmp_path / "out", options), RunContext(con, load_settings()))
+    spec = parse_eval_spec(f"loss:{heldout}", tmp_path / "inputs")
+    summary = evaluate(EvaluateRequest(("ft-lora", f"base:{base}"), (spec,), tmp_path / "out", options),
+                       RunContext(con, load_settings()))
     stored_format = con.execute("select distinct eval_config ->> 'prompt_format' from evaluations").fetchall()
     con.close()
     assert stored_format == [("chat",)]  # SmolLM2-Instruct's template picked automatically, for both
