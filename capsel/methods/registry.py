@@ -4,10 +4,11 @@ entry-point group (`name = "package.module"` or `"package.module:METHOD"`, namin
 from __future__ import annotations
 
 import importlib
+import warnings
 from functools import cache
 from importlib.metadata import entry_points
 
-from capsel.errors import CapselError, OptionError
+from capsel.errors import CapselError, CapselWarning, OptionError
 from capsel.methods.method import Method
 from capsel.methods.spec import MethodSpec
 
@@ -19,27 +20,46 @@ CONTROL_METHOD = "random"
 BUILT_IN = ("cap", "random_draw", "ppl", "ifd", "qurating", "kcenter", "less")
 
 
+class PluginWarning(CapselWarning):
+    """A plugin that could not be loaded, or that names a method already taken: it is skipped, nothing else is."""
+
+
 @cache
 def all_methods() -> dict[str, Method]:
-    """name -> Method: capsel's own in a fixed order, then the installed plugins by entry-point name."""
+    """name -> Method: capsel's own in a fixed order, then the installed plugins by entry-point name.
+
+    A plugin that fails to import, declares no Method, or reuses a name already taken is named in one warning and
+    skipped: one broken package never disables the commands and flows the others serve.
+    """
     found: dict[str, Method] = {}
-    declared = [(f"capsel.methods.{module}", importlib.import_module(f"capsel.methods.{module}").METHOD)
-                for module in BUILT_IN]
-    declared += [(f"plugin {point.value}", _plugin(point))
-                 for point in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda point: point.name)]
-    for origin, method in declared:
+    for module in BUILT_IN:
+        builtin = importlib.import_module(f"capsel.methods.{module}").METHOD
+        found[builtin.name] = builtin
+    for point in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda point: point.name):
+        where = f"the {ENTRY_POINT_GROUP} plugin {point.name} = {point.value!r} ({_package(point)})"
+        try:
+            method = _plugin(point)
+        except Exception as error:  # noqa: BLE001 (whatever a third party's import raises, it costs that plugin)
+            warnings.warn(f"{where} was skipped: {type(error).__name__}: {error}", PluginWarning, stacklevel=2)
+            continue
         if method.name in found:
-            raise CapselError(f"two methods are named {method.name!r}: {origin} declares it again; uninstall one")
+            warnings.warn(f"{where} was refused: the method name {method.name!r} is already taken", PluginWarning,
+                          stacklevel=2)
+            continue
         found[method.name] = method
     return found
+
+
+def _package(point) -> str:
+    distribution = getattr(point, "dist", None)
+    return f"package {distribution.name} {distribution.version}" if distribution is not None else "unknown package"
 
 
 def _plugin(point) -> Method:
     loaded = point.load()
     method = getattr(loaded, "METHOD", loaded)
     if not isinstance(method, Method):
-        raise CapselError(f"the {ENTRY_POINT_GROUP} entry point {point.name} = {point.value!r} names no "
-                          "capsel.methods.method.Method (a module with METHOD, or the Method itself)")
+        raise CapselError("it names no capsel.methods.method.Method (a module with METHOD, or the Method itself)")
     return method
 
 
