@@ -19,7 +19,7 @@ from capsel.methods.scorer_spec import ScorerSpec
 from capsel.object_storage.remote_folder import RemoteFolder
 from capsel.object_storage.urls import is_url
 from capsel.paths import inside_destination
-from capsel.run_parameters import check_db_path, check_output_root, check_scorer, check_sources
+from capsel.run_parameters import check_db_path, check_output_root, check_representable, check_scorer, check_sources
 from capsel.selection.budget import parse_budget
 from capsel.selection.layer_split import parse_blocks
 from capsel.selection.plan import SelectionRequest
@@ -188,6 +188,7 @@ class ScoreFlowConfig(BaseModel):
 
     def check_parameters(self, allowed: Settings) -> None:
         """RunParameterError unless the database and models lie where the deployment (`allowed`) lets a run name."""
+        check_representable(self)
         check_db_path(self.db_path, allowed)
         check_scorer(self.scoring, allowed)
 
@@ -234,6 +235,7 @@ class PipelineConfig(BaseModel):
 
     def check_parameters(self, allowed: Settings) -> None:
         """RunParameterError unless every path and model lies where the deployment (`allowed`) lets a run name."""
+        check_representable(self)
         check_db_path(self.db_path, allowed)
         check_output_root(self.output_root, allowed)
         check_sources(self.sources.paths, allowed)

@@ -12,8 +12,11 @@ runs its flow in its own process and names what was typed with `trust_typed`, wh
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Iterator
+
+from pydantic import BaseModel
 
 from capsel.config import Settings
 from capsel.errors import CapselError
@@ -33,6 +36,30 @@ class RunParameterError(CapselError):
 def trust_typed(*values: str | Path | None) -> None:
     """Let the flow this process runs name `values` (paths, models) wherever they are: the user typed them."""
     _TYPED.update(str(value) for value in values if value is not None)
+
+
+def check_representable(parameters: BaseModel) -> None:
+    """Refuse, naming the parameter, any text of a run's parameters with a NUL byte or a character the file system
+    cannot encode: no path can hold one, and each check below would fail on it with a bare exception."""
+    for name, value in _texts(parameters.model_dump(mode="python"), ""):
+        if "\x00" in value:
+            raise RunParameterError(f"run parameter {name} holds a NUL byte, which no path or name can hold")
+        try:
+            os.fsencode(value)
+        except UnicodeEncodeError as error:
+            raise RunParameterError(f"run parameter {name} holds a character the file system cannot encode "
+                                    f"({error.reason})") from error
+
+
+def _texts(value: object, name: str) -> Iterator[tuple[str, str]]:
+    if isinstance(value, str):
+        yield name, value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _texts(item, f"{name}.{key}" if name else str(key))
+    elif isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            yield from _texts(item, f"{name}[{index}]")
 
 
 def check_output_root(value: str | None, allowed: Settings) -> None:
