@@ -29,7 +29,11 @@ pytestmark = pytest.mark.e2e
 DB = "capsel.duckdb"
 OUT = "sels"
 # the command each point's prefix belongs to (publish runs inside select)
-COMMAND_OF = {"ingest": "ingest", "score": "score", "select": "select", "publish": "select"}
+COMMAND_OF = {"ingest": "ingest", "score": "score", "select": "select", "publish": "select", "evaluate": "evaluate"}
+ORDER = ("ingest", "score", "select", "evaluate")
+# two domains: an evaluation stores three metric rows, so a kill can fall between two of them
+HELDOUT = [{"instruction": f"question {i}", "response": f"answer number {i} here", "domain": "ab"[i % 2]}
+           for i in range(6)]
 # `capsel generate` (y-hat alone) commits its batches through the scoring loop, so it is killed at that loop's
 # commit points too (score.mid_batch lies between CAP's two tables: y-hat alone never reaches it)
 CLI_POINTS = [(point, COMMAND_OF[point.split(".")[0]]) for point in FAULT_POINTS if point.split(".")[0] in COMMAND_OF]
@@ -63,6 +67,8 @@ def _args(command: str, reference_inputs: tuple[Path, Path]) -> list[str]:
         "generate": ["generate", *scoring],
         "score": ["score", *scoring],
         "select": ["select", "--budget", "3", "--out", OUT],
+        "evaluate": ["evaluate", f"base:{model}", "--eval", f"loss:{pool.parent / 'heldout.jsonl'}",
+                     "--batch-size", "2", "--device", "cpu"],
     }[command] + ["--db", DB]
 
 
@@ -79,9 +85,10 @@ def _capsel(args: list[str], cwd: Path, fault: str | None = None) -> subprocess.
 def reference(tmp_path_factory) -> Reference:
     inputs = tmp_path_factory.mktemp("inputs")
     pool, model = write_pool_file(inputs / "pool.jsonl", 10, seed=5), tiny_flow_model(inputs / "model")
+    (inputs / "heldout.jsonl").write_bytes(b"".join(orjson.dumps(row) + b"\n" for row in HELDOUT))
     run = tmp_path_factory.mktemp("reference")
     before = {}
-    for command in ("ingest", "score", "select"):
+    for command in ORDER:
         before[command] = inputs / f"before-{command}.duckdb"
         _copy_store(run / DB, before[command])
         done = _capsel(_args(command, (pool, model)), run)
@@ -132,7 +139,7 @@ def test_killed_at_point_then_rerun_ends_like_an_uninterrupted_run(point, comman
         expected = {**store_state(reference.before["score"]),
                     **{table: reference.final[table] for table in ("generations", "models", "scoring_configs")}}
     else:
-        expected = reference.final if command == "select" else store_state(_after(reference, command))
+        expected = store_state(_after(reference, command)) if command != ORDER[-1] else reference.final
     assert state == expected
     assert duplicate_keys(cwd / DB) == {}
     if command == "select":
@@ -151,7 +158,7 @@ def _copy_store(source: Path, target: Path) -> None:
 
 
 def _after(reference: Reference, command: str) -> Path:
-    return reference.before[{"ingest": "score", "score": "select"}[command]]
+    return reference.before[ORDER[ORDER.index(command) + 1]]
 
 
 def _assert_folders_agree_with_rows(cwd: Path) -> None:

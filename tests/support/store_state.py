@@ -20,6 +20,11 @@ CONTENT = {
                    "excluded_reason, generator",
     "divergences": "candidate_id, model_fingerprint, config_hash, n_aligned, layer_divergence, d_early, d_late, ppl, "
                    "excluded_reason",
+    "evaluations": "target, model_fingerprint, eval_kind, eval_file_sha256, eval_config_hash, domain, metric, value, "
+                   "n, tokens, ci_low, ci_high, ci_resamples",
+    "evaluation_rows": "model_fingerprint, eval_kind, eval_file_sha256, eval_config_hash, metric, row_index, domain, "
+                       "outcome, weight",
+    "evaluation_sets": "model_fingerprint, eval_kind, eval_file_sha256, eval_config_hash, n_results, n_rows",
 }
 # The key of every table that has one: no row may appear twice under it.
 KEYS = {
@@ -28,6 +33,8 @@ KEYS = {
     "generations": "candidate_id, model_fingerprint, config_hash",
     "divergences": "candidate_id, model_fingerprint, config_hash", "runs": "run_id",
     "selections": "selection_id", "selection_members": "selection_id, candidate_id",
+    "evaluations": "model_fingerprint, eval_kind, eval_file_sha256, eval_config_hash, domain, metric",
+    "evaluation_rows": "model_fingerprint, eval_kind, eval_file_sha256, eval_config_hash, metric, row_index",
 }
 
 
