@@ -17,7 +17,7 @@ from capsel.errors import CapselError
 from capsel.models import demo_model_path
 from capsel.models.loading import load_causal_lm
 from capsel.paths import typed_path
-from capsel_lab.cli import noise, real_pool, sft, split_sweep
+from capsel_lab.cli import noise, real_pool, sft, split_sweep, tables
 from capsel_lab.demo_pool import write_demo_pool
 from capsel_lab.evaluate import recall_report
 from capsel_lab.model_card import write_model_card
@@ -33,6 +33,7 @@ app.command("noise")(noise.noise)
 app.command("sft")(sft.sft)
 app.command("real-pool")(real_pool.real_pool)
 app.command("split-sweep")(split_sweep.split_sweep)
+app.command("tables")(tables.tables)
 
 _DEFAULT = PretrainConfig()
 

@@ -1,0 +1,166 @@
+"""The lab's tables in the READMEs, rendered from the committed result files under docs/lab/ and nothing else.
+
+A table sits between `<!-- table: NAME FILE... -->` and `<!-- /table -->`; NAME picks the renderer, the files
+(relative to the repository) are its inputs. `capsel lab tables` rewrites every such block; `--check` (and a
+test) fails where a README differs from what its files render.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Callable
+
+DOCUMENTS = ("README.md", "capsel_lab/README.md")
+BLOCK = re.compile(r"(<!-- table: (?P<name>[a-z0-9-]+) (?P<files>[^>]+?) -->\n)(?P<body>.*?)(<!-- /table -->)",
+                   re.DOTALL)
+MODEL_NAMES = {"smollm2-135m-instruct": "SmolLM2-135M-Instruct", "gemma3-270m": "Gemma 3 270M (base)"}
+
+
+def _row(cells: list[str]) -> str:
+    return "| " + " | ".join(cells) + " |"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    lines = [_row(header), "|" + "---|" * len(header), *(_row(row) for row in rows)]
+    return "\n".join(lines) + "\n"
+
+
+def _ci(ci95) -> str:
+    return "" if ci95 is None else f"[{ci95[0]:+.4f}, {ci95[1]:+.4f}]"
+
+
+def _model(summary: dict) -> str:
+    name = summary["spec"]["model"]
+    return MODEL_NAMES.get(name, name)
+
+
+def real_sft_methods(summaries: list[dict]) -> str:
+    """Held-out loss per method over pools, with rows, junk and response tokens, one block of rows per run."""
+    rows = []
+    for summary in summaries:
+        spec = summary["spec"]
+        arm = f"{spec['junk_share']:.0%} junk"
+        for method in summary["methods"]:
+            counts = [f"{method[key]:.1f}" if key in method else "" for key in
+                      ("n_members_mean", "n_junk_mean", "response_tokens_mean")]
+            rows.append([_model(summary), arm, method["method"], str(method["n_pools"]), *counts,
+                         f"{method['loss_mean']:.4f} ± {method['loss_std']:.4f}"])
+    return _table(["model", "pools", "method", "n", "rows", "junk", "response tokens",
+                   "held-out loss, mean ± std over pools"], rows)
+
+
+def real_sft_pools(summaries: list[dict]) -> str:
+    """Each pool's paired deltas (method − against, 95% paired bootstrap CI) and its verdict."""
+    rows = []
+    for summary in summaries:
+        arm = f"{summary['spec']['junk_share']:.0%} junk"
+        for comparison in summary["comparisons"]:
+            for pool in comparison["pools"]:
+                rows.append([_model(summary), arm, f"{comparison['method']} − {comparison['against']}",
+                             str(pool["pool_seed"]), f"{pool['delta']:+.4f}", _ci(pool["ci95"]), pool["verdict"]])
+    return _table(["model", "pools", "delta", "pool", "value", "95% CI (paired bootstrap)", "verdict"], rows)
+
+
+def real_sft_across(summaries: list[dict]) -> str:
+    """Across pools: how often the method's model was better or worse, the mean delta, sign test and t-test."""
+    rows = []
+    for summary in summaries:
+        arm = f"{summary['spec']['junk_share']:.0%} junk"
+        for comparison in summary["comparisons"]:
+            n = comparison["n_pools"]
+            t_p = "" if comparison["t_test_p"] is None else f"{comparison['t_test_p']:.3f}"
+            rows.append([_model(summary), arm, f"{comparison['method']} − {comparison['against']}", str(n),
+                         f"{comparison['sign_test']['n_lower']} of {n}", f"{comparison['n_better']} / "
+                         f"{comparison['n_worse']}", f"{comparison['mean_delta']:+.4f}",
+                         f"{comparison['sign_test']['p']:.3f}", t_p])
+    return _table(["model", "pools", "delta", "n", "lower loss in", "better / worse (CI excludes 0)", "mean delta",
+                   "sign test p", "paired t p"], rows)
+
+
+def real_sft_null(summaries: list[dict]) -> str:
+    """Where CAP's model ranks among random subsets of one pool, and each run's wall time."""
+    rows = []
+    for summary in summaries:
+        null = summary["null"]
+        arm = f"{summary['spec']['junk_share']:.0%} junk"
+        rank = (f"{null['rank']} of {null['n_random'] + 1} (p = {null['p']:.2f})", f"{null['loss']:.4f}",
+                f"{null['random_median']:.4f} ({null['random_losses'][0]:.4f}–{null['random_losses'][-1]:.4f})"
+                ) if null else ("", "", "")
+        rows.append([_model(summary), arm, str(summary["spec"]["pools"]), *rank,
+                     f"{summary['wall_s'] / 60:.0f} min ({len(summary['runs_wall_s'])} run(s))"])
+    return _table(["model", "pools", "n", "CAP among random subsets of pool 0", "CAP's loss",
+                   "random: median (range)", "wall time"], rows)
+
+
+def _noise_label(summary: dict) -> tuple[str, str]:
+    return MODEL_NAMES.get(summary["model"], summary["model"]), summary["aggregate"]["prompt_format"]
+
+
+def noise_ranks(summaries: list[dict]) -> str:
+    """Junk rank per method and junk kind (median percentile per seed, share below p5 / above p95)."""
+    rows = []
+    for summary in summaries:
+        model, prompt = _noise_label(summary)
+        for key, rank in summary["aggregate"]["ranks"].items():
+            method, kind = key.split("/")
+            median = rank["median"]
+            seeds = "/".join(f"{value:.1f}" for value in median["per_seed"])
+            rows.append([model, prompt, NOISE_METHODS[method], f"{kind} ({rank['n_junk']})",
+                         f"{median['mean']:.1f} [{seeds}]", f"{rank['below_p5']['mean']:.0%}",
+                         f"{rank['above_p95']['mean']:.0%}"])
+    return _table(["model", "prompt", "method", "junk kind", "median pct (seeds)", "below clean p5",
+                   "above clean p95"], rows)
+
+
+NOISE_METHODS = {"ppl": "PPL", "cap": "CAP z", "cap_guard": "CAP z, PPL guard 95"}
+
+
+def noise_selections(summaries: list[dict]) -> str:
+    """Junk in a 10% selection by each method (over the seeds), and the clean rows the engine excluded."""
+    rows = []
+    for summary in summaries:
+        model, prompt = _noise_label(summary)
+        aggregate = summary["aggregate"]
+        cells = [_selected(aggregate["selections"][method]) for method in ("cap", "cap_guard", "ppl", "random")]
+        reasons = ", ".join(f"{reason} {count}" for reason, count in sorted(aggregate["excluded"].items()))
+        rows.append([model, prompt, *cells, f"{aggregate['clean_excluded']['mean']:.1%}", reasons,
+                     f"{aggregate['guard']['clean']['mean']:.1%}"])
+    return _table(["model", "prompt", "CAP", "CAP + guard", "PPL", "random", "clean excluded", "excluded reasons",
+                   "guard holds back clean"], rows)
+
+
+def _selected(entry: dict) -> str:
+    kinds = ", ".join(f"{kind} {count}" for kind, count in sorted(entry["junk_by_kind"].items()) if count)
+    return f"{entry['n_junk']} of {entry['n_members']} ({kinds or '-'})"
+
+
+RENDERERS: dict[str, Callable[[list[dict]], str]] = {
+    "real-sft-methods": real_sft_methods, "real-sft-pools": real_sft_pools, "real-sft-across": real_sft_across,
+    "real-sft-null": real_sft_null, "noise-ranks": noise_ranks, "noise-selections": noise_selections,
+}
+
+
+def render(text: str, root: Path) -> str:
+    """`text` with every table block rendered anew from its files."""
+    def block(match: re.Match[str]) -> str:
+        files = match.group("files").split()
+        summaries = [json.loads((root / name).read_text(encoding="utf-8")) for name in files]
+        return match.group(1) + RENDERERS[match.group("name")](summaries) + match.group(5)
+
+    return BLOCK.sub(block, text)
+
+
+def stale_documents(root: Path, write: bool = False) -> list[str]:
+    """The documents whose tables differ from what their files render (rewritten when `write`)."""
+    stale = []
+    for name in DOCUMENTS:
+        path = root / name
+        text = path.read_text(encoding="utf-8")
+        rendered = render(text, root)
+        if rendered != text:
+            stale.append(name)
+            if write:
+                path.write_text(rendered, encoding="utf-8")
+    return stale
