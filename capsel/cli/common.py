@@ -103,6 +103,7 @@ def checked_model_name(value: str | None) -> str | None:
     if value is None or "/" in value or Path(value).expanduser().exists():
         return value
     if not is_install_name(value) and (near := near_install_name(value)):
-        raise typer.BadParameter(f"no model named {value!r}: did you mean {near!r}? (`capsel models list` shows "
-                                 "the models capsel installs)")
+        # a missing model, like a missing file, is bad input: one `error:` line, exit 3
+        raise CapselError(f"no model named {value!r}: did you mean {near!r}? (`capsel models list` shows the "
+                          "models capsel installs)")
     return value

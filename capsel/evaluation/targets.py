@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -75,5 +76,8 @@ def load_target(target: EvalTarget, dtype: str = "auto", device: str = "auto") -
         return loaded
     from peft import PeftModel
 
-    merged = PeftModel.from_pretrained(loaded.model, str(target.adapter_dir)).merge_and_unload()
+    with warnings.catch_warnings():
+        # peft asks the model for transformers' deprecated is_gradient_checkpointing: nothing for a user to act on
+        warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
+        merged = PeftModel.from_pretrained(loaded.model, str(target.adapter_dir)).merge_and_unload()
     return wrap_model(info, merged)

@@ -83,15 +83,23 @@ def source_fields(path: InputFile, limit: int = SAMPLE_ROWS) -> list[str]:
 
 
 def suggest_map(found: Sequence[str], fields: FieldMap) -> str | None:
-    """`instruction=...,response=...` for each field the current map misses and the file has a usual name for."""
+    """The whole `--map` to pass again: for each field, the file's field the current map already finds (when the user
+    mapped it), else the usual name the file has for it; since a new `--map` replaces the old one, a pair that
+    worked is kept rather than dropped."""
     if any(name in found for name in fields.messages):  # chat records: the turns hold both fields
         return None
     by_lower = {name.lower(): name for name in found}
-    pairs = []
-    for target, usual in USUAL_NAMES.items():
-        if any(name in found for name in getattr(fields, target)):
+    defaults = FieldMap()
+    pairs, fixed = [], False
+    for target in FieldMap.__dataclass_fields__:
+        mapped = getattr(fields, target)
+        working = next((name for name in mapped if name in found), None)
+        if working is not None:
+            if mapped != getattr(defaults, target):  # the user's own pair: keep it in the new map
+                pairs.append(f"{target}={working}")
             continue
-        match = next((by_lower[name] for name in usual if name in by_lower), None)
+        match = next((by_lower[name] for name in USUAL_NAMES.get(target, ()) if name in by_lower), None)
         if match is not None:
             pairs.append(f"{target}={match}")
-    return ",".join(pairs) or None
+            fixed = True
+    return ",".join(pairs) if fixed else None

@@ -198,6 +198,9 @@ def _guard_notes(request: SelectionRequest, pools: list[DomainPool]) -> list[str
 
 def _budget_notes(budget: Budget, quotas: list[Quota]) -> list[str]:
     notes = []
+    if budget.count is not None and budget.count <= 100:  # a number that reads as a share just as well
+        where = "in total" if budget.mode == "total" else "per domain"
+        notes.append(f"budget {budget.text} is {budget.count} rows {where} (for a share, write {budget.count}%)")
     if budget.mode == "total" and any(quota.capped for quota in quotas):
         pool = sum(quota.pool for quota in quotas)
         notes.append(f"budget {budget.text} exceeds the eligible pool of {pool}: taking all of it")

@@ -5,6 +5,7 @@ in peft and a plain forward per row: the held-out loss agrees within 1e-4."""
 from __future__ import annotations
 
 import json
+import warnings
 
 import orjson
 import pytest
@@ -56,8 +57,10 @@ def test_merged_lora_in_chat_format_equals_peft_unmerged(smollm2_instruct_dir, t
         "train_seconds": None, "n_rows": 6, "run_id": "r"})
     options = EvalOptions(scoring=ScoringConfig(prompt_format="auto"), batch_size=3, dtype="float32", device="cpu")
     spec = parse_eval_spec(f"loss:{heldout}", tmp_path / "inputs")
-    summary = evaluate(EvaluateRequest(("ft-lora", f"base:{base}"), (spec,), tmp_path / "out", options),
-                       RunContext(con, load_settings()))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)  # a user sees no transformers deprecation from the merge
+        summary = evaluate(EvaluateRequest(("ft-lora", f"base:{base}"), (spec,), tmp_path / "out", options),
+                           RunContext(con, load_settings()))
     stored_format = con.execute("select distinct eval_config ->> 'prompt_format' from evaluations").fetchall()
     con.close()
     assert stored_format == [("chat",)]  # SmolLM2-Instruct's template picked automatically, for both

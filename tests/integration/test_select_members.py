@@ -67,6 +67,17 @@ def test_budget_larger_than_pool_takes_everything(tied_store):
     assert any("only 45 are eligible: taking all 45" in note for note in selection.notes)
 
 
+@pytest.mark.parametrize(("budget", "total", "note"), [
+    ("10", False, "budget 10 is 10 rows per domain (for a share, write 10%)"),
+    ("10", True, "budget 10 is 10 rows in total (for a share, write 10%)"),
+    ("10%", False, None), ("101", False, None)])
+def test_a_count_that_could_be_a_share_says_which_it_is(tied_store, budget, total, note):
+    con, _ = tied_store
+    request = SelectionRequest(parse_budget(budget, "total" if total else "per_domain"))
+    notes = build_selection(con, request, resolve_scoring_key(con)).notes
+    assert (note in notes) if note else not any("for a share" in line for line in notes)
+
+
 def test_fractional_per_domain_budget_counts():
     con = open_db(":memory:")
     make_pool(con, {"code": 57, "math": 203, "science": 16}, n_excluded=2)

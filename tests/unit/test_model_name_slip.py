@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-import pytest
-from typer.testing import CliRunner
+import os
+import subprocess
+import sys
 
-from capsel.cli.main import build_app
+import pytest
+
 from capsel.errors import CapselError
 from capsel.models.installed import near_install_name
 from capsel.models.source import resolve_model
@@ -27,12 +29,16 @@ def test_a_name_near_nothing_is_no_slip(typed):
     assert near_install_name(typed) is None
 
 
-@pytest.mark.parametrize("command", [["score"], ["generate"], ["finetune", "sel-x"], ["flow", "select"]])
-def test_every_model_option_answers_with_the_name_meant(command):
-    result = CliRunner().invoke(build_app(), [*command, "--model", "smolm2-135m-instruct"],
-                                env={"COLUMNS": "200", "NO_COLOR": "1"})
-    assert result.exit_code == 2
-    assert "no model named 'smolm2-135m-instruct': did you mean 'smollm2-135m-instruct'?" in result.output
+@pytest.mark.parametrize("command", [["score"], ["generate"], ["finetune", "sel-x"], ["flow", "select"],
+                                     ["evaluate", "sel-x", "--eval", "loss:x.jsonl"]])
+def test_every_model_option_answers_with_the_name_meant_in_one_error_line(command, tmp_path):
+    done = subprocess.run([sys.executable, "-m", "capsel", *command, "--model", "smolm2-135m-instruct"],
+                          cwd=tmp_path, env={**os.environ, "COLUMNS": "200", "NO_COLOR": "1"}, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 3, done.stderr
+    assert done.stderr.strip().splitlines() == [
+        "error: no model named 'smolm2-135m-instruct': did you mean 'smollm2-135m-instruct'? (`capsel models list` "
+        "shows the models capsel installs)"]
 
 
 def test_a_flow_naming_a_slip_is_answered_before_the_hub_is_asked():
