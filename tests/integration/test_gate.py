@@ -89,6 +89,7 @@ def test_intact_selection_passes_and_leaves_a_report_named_after_it(store, tmp_p
     assert f"Data-quality gate: {RUN_NAME}" in page
 
 
+@pytest.mark.browser
 def test_the_report_renders_offline_with_every_result_visible(store, tmp_path):
     con, key, selection = store
     members = pd.concat([selection.members, selection.members.iloc[[0]]], ignore_index=True)
@@ -120,6 +121,7 @@ def test_the_report_renders_offline_with_every_result_visible(store, tmp_path):
     assert {(0xFF, 0xEB, 0xE9), (0xCF, 0x22, 0x2E)} <= colours
 
 
+@pytest.mark.browser
 def test_the_offline_render_lists_what_a_page_asks_the_network_for(tmp_path):
     page = tmp_path / "cdn.html"
     page.write_text("<!doctype html><link rel='stylesheet' href='https://cdn.jsdelivr.net/npm/x.css'>"
