@@ -8,6 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from capsel.cli.common import console, settings_for
+from capsel.cli.progress import progress_bar
 from capsel.cli.scoring_options import AllowPickleOption, PromptFormatOption
 from capsel.cli.tables import print_table
 from capsel.cli.wrapping import print_unbroken
@@ -15,6 +16,7 @@ from capsel.models import demo_model_path
 from capsel.paths import typed_or_default
 from capsel.profile.check import check_model
 from capsel.profile.report import write_profile
+from capsel.safe_text import visible
 from capsel.terminal_text import TextTable, markup, plain
 
 
@@ -42,9 +44,14 @@ def profile(
     settings = settings_for()
     out_dir = typed_or_default(out, settings.output_root, "profile")
     source = model or str(demo_model_path())
-    with console.status(markup("surveying {}", source)):
+    with progress_bar(console, "layer") as bar:
+        task = bar.add_task(visible(f"surveying {source}: texts through the model"), total=None)
+
+        def surveyed(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total, description=visible(f"surveying {source}: layers"))
+
         survey, verdict = check_model(source, texts, random_init, seed, max_tokens, trust_remote_code, prompt_format,
-                                       allow_pickle)
+                                      allow_pickle, on_progress=surveyed)
     table = TextTable(title=plain(f"rank profile: {survey.model}"))
     for column in ("layer", "depth", "weights srank/dim", "hidden srank/dim"):
         table.add_column(column, justify="right")

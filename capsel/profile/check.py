@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Callable
 
 from capsel.cap_engine.prompt_format import resolve_prompt_format
 from capsel.models.loading import load_causal_lm, random_init_like
@@ -14,6 +15,7 @@ from capsel.profile.verdict import Verdict, has_u_shape
 def check_model(
     name_or_path: str | Path, texts: Path | None = None, random_init: bool = False, seed: int = 0,
     max_tokens: int = 2048, trust_remote_code: bool = False, prompt_format: str = "auto", allow_pickle: bool = False,
+    on_progress: Callable[[int, int], None] = lambda done, total: None,
 ) -> tuple[RankProfile, Verdict]:
     """Load a local causal LM (or the same architecture freshly initialised), survey it, judge the U-shape.
 
@@ -25,5 +27,5 @@ def check_model(
     if random_init:
         model, name = random_init_like(name_or_path, seed, trust_remote_code), f"{name} (random init, seed {seed})"
     profile = rank_profile(model, tokenizer, load_texts(texts), name=name, max_tokens=max_tokens,
-                           prompt_format=resolve_prompt_format(prompt_format, tokenizer))
+                           prompt_format=resolve_prompt_format(prompt_format, tokenizer), on_progress=on_progress)
     return profile, has_u_shape(profile)

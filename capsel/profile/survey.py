@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -95,11 +95,14 @@ def hidden_states(
 def rank_profile(
     model: nn.Module, tokenizer: PreTrainedTokenizerBase, texts: Sequence[str],
     name: str = "", max_tokens: int = 2048, prompt_format: str = RAW,
+    on_progress: Callable[[int, int], None] = lambda done, total: None,
 ) -> RankProfile:
-    """The paper's rank survey of `model` over `texts` (weights and hidden states, per block)."""
+    """The paper's rank survey of `model` over `texts` (weights and hidden states, per block); `on_progress(done,
+    total)` hears each layer surveyed (0 once the texts have run through the model)."""
     model.eval()
     blocks = model_blocks(model)
     states = hidden_states(model, tokenizer, texts, max_tokens=max_tokens, prompt_format=prompt_format)
+    on_progress(0, len(blocks))
     layers = []
     for index, (block, matrix) in enumerate(zip(blocks, states), start=1):
         weights = block_weight_ranks(block)
@@ -111,4 +114,5 @@ def rank_profile(
             n_weight_matrices=len(weights),
             n_tokens=matrix.shape[0],
         ))
+        on_progress(index, len(blocks))
     return RankProfile(model=name, layers=tuple(layers))

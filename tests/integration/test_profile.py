@@ -40,8 +40,11 @@ def numpy_srank_normalised(matrix: np.ndarray) -> float:
 
 def test_profile_matches_numpy(tiny_model_dir):
     _, model, tokenizer, texts = tiny_model_dir
-    profile = rank_profile(model, tokenizer, texts, name="tiny", max_tokens=300)
+    reports: list[tuple[int, int]] = []
+    profile = rank_profile(model, tokenizer, texts, name="tiny", max_tokens=300,
+                           on_progress=lambda done, total: reports.append((done, total)))
     assert [layer.layer for layer in profile.layers] == list(range(1, N_LAYERS + 1))
+    assert reports == [(done, N_LAYERS) for done in range(N_LAYERS + 1)]  # 0 once the texts ran, then each layer
 
     captured = {index: [] for index in range(N_LAYERS)}
     hooks = [model.model.layers[i].register_forward_hook(
