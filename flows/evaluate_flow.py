@@ -18,6 +18,7 @@ from capsel.errors import CapselError
 from capsel.evaluation.flow_config import EvaluateFlowConfig, EvaluationParams, FinetuneParams
 from capsel.evaluation.targets import BASE_PREFIX
 from capsel.flows.artifacts import artifact_keys, publish_evaluation_artifacts
+from capsel.flows.deployment_defaults import with_deployment_part
 from capsel.flows.job_name import flow_job
 from capsel.flows.stage_lineage import StageLineage
 from capsel.flows.stage_progress import StageProgress
@@ -51,7 +52,8 @@ def evaluate_flow(
         db_path: DuckDB file (default: $CAPSEL_DB_PATH)
     """
     try:
-        config = EvaluateFlowConfig(evaluation=evaluation, selections=selections or [], finetune=finetune,
+        config = EvaluateFlowConfig(evaluation=with_deployment_part("evaluation", evaluation),
+                                    selections=selections or [], finetune=with_deployment_part("finetune", finetune),
                                     db_path=db_path)
         return _run(config)
     except CapselError as error:

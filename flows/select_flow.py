@@ -5,6 +5,7 @@ from __future__ import annotations
 from prefect import flow
 from prefect.states import State
 
+from capsel.flows.deployment_defaults import with_deployment_part
 from capsel.flows.pipeline import run_pipeline
 from capsel.methods.scorer_spec import ScorerSpec
 from capsel.pipeline_config import PipelineConfig, RunnerParams, SelectionParams, SourceParams, documented_parameters
@@ -29,8 +30,11 @@ def select_flow(
     once per model (the verdict is kept in the database) and warns without the U-shape.
     """
     def config() -> PipelineConfig:
-        return PipelineConfig.from_parameters(scoring, sources=sources, selection=selection, runner=runner,
-                                              db_path=db_path, output_root=output_root, check_profile=check_profile)
+        parts = {name: with_deployment_part(name, part)
+                 for name, part in (("sources", sources), ("selection", selection), ("runner", runner))}
+        scored = with_deployment_part("scoring", scoring) if scoring is not None else None
+        return PipelineConfig.from_parameters(scored, **parts, db_path=db_path, output_root=output_root,
+                                              check_profile=check_profile)
 
     # built inside the run, so a config that cannot be made fails the run with its message
     return run_pipeline(config, "select", publish_unchanged=True)

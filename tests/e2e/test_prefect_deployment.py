@@ -168,6 +168,30 @@ def test_a_run_overrides_the_budget_alone_and_defaults_to_the_incoming_folder(pr
         con.close()
 
 
+def test_a_run_maps_fields_and_names_the_domain_keeping_the_deployments_source_paths(prefect_api, worker, tmp_path):
+    model = tiny_flow_model(tmp_path / "model")
+    incoming = tmp_path / "incoming"
+    incoming.mkdir()
+    rows = [{"question": " ".join(f"w{10 + i * 3 + k}" for k in range(3)),
+             "answer": " ".join(f"w{200 + i * 7 + k}" for k in range(8))} for i in range(12)]
+    (incoming / "gsm.jsonl").write_bytes(b"".join(orjson.dumps(row) + b"\n" for row in rows))
+    _deploy(prefect_api, model, incoming)
+    # the README's example: --map and --domain of a deployment run are sources.field_map and sources.domain
+    run = _run(prefect_api, "--param", 'sources={"field_map": "instruction=question,response=answer", "domain": "gsm"}',
+               "--param", 'selection={"budget": "25%"}')
+    assert run.state.is_completed(), f"{run.state}\n{worker.read_text()[-4000:]}"
+    # Prefect hands the run the part as given; capsel completes it from the deployment's (paths, out)
+    assert run.parameters["sources"] == {"field_map": "instruction=question,response=answer", "domain": "gsm"}
+    con = duckdb.connect(str(tmp_path / "capsel.duckdb"), read_only=True)
+    try:
+        assert con.execute("select domain, count(*) from candidates group by domain").fetchall() == [("gsm", 12)]
+        assert con.execute("select count(*) from quarantine").fetchone() == (0,)
+    finally:
+        con.close()
+    (published,) = sorted((tmp_path / "out" / "selections").glob("sel-*"))  # the deployment's selection.out
+    assert orjson.loads((published / "manifest.json").read_bytes())["domains"][0]["k"] == 3
+
+
 def test_a_run_whose_parameters_leave_the_deployments_roots_fails_before_anything_is_written(
         prefect_api, worker, tmp_path):
     model = tiny_flow_model(tmp_path / "model")
