@@ -16,7 +16,7 @@ LF_SPEC ?= llamafactory==0.9.5
 LMEVAL_VENV ?= .venv-lmeval
 LMEVAL_PY := $(LMEVAL_VENV)/bin/python
 
-.PHONY: setup setup-browser demo lint test clean
+.PHONY: setup setup-browser demo lint docs test clean
 .PHONY: setup-vllm test-vllm setup-llamafactory setup-lmeval
 
 # The demo needs the package alone; the tests also need the dev extras (Ray, k-center's encoder, pytest).
@@ -100,7 +100,13 @@ lint: $(VENV)/.installed-dev
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy capsel capsel_lab flows tasks
 
-test: lint
+# The documentation site (mkdocs.yml) into site/: docs/ plus the pages docs/gen_reference.py generates from the
+# code (every command, every flow parameter); --strict fails on a broken link or anchor. make test builds it after
+# lint, before the suite.
+docs: $(VENV)/.installed-dev
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+
+test: lint docs
 	@bash infra/setup-browser.sh; status=$$?; \
 	if [ $$status = 10 ]; then skip=1; elif [ $$status = 0 ]; then skip=0; else exit $$status; fi; \
 	echo "$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=15"; \
@@ -108,5 +114,5 @@ test: lint
 	if [ -f $(VLLM_VENV)/.installed ]; then $(MAKE) test-vllm; fi
 
 clean:
-	rm -rf $(VENV) capsel.duckdb capsel_out
+	rm -rf $(VENV) capsel.duckdb capsel_out site
 	rm -rf $(VLLM_VENV) $(LF_VENV) $(LMEVAL_VENV)

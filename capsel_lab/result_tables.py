@@ -1,4 +1,5 @@
-"""The lab's tables in the READMEs, rendered from the committed result files under docs/lab/ and nothing else.
+"""The lab's tables in the READMEs and docs/lab.md, rendered from the committed result files under docs/lab/ and
+nothing else.
 
 A table sits between `<!-- table: NAME FILE... -->` and `<!-- /table -->`; NAME picks the renderer, the files
 (relative to the repository) are its inputs. `capsel lab tables` rewrites every such block; `--check` (and a
@@ -12,7 +13,7 @@ import re
 from pathlib import Path
 from typing import Callable
 
-DOCUMENTS = ("README.md", "capsel_lab/README.md")
+DOCUMENTS = ("README.md", "capsel_lab/README.md", "docs/lab.md")
 BLOCK = re.compile(r"(<!-- table: (?P<name>[a-z0-9-]+) (?P<files>[^>]+?) -->\n)(?P<body>.*?)(<!-- /table -->)",
                    re.DOTALL)
 MODEL_NAMES = {"smollm2-135m-instruct": "SmolLM2-135M-Instruct", "gemma3-270m": "Gemma 3 270M (base)"}

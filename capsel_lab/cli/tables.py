@@ -1,4 +1,5 @@
-"""`capsel lab tables`: render the READMEs' lab tables from the committed result files (docs/lab/)."""
+"""`capsel lab tables`: render the lab tables of the READMEs and docs/lab.md from the committed result files
+(docs/lab/)."""
 
 from __future__ import annotations
 
@@ -16,10 +17,10 @@ REPOSITORY = Path(__file__).resolve().parents[2]
 
 def tables(
     check: Annotated[bool, typer.Option(
-        "--check", help="Change nothing; fail (exit 3) when a README table differs from what its files render.")
+        "--check", help="Change nothing; fail (exit 3) when a document's table differs from what its files render.")
     ] = False,
 ) -> None:
-    """Rewrite every table block of README.md and capsel_lab/README.md from the result files it names."""
+    """Rewrite every table block of README.md, capsel_lab/README.md and docs/lab.md from the result files it names."""
     stale = stale_documents(REPOSITORY, write=not check)
     if check and stale:
         raise CapselError(f"{', '.join(stale)}: tables differ from their result files; run `capsel lab tables`")
