@@ -14,7 +14,7 @@ from capsel.safe_text import visible
 from capsel.stages.context import TrainProgress
 
 ProfileOption = Annotated[str, typer.Option(
-    "--profile", help="The training recipe: cpu-small (a small model on CPU, README: Fine-tuning a selection) or "
+    "--profile", help="The training recipe: cpu-small (a small model on CPU, docs/closed-loop.md: Fine-tuning) or "
     "paper (the paper's full-parameter SFT: AdamW, lr 1e-5, cosine, warm-up 0.03, 1 epoch, batch 64, bf16, 2048).")]
 ConfigFileOption = Annotated[Optional[Path], typer.Option(
     "--config", help="A LlamaFactory YAML whose keys override the profile's (paths, dataset and seed stay "

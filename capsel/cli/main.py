@@ -199,7 +199,7 @@ def _show_warning(message: Warning | str, category: type[Warning], *args: Any, *
 
 
 def main() -> None:
-    """Run the CLI; a problem prints one clear line and exits with its ExitCode (README: Exit codes).
+    """Run the CLI; a problem prints one clear line and exits with its ExitCode (docs/getting-started.md: Exit codes).
 
     With --json the failure is also one JSON object on stdout, so a script reads every outcome the same way.
     """

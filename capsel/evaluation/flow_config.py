@@ -27,7 +27,8 @@ class FinetuneParams(BaseModel):
 
     model: str | None = Field(None, description="base model: an installed model's name or a folder (default: "
                                                 "$CAPSEL_MODEL)")
-    profile: Literal["cpu-small", "paper"] = Field("cpu-small", description="training recipe (README: Fine-tuning)")
+    profile: Literal["cpu-small", "paper"] = Field("cpu-small", description="training recipe (docs/closed-loop.md: "
+                                                                            "Fine-tuning)")
     seeds: list[int] = Field(default_factory=lambda: [0], min_length=1, description="one fine-tune per seed")
     prompt_format: Literal["auto", "raw", "chat"] = Field("auto", description="prompt format trained and evaluated")
 

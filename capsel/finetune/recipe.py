@@ -4,7 +4,7 @@ The `paper` profile is the paper's SFT configuration (appendix "SFT configuratio
 AdamW, peak lr 1e-5, cosine, warmup ratio 0.03, one epoch, effective batch 64, bf16, cutoff 2048, no packing.
 `cpu-small` is capsel's own for a ~100M-parameter model on a few CPU cores: LoRA (rank 16) on every linear layer
 in float32, cutoff 512, effective batch 8 as 1 row x 8 accumulated, a LoRA-sized learning rate, no gradient
-checkpointing (README "Fine-tuning a selection" has its measured cost).
+checkpointing (docs/closed-loop.md, "Fine-tuning", has its measured cost).
 """
 
 from __future__ import annotations

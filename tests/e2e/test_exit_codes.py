@@ -1,5 +1,5 @@
 """`capsel` exits 0 on success, 2 on a usage error, 3 on a data or input error, 4 when the quality gate
-refuses a selection and 5 when interrupted (README: Exit codes); each failure is one line on stderr."""
+refuses a selection and 5 when interrupted (docs/getting-started.md: Exit codes); each failure is one line on stderr."""
 
 from __future__ import annotations
 

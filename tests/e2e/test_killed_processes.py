@@ -1,6 +1,6 @@
 """kill -9 leaves nothing running: ingest's parse workers and the temporary Prefect server die with the
 command, the next ingest removes the scratch a killed one left, and the next writer marks the killed run
-'interrupted' (README: Interrupted and killed runs)."""
+'interrupted' (docs/getting-started.md: Interrupted and killed runs)."""
 
 from __future__ import annotations
 
