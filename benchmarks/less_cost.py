@@ -37,7 +37,7 @@ from capsel.runner.job import run_scorer  # noqa: E402
 from capsel.scorers.cap import CapScorer  # noqa: E402
 from capsel.stages.context import RunContext  # noqa: E402
 from capsel.stages.score import ScoreRequest, score  # noqa: E402
-from capsel_lab.pretrain import world_spec_of  # noqa: E402
+from capsel_lab.pretrain_config import world_spec_of  # noqa: E402
 from capsel_lab.world.facts import build_world  # noqa: E402
 from capsel_lab.world.pools import PoolSpec, build_pool  # noqa: E402
 

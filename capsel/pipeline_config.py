@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable, Literal, Sequence, TypeVar
+from typing import TYPE_CHECKING, Callable, Literal, Sequence, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
@@ -23,12 +23,12 @@ from capsel.run_parameters import check_db_path, check_output_root, check_repres
 from capsel.selection.budget import parse_budget
 from capsel.selection.layer_split import parse_blocks
 from capsel.selection.plan import SelectionRequest
-from capsel.stages.ingest import IngestRequest
-from capsel.stages.pipeline import SelectionPlan
-from capsel.stages.score import ScoreRequest
-from capsel.stages.select import SelectRequest
 from capsel.store.scope import Scope
 from capsel.threads import use_torch_threads
+
+if TYPE_CHECKING:  # the stages load the engine (torch): a flow's parameters are checked before it is needed
+    from capsel.stages.pipeline import SelectionPlan
+    from capsel.stages.select import SelectRequest
 
 _STRICT = ConfigDict(extra="forbid", frozen=True)
 F = TypeVar("F", bound=Callable)
@@ -267,12 +267,18 @@ class PipelineConfig(BaseModel):
     def selection_plan(self, settings: Settings, files: Sequence[InputFile], publish_unchanged: bool) -> SelectionPlan:
         """The declared pipeline's run: ingest `files` (none: nothing arrived), score, and publish the selection
         over what was scored under the output root."""
+        from capsel.stages.ingest import IngestRequest
+        from capsel.stages.pipeline import SelectionPlan
+        from capsel.stages.score import ScoreRequest
+
         return SelectionPlan(IngestRequest(files, self.sources.ingest_options(settings)) if files else None,
                              ScoreRequest(self.scoring), self.select_request(settings), self.selection.domains,
                              publish_unchanged)
 
     def select_request(self, settings: Settings) -> SelectRequest:
         """The selection the run publishes, inside the output root (the pipeline fills in the scores' key)."""
+        from capsel.stages.select import SelectRequest
+
         target = getattr(self.scoring, "target", None)
         out_dir = inside_destination(self.publish_root(settings), self.selection.out)
         return SelectRequest(self.selection.request(), out_dir, Path(target) if target else None,

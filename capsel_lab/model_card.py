@@ -11,7 +11,7 @@ matplotlib.use("Agg")  # headless: cards are written by the CLI, never shown
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from capsel_lab.pretrain import TRAINING_LOG  # noqa: E402
+from capsel_lab.pretrain_config import TRAINING_LOG  # noqa: E402
 
 LOSS_PNG = "loss_curve.png"
 REPRODUCE = "capsel lab pretrain --out capsel/models/demo"

@@ -38,9 +38,6 @@ from capsel.evaluation.targets import BASE_PREFIX
 from capsel.ingest.records import parse_field_map
 from capsel.safe_text import visible
 from capsel.stages.context import RunContext
-from capsel.stages.evaluate import EvaluateRequest
-from capsel.stages.evaluate import evaluate as evaluate_stage
-from capsel.stages.finetune import FinetuneStageRequest, finetune_selection
 from capsel.terminal_text import TextTable, plain
 
 
@@ -84,6 +81,9 @@ def evaluate(
     db: DbOption = None,
 ) -> None:
     """Evaluate fine-tuned or base models; every metric is stored (`capsel evaluations`) and reused when asked again."""
+    from capsel.stages.evaluate import EvaluateRequest
+    from capsel.stages.evaluate import evaluate as evaluate_stage
+
     with json_output(json_out) as output:
         settings = scoring_settings(db, dtype, device, None)
         out_root = out or settings.output_root
@@ -117,6 +117,8 @@ def evaluate(
 def _finetuned_if_selection(ctx: RunContext, target: str, model: str | None, profile: str, config: Path | None,
                             seed: int, prompt_format: str, out_root: Path) -> str:
     """A selection id becomes the id of the model fine-tuned on it; other targets stay as given."""
+    from capsel.stages.finetune import FinetuneStageRequest, finetune_selection
+
     if target.startswith(BASE_PREFIX) or not target.startswith("sel-"):
         return target
     if not model:

@@ -21,7 +21,6 @@ from capsel.cli.wrapping import print_unbroken
 from capsel.db import open_db
 from capsel.errors import OptionError
 from capsel.stages.context import RunContext
-from capsel.stages.finetune import FinetuneStageRequest, finetune_selection
 from capsel.terminal_text import markup, plain
 
 
@@ -40,6 +39,8 @@ def finetune(
 
     The last line printed is the model folder (with --json: one object with finetune_id and model_dir).
     """
+    from capsel.stages.finetune import FinetuneStageRequest, finetune_selection
+
     settings = settings_for(db)
     base = model or settings.model
     if not base:

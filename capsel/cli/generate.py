@@ -26,11 +26,8 @@ from capsel.cli.scoring_options import (
     scoring_settings,
 )
 from capsel.cli.specs import build_spec, spec_values
-from capsel.scorers.cap import CapScorer
-from capsel.scorers.generators import check_generator, generator_for
+from capsel.scorers.generators import check_generator
 from capsel.stages.context import RunContext
-from capsel.stages.generate import GenerateRequest
-from capsel.stages.generate import generate as generate_stage
 from capsel.store.scope import Scope
 
 
@@ -51,6 +48,11 @@ def generate(
     db: DbOption = None,
 ) -> None:
     """Generate y-hat (greedy, at most R tokens, stopping before EOS) for candidates that lack one."""
+    from capsel.scorers.cap import CapScorer
+    from capsel.scorers.generators import generator_for
+    from capsel.stages.generate import GenerateRequest
+    from capsel.stages.generate import generate as generate_stage
+
     check_generator(generator)
     settings = scoring_settings(db, dtype, device, batch_size, threads)
     spec = build_spec(spec_values("cap", model_options(settings, model, trust_remote_code, prompt_format, allow_pickle),

@@ -14,8 +14,6 @@ from capsel.cli.tables import print_table
 from capsel.cli.wrapping import print_unbroken
 from capsel.models import demo_model_path
 from capsel.paths import typed_or_default
-from capsel.profile.check import check_model
-from capsel.profile.report import write_profile
 from capsel.safe_text import visible
 from capsel.terminal_text import TextTable, markup, plain
 
@@ -41,6 +39,9 @@ def profile(
     allow_pickle: AllowPickleOption = False,
 ) -> None:
     """Stable rank of weights and hidden states per layer; says whether the hidden-state U-shape is present."""
+    from capsel.profile.check import check_model
+    from capsel.profile.report import write_profile
+
     settings = settings_for()
     out_dir = typed_or_default(out, settings.output_root, "profile")
     source = model or str(demo_model_path())

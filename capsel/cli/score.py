@@ -28,10 +28,8 @@ from capsel.cli.scoring_options import (
     scoring_settings,
 )
 from capsel.cli.specs import build_spec, spec_values
-from capsel.scorers.generators import check_generator, pre_pass_for
+from capsel.scorers.generators import check_generator
 from capsel.stages.context import RunContext
-from capsel.stages.score import ScoreRequest
-from capsel.stages.score import score as score_stage
 from capsel.store.scope import Scope
 
 
@@ -55,6 +53,10 @@ def score(
     db: DbOption = None,
 ) -> None:
     """Score candidates that lack a divergence for this model and config; y-hat is generated when missing."""
+    from capsel.scorers.generators import pre_pass_for
+    from capsel.stages.score import ScoreRequest
+    from capsel.stages.score import score as score_stage
+
     check_generator(generator)
     with json_output(json_out) as output:
         settings = scoring_settings(db, dtype, device, batch_size, threads)

@@ -36,8 +36,6 @@ from capsel.methods.registry import baseline_methods
 from capsel.methods.registry import method as method_named
 from capsel.methods.spec import MethodSpec
 from capsel.stages.context import RunContext
-from capsel.stages.score import ScoreRequest
-from capsel.stages.score import score as score_stage
 from capsel.store.scope import Scope
 from capsel.terminal_text import plain
 
@@ -90,6 +88,9 @@ def score_baseline(
     gradient is CountSketched to 8,192 dims and unit-normalised. Features are stored and reused by
     every later --target.
     """
+    from capsel.stages.score import ScoreRequest
+    from capsel.stages.score import score as score_stage
+
     name = method.value
     declared = method_named(name)
     if target is not None and declared.target is None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Annotated, Iterator, Optional
+from typing import TYPE_CHECKING, Annotated, Iterator, Optional
 
 import duckdb
 import typer
@@ -17,9 +17,11 @@ from capsel.errors import OptionError
 from capsel.methods.registry import build_scorer
 from capsel.methods.scorer_spec import ScorerSpec
 from capsel.methods.spec import Device, Dtype, ModelSpec
-from capsel.scorers.base import Scorer
 from capsel.terminal_text import markup
 from capsel.threads import available_cores, use_torch_threads
+
+if TYPE_CHECKING:  # scorers load torch; a command's --help and option checks must not
+    from capsel.scorers.base import Scorer
 
 ModelOption = Annotated[Optional[str], typer.Option(
     "--model", help="Model folder, hub id or installed model name (`capsel models list`; default: $CAPSEL_MODEL).",

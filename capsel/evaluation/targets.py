@@ -5,14 +5,17 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
 import orjson
 
 from capsel.db.records import fetch_records
 from capsel.errors import CapselError
-from capsel.models.loading import LoadedModel, ModelInfo, describe_model, load_model, wrap_model
 from capsel.versioning import config_hash, file_sha256
+
+if TYPE_CHECKING:  # loading models imports torch: naming a target (base:MODEL) must not
+    from capsel.models.loading import LoadedModel
 
 BASE_PREFIX = "base:"
 ADAPTER_WEIGHTS = "adapter_model.safetensors"
@@ -34,6 +37,8 @@ class EvalTarget:
 
 def base_target(label: str, model: str, dtype: str = "auto", device: str = "auto") -> EvalTarget:
     """`base:MODEL`: the model before SFT, as named (an installed model's name or a folder)."""
+    from capsel.models.loading import describe_model
+
     info = describe_model(model, dtype=dtype, device=device)
     return EvalTarget(label, None, model, info.fingerprint, info.source.local_dir, None, info.fingerprint)
 
@@ -52,6 +57,8 @@ def finetune_target(con: duckdb.DuckDBPyConnection, finetune_id: str, dtype: str
 def target_of_model_dir(label: str, base_model: str, model_dir: Path, dtype: str = "auto", device: str = "auto",
                         *, finetune_id: str | None = None, selection_id: str | None = None) -> EvalTarget:
     """The weights in a fine-tune's folder: an adapter on `base_model`, or a whole model."""
+    from capsel.models.loading import describe_model
+
     if not model_dir.is_dir():
         raise CapselError(f"{label}: its model folder {model_dir} is gone; run `capsel finetune` again to rebuild it")
     base = describe_model(base_model, dtype=dtype, device=device)
@@ -70,7 +77,9 @@ def target_of_model_dir(label: str, base_model: str, model_dir: Path, dtype: str
 
 def load_target(target: EvalTarget, dtype: str = "auto", device: str = "auto") -> LoadedModel:
     """The target's weights loaded for scoring; an adapter is merged into its base model first."""
-    info: ModelInfo = describe_model(str(target.model_dir), dtype=dtype, device=device)
+    from capsel.models.loading import describe_model, load_model, wrap_model
+
+    info = describe_model(str(target.model_dir), dtype=dtype, device=device)
     loaded = load_model(info)
     if target.adapter_dir is None:
         return loaded

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-from capsel.cap_engine.generation import Generator, HFGenerator
+from typing import TYPE_CHECKING
+
 from capsel.config import Settings
 from capsel.errors import OptionError
-from capsel.scorers.base import Scorer
-from capsel.scorers.cap import CapScorer
+
+if TYPE_CHECKING:  # the engine loads torch: a command checks its --generator before it needs one
+    from capsel.cap_engine.generation import Generator
+    from capsel.scorers.base import Scorer
+    from capsel.scorers.cap import CapScorer
 
 GENERATORS = ("hf", "vllm")
 
@@ -19,6 +23,8 @@ def check_generator(name: str) -> None:
 
 def generator_for(name: str, settings: Settings, scorer: CapScorer) -> Generator:
     """vLLM set up from the settings, or HF greedy decoding on the scorer's model (loaded now)."""
+    from capsel.cap_engine.generation import HFGenerator
+
     check_generator(name)
     if name == "vllm":
         from capsel.cap_engine.vllm_generation import VLLMGenerator, VLLMOptions
@@ -35,6 +41,8 @@ def generator_for(name: str, settings: Settings, scorer: CapScorer) -> Generator
 def pre_pass_for(name: str, settings: Settings, scorer: Scorer) -> Generator | None:
     """What writes every missing y-hat before scoring starts: vLLM's worker; None for hf, whose scorer
     generates batch by batch on the model it already holds."""
+    from capsel.scorers.cap import CapScorer
+
     check_generator(name)
     if name == "hf":
         return None

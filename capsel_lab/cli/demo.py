@@ -27,8 +27,6 @@ from capsel.cli.tables import print_table
 from capsel.cli.wrapping import print_unbroken
 from capsel.models.installed import installed_model_path
 from capsel.paths import typed_or_default
-from capsel.profile.check import check_model
-from capsel.profile.report import write_profile
 from capsel.publish.funnel import funnel_rows
 from capsel_lab.demo import (
     DEFAULT_MODEL,
@@ -202,6 +200,9 @@ class StepClock:
 
 
 def _check_profile(options: DemoOptions) -> list[Path]:
+    from capsel.profile.check import check_model
+    from capsel.profile.report import write_profile
+
     with console.status(f"rank profile of {options.model}"):
         survey, verdict = check_model(options.model_source, prompt_format=options.prompt_format)
     files = write_profile(survey, verdict, options.root / PROFILE_DIR)

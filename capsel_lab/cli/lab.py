@@ -15,13 +15,10 @@ from capsel.cli.progress import progress_bar
 from capsel.cli.wrapping import print_unbroken
 from capsel.errors import CapselError
 from capsel.models import demo_model_path
-from capsel.models.loading import load_causal_lm
 from capsel.paths import typed_path
 from capsel_lab.cli import noise, real_pool, sft, split_sweep, tables
 from capsel_lab.demo_pool import write_demo_pool
-from capsel_lab.evaluate import recall_report
-from capsel_lab.model_card import write_model_card
-from capsel_lab.pretrain import PretrainConfig, pretrain, world_spec_of
+from capsel_lab.pretrain_config import PretrainConfig, world_spec_of
 from capsel_lab.world.export import write_world
 from capsel_lab.world.facts import WorldSpec, build_world
 from capsel_lab.world.pools import PoolSpec
@@ -77,6 +74,11 @@ def pretrain_command(
         "--n-heads", min=1, help="Attention heads (must divide the width).")] = _DEFAULT.n_heads,
 ) -> None:
     """Pretrain the demo model on the synthetic world (CPU) and write it with its model card."""
+    from capsel.models.loading import load_causal_lm
+    from capsel_lab.evaluate import recall_report
+    from capsel_lab.model_card import write_model_card
+    from capsel_lab.pretrain import pretrain
+
     out_dir = typed_path(out)
     if hidden_size % n_heads:
         raise CapselError(f"--n-heads {n_heads} does not divide --hidden-size {hidden_size}")

@@ -17,8 +17,7 @@ from capsel.cli.wrapping import print_unbroken
 from capsel.errors import OptionError
 from capsel.models import demo_model_path
 from capsel.paths import typed_or_default
-from capsel_lab.noise.experiment import NoiseSpec, PoolKind
-from capsel_lab.noise.seeds import run_noise_seeds
+from capsel_lab.noise.spec import NoiseSpec, PoolKind
 from capsel_lab.noise.stats import METHOD_NAMES
 
 _DEFAULT = NoiseSpec()
@@ -66,6 +65,8 @@ def noise(
     apply_threads(threads or settings.threads)
     spec = NoiseSpec(n_clean=n_clean, junk_share=junk_share, batch_size=batch_size, pool=cast(PoolKind, kind),
                      n_math=n_math, n_code=n_code, prompt_format=prompt_format, ppl_guard=ppl_guard, budget=budget)
+    from capsel_lab.noise.seeds import run_noise_seeds
+
     with CandidateProgress("scoring") as progress:
         result = run_noise_seeds(source, spec, seeds or [0], out_dir, lambda seed: progress)
     aggregate = result.aggregate

@@ -11,7 +11,7 @@ from capsel.errors import OptionError
 from capsel.selection.layer_split import parse_blocks
 from capsel.terminal_text import TextTable
 from capsel_lab.real_sft.estimate import estimate
-from capsel_lab.real_sft.experiment import RealSftSpec, run_real_sft
+from capsel_lab.real_sft.spec import RealSftSpec
 
 REAL_MODELS = ("smollm2-135m-instruct", "gemma3-270m")
 
@@ -29,6 +29,8 @@ def run_real(spec: RealSftSpec, out_dir: Path) -> None:
                   f"{guess.total_s / 60:.0f} min left on 2 idle cores (scoring {guess.scoring_s / 60:.0f}, training "
                   f"{guess.training_s / 60:.0f}, evaluation {guess.evaluation_s / 60:.0f}); finished work is kept, "
                   "so a rerun resumes")
+    from capsel_lab.real_sft.experiment import run_real_sft
+
     result = run_real_sft(spec, out_dir, settings_for(), say=lambda line: console.print(line, markup=False,
                                                                                           highlight=False))
     summary = result.summary

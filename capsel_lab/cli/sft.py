@@ -6,7 +6,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Optional
 
-import torch
 import typer
 from rich.table import Table
 
@@ -18,9 +17,8 @@ from capsel.errors import CapselError, OptionError
 from capsel.models import demo_model_path
 from capsel.paths import typed_or_default
 from capsel.selection.budget import parse_budget
-from capsel_lab.cli.real_sft import run_real
-from capsel_lab.real_sft.experiment import RealSftSpec
-from capsel_lab.sft.experiment import SftSpec, run_sft
+from capsel_lab.real_sft.spec import RealSftSpec
+from capsel_lab.sft.spec import SftSpec
 
 _DEFAULT = SftSpec()
 # --quick: a pool of 48, two tiny budgets, two seeds, 8 steps, 30 held-out questions (the test's setting)
@@ -75,7 +73,11 @@ def sft(
         show_default=False)] = None,
 ) -> None:
     """Fine-tune on CAP-selected and random subsets (same budget, seed, steps, schedule); print held-out accuracy."""
+    import torch
+
     if pool == "real":
+        from capsel_lab.cli.real_sft import run_real
+
         if seeds is not None or steps is not None or quick:
             raise OptionError("--seeds, --steps and --quick are for --pool world; a real lab replicates pools "
                               "(--pools) and trains with LlamaFactory's --profile")
@@ -90,6 +92,8 @@ def sft(
         raise CapselError(f"--pool is world or real, not {pool!r}")
     out_dir = typed_or_default(out, settings_for().output_root, "lab_sft")
     spec = _spec(quick, budgets, seeds, steps, n_clean)
+    from capsel_lab.sft.experiment import run_sft
+
     source = model or str(demo_model_path())
     torch.set_num_threads(threads)
     with CandidateProgress("scoring the pool") as progress:

@@ -13,7 +13,6 @@ from capsel.cli.common import console, settings_for
 from capsel.cli.tables import print_table
 from capsel.cli.wrapping import print_unbroken
 from capsel.paths import typed_or_default
-from capsel_lab.noise.split_sweep import SWEEP_FILE, run_split_sweep
 
 
 def split_sweep(
@@ -27,6 +26,8 @@ def split_sweep(
 ) -> None:
     """Re-average the stored profiles with late = last:1..last:L/2 and 0.66; choose k on one seed, report the rest."""
     runs_dir = typed_or_default(runs, settings_for().output_root, "lab_noise")
+    from capsel_lab.noise.split_sweep import SWEEP_FILE, run_split_sweep
+
     result = run_split_sweep(runs_dir, seeds or [0, 1, 2], choose_on)
     path = runs_dir / SWEEP_FILE
     path.write_bytes(orjson.dumps(result, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS

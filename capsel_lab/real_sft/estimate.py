@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from capsel.selection.budget import parse_budget
-from capsel_lab.real_sft.pool_run import POOL_RESULT, SCORED_MARK, pool_folder
+from capsel_lab.real_sft.plan import POOL_RESULT, SCORED_MARK, pool_folder
 
 # Measured here (capsel_lab/README.md): SmolLM2-135M-Instruct scores about 1.4 GSM8K candidates/s with CAP
 # (float32, 2 threads), IFD about twice that; LlamaFactory's cpu-small profile trains about 2.5 s a row with its

@@ -8,7 +8,6 @@ a finished pool keeps its result in pool.json.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -24,7 +23,6 @@ from capsel.evaluation.options import EvalOptions
 from capsel.evaluation.paired import compare, stored_rows
 from capsel.evaluation.targets import BASE_PREFIX
 from capsel.ingest.pipeline import IngestOptions
-from capsel.ingest.records import FieldMap
 from capsel.methods.cap import CapSpec
 from capsel.methods.ifd import IfdSpec
 from capsel.methods.ppl import PplSpec
@@ -47,39 +45,19 @@ from capsel.stages.pipeline import (
 )
 from capsel.stages.score import ScoreRequest, score
 from capsel.stages.select import SelectRequest, select_and_publish
+from capsel_lab.real_sft.plan import (
+    BASE,
+    DELTAS,
+    HELDOUT_FIELDS,
+    LAB_RECIPE,
+    NULL,
+    POOL_RESULT,
+    RECIPE_FILE,
+    SCORED_MARK,
+    SELECTIONS_FILE,
+    PoolPlan,
+)
 from capsel_lab.real_sft.pool import LabFiles, write_lab_files
-
-POOL_RESULT, SELECTIONS_FILE, SCORED_MARK, RECIPE_FILE = "pool.json", "selections.json", "scored", "lab_recipe.yaml"
-BASE, RANDOM, NULL = "base model", "random", "random (null)"
-HELDOUT_FIELDS = FieldMap(instruction=("question",), response=("answer",))
-# Over the cpu-small profile: a 10% selection of a 200-row pool is ~20 rows, which the profile's effective batch
-# of 8 turns into 2 optimizer steps; 2 rows a step give every selection ten times its row count in steps.
-LAB_RECIPE = {"gradient_accumulation_steps": 2}
-# the paired deltas each pool reports: (method, against)
-DELTAS = (("cap", RANDOM), ("cap", "ppl"), ("cap", "ifd"), ("cap, robust PPL guard z 3.5", RANDOM))
-
-
-@dataclass(frozen=True)
-class PoolPlan:
-    """What one pool runs: its seed, the methods and what `capsel select` is asked for, the null's random draws."""
-
-    model: str
-    pool_seed: int
-    n_pool: int
-    n_heldout: int
-    junk_share: float
-    budget: str
-    methods: dict[str, dict]
-    train_seed: int = 0
-    null_draws: int = 0         # random subsets besides the method's own (seeds 1..null_draws), fine-tuned too
-    profile: str = "cpu-small"
-    prompt_format: str = "auto"
-    n_gsm8k: int = 0
-
-
-def pool_folder(out_dir: Path, pool_seed: int) -> Path:
-    """Where a pool's files, store, selections and models live."""
-    return out_dir / f"pool-{pool_seed}"
 
 
 def run_pool(plan: PoolPlan, folder: Path, settings: Settings, say: Callable[[str], None] = print) -> dict:

@@ -10,7 +10,7 @@ from collections import defaultdict
 import numpy as np
 from scipy import stats
 
-from capsel_lab.real_sft.pool_run import BASE, NULL, RANDOM
+from capsel_lab.real_sft.plan import BASE, NULL, RANDOM
 
 
 def sign_test(deltas: list[float]) -> dict:

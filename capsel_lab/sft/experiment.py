@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -17,32 +17,18 @@ from capsel.selection.budget import parse_budget
 from capsel.selection.plan import SelectionRequest, build_selection
 from capsel_lab.evaluate import answer_hits
 from capsel_lab.labels import candidate_labels
-from capsel_lab.pretrain import world_spec_of
+from capsel_lab.pretrain_config import world_spec_of
 from capsel_lab.scored_pool import build_scored_pool, clean_pool_spec
 from capsel_lab.sft.examples import sft_example
-from capsel_lab.sft.finetune import FinetuneConfig, finetune
+from capsel_lab.sft.finetune import finetune
 from capsel_lab.sft.plot import plot_budget_curve
+from capsel_lab.sft.spec import SftSpec
 from capsel_lab.sft.stats import summarise_runs
 from capsel_lab.world.facts import build_world
 from capsel_lab.world.pools import build_pool
 
 SUMMARY_FILE, FIGURE_FILE = "sft.json", "sft.png"
 METHODS = ("cap", "random")
-
-
-@dataclass(frozen=True)
-class SftSpec:
-    """The pool, the budgets (per domain, of the eligible scored candidates), seeds and the training run."""
-
-    budgets: tuple[str, ...] = ("5%", "15%")
-    n_seeds: int = 3
-    n_clean: int = 600
-    junk_share: float = 0.05
-    pool_seed: int = 0
-    finetune: FinetuneConfig = field(default_factory=FinetuneConfig)
-    scoring_batch_size: int = 16
-    eval_batch_size: int = 32
-    max_heldout: int | None = None   # first N held-out questions only (a quick run); None: all of them
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -13,20 +12,7 @@ from transformers import PreTrainedModel
 from capsel.models.loading import load_causal_lm
 from capsel_lab.optim import scheduled_adamw
 from capsel_lab.sft.examples import SftExample, collate
-
-
-@dataclass(frozen=True)
-class FinetuneConfig:
-    """The training run every subset gets (only the data and the seed differ)."""
-
-    # measured on the demo model (capsel_lab/README.md): lr 3e-4 or 1e-3, or more steps, only lower held-out
-    # accuracy on subsets of ~30-100 examples (they are memorised and the model forgets); 60 steps fit 20 min
-    steps: int = 60
-    batch_size: int = 16
-    lr: float = 1e-4
-    warmup_steps: int = 6
-    min_lr_ratio: float = 0.1
-    weight_decay: float = 0.0
+from capsel_lab.sft.spec import FinetuneConfig
 
 
 def example_batches(examples: Sequence[SftExample], batch_size: int, seed: int) -> Iterator[list[SftExample]]:

@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 
 from capsel.config import load_settings
-from capsel_lab.real_sft.experiment import RealSftSpec, run_real_sft
-from capsel_lab.real_sft.pool_run import pool_folder
+from capsel_lab.real_sft.experiment import run_real_sft
+from capsel_lab.real_sft.plan import pool_folder
+from capsel_lab.real_sft.spec import RealSftSpec
 from tests.integration.test_finetune_llamafactory import FOUND, LF_PYTHON
 from tests.reference.naive_bootstrap import naive_paired_interval
 from tests.support.finetune_fixtures import tiny_base_model

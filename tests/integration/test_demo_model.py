@@ -10,7 +10,7 @@ import pytest
 from capsel.models import demo_model_path
 from capsel.models.loading import load_causal_lm
 from capsel_lab.evaluate import answer_accuracy
-from capsel_lab.pretrain import world_spec_of
+from capsel_lab.pretrain_config import world_spec_of
 from capsel_lab.world.facts import build_world
 from capsel_lab.world.pools import PoolSpec, build_pool
 

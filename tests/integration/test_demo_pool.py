@@ -14,7 +14,7 @@ from capsel_lab.demo_pool import (
     stage_demo_pool,
     write_demo_pool,
 )
-from capsel_lab.pretrain import world_spec_of
+from capsel_lab.pretrain_config import world_spec_of
 
 
 def test_bundled_demo_pool_regenerates_identically(tmp_path):

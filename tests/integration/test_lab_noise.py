@@ -14,7 +14,7 @@ from capsel.db import open_db
 from capsel.models import demo_model_path
 from capsel_lab.labels import candidate_labels
 from capsel_lab.noise.stats import auc, percentiles_among
-from capsel_lab.pretrain import world_spec_of
+from capsel_lab.pretrain_config import world_spec_of
 from capsel_lab.scored_pool import clean_pool_spec
 from capsel_lab.world.facts import build_world
 from capsel_lab.world.pools import build_pool

@@ -16,7 +16,7 @@ from capsel.baselines.less.target import aggregate
 from capsel.cap_engine.inputs import CandidateText
 from capsel.models import demo_model_path
 from capsel.models.loading import describe_model
-from capsel_lab.pretrain import world_spec_of
+from capsel_lab.pretrain_config import world_spec_of
 from capsel_lab.world.facts import DOMAINS, build_world
 from capsel_lab.world.pools import PoolSpec, build_pool
 

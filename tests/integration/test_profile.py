@@ -11,8 +11,9 @@ from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 from typer.testing import CliRunner
 
 from capsel.cli.main import app
-from capsel.profile import has_u_shape, rank_profile
+from capsel.profile.survey import rank_profile
 from capsel.profile.texts import load_texts
+from capsel.profile.verdict import has_u_shape
 
 N_LAYERS = 4
 

@@ -8,10 +8,10 @@ import math
 import pytest
 
 from capsel_lab.real_sft.estimate import estimate
-from capsel_lab.real_sft.experiment import DEFAULT_METHODS, JUNK_FREE_METHODS, METHODS, RealSftSpec
+from capsel_lab.real_sft.plan import POOL_RESULT, pool_folder
 from capsel_lab.real_sft.pool import N_DEMONSTRATIONS, write_lab_files
-from capsel_lab.real_sft.pool_run import POOL_RESULT, pool_folder
 from capsel_lab.real_sft.replicates import across_pools, method_means, null_rank, paired_t, sign_test
+from capsel_lab.real_sft.spec import DEFAULT_METHODS, JUNK_FREE_METHODS, METHODS, RealSftSpec
 
 
 def _questions(path) -> list[str]:

@@ -1,0 +1,49 @@
+"""No command's --help, and no check of its options, imports torch, transformers or (outside the lab) the lab:
+measured with `python -X importtime`, one process per command, as a user's shell runs it."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import pytest
+
+from capsel.cli.main import COMMANDS, GROUPS, _group
+
+HEAVY = ("torch", "transformers")
+LAB = ("demo", "lab")  # the lab's own commands live in capsel_lab
+IMPORTED = re.compile(r"^import time:\s+\d+ \|\s+\d+ \|\s*([\w.]+)$", re.MULTILINE)
+
+
+def _commands() -> list[list[str]]:
+    found = [[name] for name in COMMANDS]
+    for group in GROUPS:
+        found.append([group])
+        found += [[group, command.name or command.callback.__name__.replace("_", "-")]
+                  for command in _group(group).registered_commands]
+    return found
+
+
+def _imports_of(args: list[str]) -> set[str]:
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "capsel", *args], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stdout[-1000:] + done.stderr[-2000:]
+    return {name.split(".")[0] for name in IMPORTED.findall(done.stderr)}
+
+
+@pytest.mark.parametrize("args", _commands(), ids=" ".join)
+def test_help_imports_nothing_heavy(args):
+    imported = _imports_of([*args, "--help"])
+    assert not imported & set(HEAVY), sorted(imported & set(HEAVY))
+    if args[0] not in LAB:
+        assert "capsel_lab" not in imported
+
+
+@pytest.mark.parametrize("command", [["score"], ["evaluate", "base:x", "--eval", "loss:x.jsonl"], ["finetune", "x"],
+                                     ["flow", "select"]])
+def test_a_misspelt_model_is_answered_before_anything_heavy_loads(command, tmp_path):
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "capsel", *command, "--model",
+                           "smolm2-135m-instruct"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 3 and "did you mean 'smollm2-135m-instruct'" in " ".join(done.stderr.split())
+    assert not {name.split(".")[0] for name in IMPORTED.findall(done.stderr)} & set(HEAVY)
