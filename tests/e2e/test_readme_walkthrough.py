@@ -1,5 +1,7 @@
-"""README "Your own data in five commands", run verbatim: its bash block, on a file of 40 real GSM8K problems in
-a shape of the user's own (`question`/`answer`, two broken rows), with the real SmolLM2-135M-Instruct."""
+"""The README's tour as printed: "Your own data in five commands" run verbatim (its bash block, on a file of 40 real
+GSM8K problems in a shape of the user's own, `question`/`answer`, and two broken rows, with the real
+SmolLM2-135M-Instruct), then "Fine-tune and evaluate the selection" in the same folder, its placeholders filled in
+from what the commands before it printed."""
 
 from __future__ import annotations
 
@@ -15,19 +17,26 @@ import pandas as pd
 import pytest
 
 from tests.fixtures.real_models import REAL_MODELS_DIR, smollm2_instruct  # noqa: F401
+from tests.integration.test_finetune_llamafactory import FOUND, LF_PYTHON
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
 SECTION = "## Your own data in five commands"
+CLOSED_LOOP = "## Fine-tune and evaluate the selection"
+
+
+def readme_commands(heading: str) -> tuple[str, str]:
+    """The README section's first bash block (the commands) and the rest of the section."""
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split(heading + "\n", 1)[1].split("\n## ", 1)[0]
+    commands = re.search(r"```bash\n(.*?)```", section, re.DOTALL)
+    assert commands, f"{heading} has no bash block"
+    return commands.group(1), section[commands.end():]
 
 
 def walkthrough() -> tuple[str, str]:
-    """The section's first bash block (the commands) and the rest of the section (the output snippets)."""
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split(SECTION, 1)[1].split("\n## ", 1)[0]
-    commands = re.search(r"```bash\n(.*?)```", section, re.DOTALL)
-    assert commands, "the walkthrough has no bash block"
-    return commands.group(1), section[commands.end():]
+    """The five commands and the rest of their section (the output snippets)."""
+    return readme_commands(SECTION)
 
 
 # What differs from one machine or run to the next, each replaced by a marker on both sides: the folder the
@@ -60,27 +69,45 @@ def normalized(text: str, folder: Path | None = None) -> str:
     return " ".join(text.split())
 
 
-def my_pool(path: Path) -> None:
-    """40 GSM8K training problems from the bundled real pool, as `question`/`answer` rows, plus 2 broken rows."""
+def gsm8k_rows(first: int, last: int) -> list[str]:
+    """Clean GSM8K training problems `first`..`last - 1` of the bundled real pool, as `question`/`answer` rows."""
     rows = [json.loads(line) for line in (ROOT / "capsel" / "data" / "real_pool" / "pool.jsonl").read_text()
             .splitlines()]
     labels = pd.read_csv(ROOT / "capsel" / "data" / "real_pool" / "labels.csv")
     clean = set(labels.loc[labels["lab_label"] == "clean", "lab_id"])
-    math = [row for row in rows if row["domain"] == "math" and row["lab_id"] in clean][:40]
-    lines = [json.dumps({"question": row["instruction"], "answer": row["output"]}) for row in math]
-    lines += [json.dumps({"question": "What is 2 + 2?", "answer": ""}), '{"question": "unterminated']
+    math = [row for row in rows if row["domain"] == "math" and row["lab_id"] in clean][first:last]
+    return [json.dumps({"question": row["instruction"], "answer": row["output"]}) for row in math]
+
+
+def my_pool(path: Path) -> None:
+    """40 GSM8K training problems from the bundled real pool, as `question`/`answer` rows, plus 2 broken rows."""
+    lines = gsm8k_rows(0, 40) + [json.dumps({"question": "What is 2 + 2?", "answer": ""}), '{"question": "unterminated']
     path.write_text("\n".join(lines) + "\n")
 
 
-def test_the_readme_walkthrough_runs_verbatim_and_its_snippets_are_what_it_prints(tmp_path, smollm2_instruct):  # noqa: F811
-    commands, snippets = walkthrough()
-    my_pool(tmp_path / "my_pool.jsonl")
+def user_env(**extra: str) -> dict[str, str]:
+    """The environment of a user who set no CAPSEL_* variable but where the installed models are (and `extra`)."""
     env = {key: value for key, value in os.environ.items() if not key.startswith("CAPSEL_")}
     env.update(PATH=f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}", CAPSEL_MODELS_DIR=str(REAL_MODELS_DIR),
-               COLUMNS="100")
-    done = subprocess.run(["bash", "-euo", "pipefail", "-c", commands], cwd=tmp_path, env=env, capture_output=True,
-                          text=True, timeout=900)
+               COLUMNS="100", **extra)
+    return env
+
+
+@pytest.fixture(scope="module")
+def tour(tmp_path_factory, smollm2_instruct) -> tuple[Path, subprocess.CompletedProcess]:  # noqa: F811
+    """A fresh folder holding my_pool.jsonl where the five commands ran, and what they printed."""
+    folder = tmp_path_factory.mktemp("wk")
+    my_pool(folder / "my_pool.jsonl")
+    commands, _ = walkthrough()
+    done = subprocess.run(["bash", "-euo", "pipefail", "-c", commands], cwd=folder, env=user_env(),
+                          capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return folder, done
+
+
+def test_the_readme_walkthrough_runs_verbatim_and_its_snippets_are_what_it_prints(tour):
+    tmp_path, done = tour
+    _, snippets = walkthrough()
 
     # every line the README shows is printed by the commands, in the same order, up to what varies per machine
     # (lines are compared with whitespace collapsed, so where the terminal wrapped a long line does not matter)
@@ -106,3 +133,46 @@ def test_the_readme_walkthrough_runs_verbatim_and_its_snippets_are_what_it_print
     assert sorted(row["instruction"] for row in data) == sorted(member for (member,) in members)
     scores = pd.read_parquet(tmp_path / "my_scores.parquet")
     assert len(scores) == n_candidates and scores["z"].notna().sum() == n_scored
+
+
+def filled(command: str, ids: dict[str, str]) -> str:
+    """`command` with each placeholder the README explains (SEL_ID, FT_ID) replaced by what was printed for it."""
+    for placeholder, value in ids.items():
+        command = re.sub(rf"\b{placeholder}\b", value, command)
+    assert not re.search(r"\b[A-Z]+_ID\b", command), f"a placeholder nothing printed: {command}"
+    return command
+
+
+@pytest.mark.skipif(FOUND is None, reason=f"LlamaFactory's environment is missing ({LF_PYTHON}): run "
+                                          "`make setup-llamafactory`")
+def test_the_readme_fine_tune_and_evaluate_commands_run_as_printed_after_the_tour(tour):
+    folder, done = tour
+    commands, _ = readme_commands(CLOSED_LOOP)
+    lines = [line for line in commands.splitlines() if line.strip()]
+    assert [line.split()[:2] for line in lines] == [["capsel", "finetune"], ["capsel", "evaluate"],
+                                                    ["capsel", "evaluations"]]
+    # rows the selection did not train on, in the pool's shape
+    (folder / "heldout.jsonl").write_text("\n".join(gsm8k_rows(40, 45)) + "\n")
+    selection_id = re.search(r"published (sel-\S+) with", done.stdout).group(1)
+    ids, printed = {"SEL_ID": selection_id}, {}
+    env = user_env(CAPSEL_TRAINER_PYTHON=str(LF_PYTHON))
+    for line in lines:
+        ran = subprocess.run(["bash", "-euo", "pipefail", "-c", filled(line, ids)], cwd=folder, env=env,
+                             capture_output=True, text=True, timeout=1200)
+        assert ran.returncode == 0, f"{line}\n{ran.stdout[-3000:]}{ran.stderr[-3000:]}"
+        printed[line.split()[1]] = ran.stdout
+        if line.split()[1] == "finetune":  # its last line is the model's folder, named by the fine-tune id
+            ids["FT_ID"] = Path(ran.stdout.strip().splitlines()[-1]).name
+
+    model_dir = folder / "capsel_out" / "models" / ids["FT_ID"]  # the default output root
+    manifest = json.loads((model_dir / "manifest.json").read_text())
+    assert manifest["selection_id"] == selection_id and (model_dir / "adapter_config.json").is_file()
+    con = duckdb.connect(str(folder / "capsel.duckdb"), read_only=True)  # the default database
+    losses = dict(con.execute("select target, value from evaluations where metric = 'loss' and domain = '*' "
+                              "and eval_spec = 'loss:heldout.jsonl'").fetchall())
+    n_rows = con.execute("select distinct n from evaluations where domain = '*'").fetchall()
+    con.close()
+    assert set(losses) == {ids["FT_ID"], "base:smollm2-135m-instruct"} and n_rows == [(5,)]
+    assert all(0 < value < 10 for value in losses.values())
+    # the comparison names the selection behind the fine-tune, against the base model
+    assert selection_id in printed["evaluations"] and "base:smollm2-135m-instruct" in printed["evaluations"]
