@@ -6,6 +6,7 @@ import asyncio
 import hashlib
 import json
 import re
+import shlex
 import subprocess
 import time
 from datetime import timedelta
@@ -168,6 +169,16 @@ def test_a_run_overrides_the_budget_alone_and_defaults_to_the_incoming_folder(pr
         con.close()
 
 
+def documented_run() -> list[str]:
+    """The options of the `prefect deployment run` the flow-parameter page shows (the README shows the same line)."""
+    page = (ROOT / "docs" / "reference" / "parameters.md").read_text()
+    (command,) = [line for line in page.splitlines() if line.startswith("prefect deployment run ")]
+    assert command in (ROOT / "README.md").read_text()
+    args = shlex.split(command)
+    assert args[:4] == ["prefect", "deployment", "run", "capsel-select/on-demand-select"]
+    return args[4:]
+
+
 def test_a_run_maps_fields_and_names_the_domain_keeping_the_deployments_source_paths(prefect_api, worker, tmp_path):
     model = tiny_flow_model(tmp_path / "model")
     incoming = tmp_path / "incoming"
@@ -176,15 +187,18 @@ def test_a_run_maps_fields_and_names_the_domain_keeping_the_deployments_source_p
              "answer": " ".join(f"w{200 + i * 7 + k}" for k in range(8))} for i in range(12)]
     (incoming / "gsm.jsonl").write_bytes(b"".join(orjson.dumps(row) + b"\n" for row in rows))
     _deploy(prefect_api, model, incoming)
-    # the README's example: --map and --domain of a deployment run are sources.field_map and sources.domain
-    run = _run(prefect_api, "--param", 'sources={"field_map": "instruction=question,response=answer", "domain": "gsm"}',
-               "--param", 'selection={"budget": "25%"}')
+    # the docs' example as printed: --map and --domain of a deployment run are sources.field_map and sources.domain
+    documented = documented_run()
+    (sources,) = [json.loads(arg.split("=", 1)[1]) for arg in documented if arg.startswith("sources=")]
+    assert set(sources) == {"field_map", "domain"}
+    run = _run(prefect_api, *documented, "--param", 'selection={"budget": "25%"}')
     assert run.state.is_completed(), f"{run.state}\n{worker.read_text()[-4000:]}"
     # Prefect hands the run the part as given; capsel completes it from the deployment's (paths, out)
-    assert run.parameters["sources"] == {"field_map": "instruction=question,response=answer", "domain": "gsm"}
+    assert run.parameters["sources"] == sources
     con = duckdb.connect(str(tmp_path / "capsel.duckdb"), read_only=True)
     try:
-        assert con.execute("select domain, count(*) from candidates group by domain").fetchall() == [("gsm", 12)]
+        assert con.execute("select domain, count(*) from candidates group by domain").fetchall() == [
+            (sources["domain"], 12)]
         assert con.execute("select count(*) from quarantine").fetchone() == (0,)
     finally:
         con.close()
