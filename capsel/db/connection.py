@@ -7,6 +7,7 @@ from pathlib import Path
 
 import duckdb
 
+from capsel.db.definitions import define
 from capsel.db.migrations import check_not_newer, latest_version, migrate
 from capsel.db.progress_file import RunProgress, announce_writer, read_progress
 from capsel.db.sqlfiles import one_row
@@ -54,8 +55,10 @@ def open_db(
         raise CapselError(f"cannot open {target}: {exc}") from exc
     if read_only:
         _check_readable(con, target)
+        define(con, temporary=True)
     else:
         migrate(con, target)
+        define(con)
         interrupt_dead_runs(con)
         if target != ":memory:":
             announce_writer(target)

@@ -186,68 +186,8 @@ final as (
 )
 select * from final;
 
--- CAP's eligible rows (the regression's pool).
-create view eligible_scores as
-select candidate_id, model_fingerprint, config_hash, domain, d_early, d_late
-from eligible_results
-where method = 'cap';
-
--- Per (model, config, domain): OLS of d_late on d_early. regr_slope is NaN for one row or a
--- constant d_early, so n_invalid and var_early are kept for the caller's guard.
-create view domain_fits as
-with pool as (
-    select * from eligible_scores
-),
-final as (
-    select
-        model_fingerprint,
-        config_hash,
-        domain,
-        count(*) as n_eligible,
-        count(*) filter (where not coalesce(isfinite(d_early) and isfinite(d_late), false)) as n_invalid,
-        var_samp(d_early) as var_early,
-        regr_intercept(d_late, d_early) as alpha,
-        regr_slope(d_late, d_early) as beta,
-        regr_r2(d_late, d_early) as r2
-    from pool
-    group by model_fingerprint, config_hash, domain
-)
-select * from final;
-
--- CAP = d_late - (alpha + beta * d_early); z = (CAP - mean) / sample std within the domain.
-create view cap_scores as
-with pool as (
-    select * from eligible_scores
-),
-fits as (
-    select model_fingerprint, config_hash, domain, alpha, beta from domain_fits
-),
-residuals as (
-    select
-        pool.candidate_id,
-        pool.model_fingerprint,
-        pool.config_hash,
-        pool.domain,
-        pool.d_early,
-        pool.d_late,
-        pool.d_late - (fits.alpha + fits.beta * pool.d_early) as cap
-    from pool
-    join fits using (model_fingerprint, config_hash, domain)
-),
-final as (
-    select
-        candidate_id,
-        model_fingerprint,
-        config_hash,
-        domain,
-        d_early,
-        d_late,
-        cap,
-        (cap - avg(cap) over domain_pool) / nullif(stddev_samp(cap) over domain_pool, 0) as z
-    from residuals
-    window domain_pool as (partition by model_fingerprint, config_hash, domain)
-)
-select * from final;
+-- eligible_scores, domain_fits and cap_scores (CAP's pool, fit and scores) are formulas, not schema: they are
+-- created at connect from sql/selection/ (capsel/db/definitions.py).
 
 
 -- baselines: unit-normalised text embeddings (k-center); the greedy selection runs at select time.

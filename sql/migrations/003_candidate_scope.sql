@@ -1,16 +1,2 @@
--- The candidate scope every pending, progress and planning query shares: the candidates of one domain
--- (or all, for a null domain) with ids after a keyset cursor ('' for the first page).
-create macro candidates_in_scope(scope_domain, after_candidate_id) as table
-with final as (
-    select
-        candidate_id,
-        domain,
-        instruction,
-        input,
-        response
-    from candidates
-    where (cast(scope_domain as varchar) is null or domain = scope_domain)
-        and candidate_id > after_candidate_id
-)
-
-select * from final;
+-- Once the candidate scope (the macro candidates_in_scope); a formula, not schema, it now lives in sql/ and is created at connect
+-- (capsel/db/definitions.py). This version stays so that version numbers keep their meaning.
