@@ -18,7 +18,7 @@ from capsel.methods.registry import build_scorer
 from capsel.methods.scorer_spec import ScorerSpec
 from capsel.methods.spec import Device, Dtype, ModelSpec
 from capsel.terminal_text import markup
-from capsel.threads import available_cores, use_torch_threads
+from capsel.threads import available_cores, busy_elsewhere, use_torch_threads
 
 if TYPE_CHECKING:  # scorers load torch; a command's --help and option checks must not
     from capsel.scorers.base import Scorer
@@ -74,9 +74,14 @@ def scoring_settings(
 
 
 def apply_threads(requested: int | None) -> int:
-    """Set torch's CPU threads (the request capped at the cores, or every core) and say how many."""
+    """Set torch's CPU threads (the request capped at the cores, or the free cores) and say how many, and that the
+    machine is busy when other processes keep a core or more busy."""
     threads = use_torch_threads(requested)
-    console.print(f"torch threads: {threads} of {available_cores()} cores")
+    cores = available_cores()
+    console.print(f"torch threads: {threads} of {cores} cores")
+    if (busy := busy_elsewhere()) >= 0.75:
+        console.print(f"note: other processes keep {busy:.1f} of {cores} cores busy, so scoring runs slower than on "
+                      "an idle machine" + ("" if requested else f" (--threads N overrides the {threads} chosen)"))
     return threads
 
 
@@ -103,9 +108,13 @@ def described(spec: ScorerSpec) -> Scorer:
     with console.status(f"preparing the {spec.method} scorer (hashing model files)"):
         scorer = build_scorer(spec)
     identity = scorer.identity
-    print_unbroken(console, markup("{}: {}, {}, {} layers, {}, fingerprint {}, config {}", spec.method,
-                                   identity.name_or_path, identity.architecture, identity.n_layers or "?",
-                                   identity.dtype, identity.fingerprint, scorer.config_hash))
+    if identity.architecture is None and identity.n_layers is None:  # a measure of the text: no model to name
+        print_unbroken(console, markup("{}: no model, fingerprint {}, config {}", spec.method, identity.fingerprint,
+                                       scorer.config_hash))
+    else:
+        print_unbroken(console, markup("{}: {}, {}, {} layers, {}, fingerprint {}, config {}", spec.method,
+                                       identity.name_or_path, identity.architecture, identity.n_layers or "?",
+                                       identity.dtype, identity.fingerprint, scorer.config_hash))
     if isinstance(model := getattr(spec, "model", None), ModelSpec):  # a causal LM that tokenises prompts
         how = "the model's chat template" if scorer.prompt_format == "chat" else "tokenizer(prompt), no template"
         console.print(markup("prompt format {} ({}; asked: {})", scorer.prompt_format, how, model.prompt_format))

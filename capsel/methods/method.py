@@ -87,7 +87,15 @@ class Method:
         if self.scorer is None:
             raise TypeError(f"{self.name} scores nothing itself: it selects over {self.scored_by}'s scores")
         factory: Callable[[Any], Any] = load_object(self.scorer)
-        return factory(spec)
+        scorer = factory(spec)
+        stored_as = getattr(scorer, "method", self.name)
+        # scores in method_scores are found by the method's name: under another, selections never see them
+        if self.results_table == "method_scores" and stored_as != self.name:
+            from capsel.errors import CapselError
+
+            raise CapselError(f"the method {self.name!r} builds a scorer that stores its results as {stored_as!r}; "
+                              "a method's scorer config must carry the method's own name")
+        return scorer
 
     def model_field(self) -> str | None:
         """The spec field holding the model the method loads (LM, rater or encoder); None without a spec."""

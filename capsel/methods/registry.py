@@ -34,6 +34,7 @@ def all_methods() -> dict[str, Method]:
     found: dict[str, Method] = {}
     for module in BUILT_IN:
         builtin = importlib.import_module(f"capsel.methods.{module}").METHOD
+        _check_names(builtin, None)
         found[builtin.name] = builtin
     for point in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda point: point.name):
         where = f"the {ENTRY_POINT_GROUP} plugin {point.name} = {point.value!r} ({_package(point)})"
@@ -42,12 +43,26 @@ def all_methods() -> dict[str, Method]:
         except Exception as error:  # noqa: BLE001 (whatever a third party's import raises, it costs that plugin)
             warnings.warn(f"{where} was skipped: {type(error).__name__}: {error}", PluginWarning, stacklevel=2)
             continue
+        try:
+            _check_names(method, point.name)
+        except CapselError as error:
+            warnings.warn(f"{where} was refused: {error}", PluginWarning, stacklevel=2)
+            continue
         if method.name in found:
             warnings.warn(f"{where} was refused: the method name {method.name!r} is already taken", PluginWarning,
                           stacklevel=2)
             continue
         found[method.name] = method
     return found
+
+
+def _check_names(method: Method, entry_point: str | None) -> None:
+    """One name everywhere: the entry point's, the declaration's and the spec's must agree."""
+    spec_name = method.spec.model_fields["method"].default if method.spec is not None else method.name
+    for what, other in (("its entry point", entry_point), ("its spec", spec_name)):
+        if other is not None and other != method.name:
+            raise CapselError(f"it declares the method {method.name!r} but {what} names it {other!r}; a method's "
+                              "name is written once, in its declaration")
 
 
 def _package(point) -> str:
@@ -59,7 +74,7 @@ def _plugin(point) -> Method:
     loaded = point.load()
     method = getattr(loaded, "METHOD", loaded)
     if not isinstance(method, Method):
-        raise CapselError("it names no capsel.methods.method.Method (a module with METHOD, or the Method itself)")
+        raise CapselError("it names no capsel.plugin.Method (a module with METHOD, or the Method itself)")
     return method
 
 

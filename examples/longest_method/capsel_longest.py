@@ -1,5 +1,5 @@
 """Longest response first: "Long Is More for Alignment" (Zhao et al., 2024) keeps the examples whose reference
-response is longest. A whole capsel selection method in one file: its spec, its scorer and its declaration.
+response is longest. A whole capsel selection method in one file, using only capsel's public plugin module.
 
 The pyproject beside this file names the module under the `capsel.methods` entry-point group; once installed,
 `capsel score-baseline --method longest`, `capsel select --method longest`, `capsel flow select --method longest`,
@@ -8,46 +8,20 @@ The pyproject beside this file names the module under the `capsel.methods` entry
 
 from __future__ import annotations
 
-from typing import Literal, Sequence
+from typing import Sequence
 
-from capsel.baselines.scorer import BaselineConfig, BaselineResult, BaselineScorer
-from capsel.cap_engine.inputs import CandidateText
-from capsel.methods.method import Method
-from capsel.methods.selectors import TopScore
-from capsel.methods.spec import MethodSpec
-from capsel.scorers.base import ScorerIdentity
+from capsel.plugin import Candidate, ModelFreeScorer, Result, TopScore, model_free_method
 
 
-class LongestSpec(MethodSpec):
-    """What the method's scorer is built from: nothing but the batch size (no model)."""
-
-    method: Literal["longest"] = "longest"
-    batch_size: int = 1024
-
-
-class LongestConfig(BaselineConfig):
-    """The stored config: its hash keys the scores (a new unit or definition would need a new field)."""
-
-    method = "longest"
-    unit: Literal["characters"] = "characters"
-
-
-class LongestScorer(BaselineScorer):
+class LongestScorer(ModelFreeScorer):
     """The length of the reference response, stripped, in characters."""
 
-    def score(self, candidates: Sequence[CandidateText]) -> list[BaselineResult]:
-        return [BaselineResult(candidate.candidate_id, score=float(len(candidate.response.strip())))
+    version = "chars-1"  # bump it when a score's meaning changes: old scores then get other keys
+
+    def score(self, candidates: Sequence[Candidate]) -> list[Result]:
+        return [Result(candidate.candidate_id, score=float(len(candidate.response.strip())))
                 for candidate in candidates]
 
 
-def longest_scorer(spec: LongestSpec) -> LongestScorer:
-    """The scorer of `spec`: no model, so its identity names the measure itself."""
-    identity = ScorerIdentity(fingerprint="response-chars-v1", name_or_path="response length (characters)",
-                              revision=None, weight_files={}, dtype="none", architecture=None, n_layers=None)
-    return LongestScorer(LongestConfig(), identity, spec.batch_size)
-
-
-METHOD = Method(
-    name="longest", summary="longest reference response first (Zhao et al., 2024)", selector=TopScore("high"),
-    spec=LongestSpec, scorer="capsel_longest:longest_scorer", help="no model",
-)
+METHOD = model_free_method("longest", "longest reference response first (Zhao et al., 2024)", LongestScorer,
+                           TopScore("high"))

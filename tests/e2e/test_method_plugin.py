@@ -4,6 +4,7 @@ folder of its own, runs through score-baseline, select, flow select, compare and
 
 from __future__ import annotations
 
+import ast
 import os
 import shutil
 import subprocess
@@ -66,6 +67,7 @@ def test_an_installed_plugin_method_scores_selects_compares_and_traces(tmp_path,
 
     scored = ok(run_capsel(tmp_path, "score-baseline", "--method", "longest", env=env))
     assert "longest: longest reference response first (Zhao et al., 2024)" in scored.stdout
+    assert "longest: no model, fingerprint longest-vchars-1" in scored.stdout and "None" not in scored.stdout
     candidates = candidates_of(tmp_path)
     scores = dict(query(tmp_path, "select candidate_id, score from method_scores where method = 'longest'"))
     assert scores == {row.candidate_id: len(row.response.strip()) for row in candidates.itertuples()}
@@ -103,3 +105,10 @@ def test_flow_select_runs_the_plugin_method(tmp_path, plugin_path, prefect_serve
     assert query(tmp_path, "select distinct method from selections") == [("longest",)]
     members = {row[0] for row in query(tmp_path, "select candidate_id from selection_members")}
     assert members == longest_first(candidates_of(tmp_path))
+
+
+def test_the_example_plugin_imports_only_the_public_plugin_module():
+    tree = ast.parse((EXAMPLE / "capsel_longest.py").read_text())
+    imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    imported |= {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+    assert {name for name in imported if name and name.startswith("capsel")} == {"capsel.plugin"}
