@@ -18,15 +18,32 @@ def available_cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+def busy_elsewhere(interval_s: float = 0.25) -> float:
+    """Cores other processes keep busy right now: the machine's CPU use over `interval_s` less this process's."""
+    import psutil
+
+    own = psutil.Process()
+    own.cpu_percent()
+    machine = psutil.cpu_percent(interval=interval_s) / 100 * (psutil.cpu_count() or 1)
+    return max(0.0, machine - own.cpu_percent() / 100)
+
+
+def free_cores(cores: int | None = None) -> int:
+    """The cores left to this process: its cores less those other processes keep busy, at least one."""
+    cores = cores or available_cores()
+    return max(1, min(cores, round(cores - busy_elsewhere())))
+
+
 def torch_threads(requested: int | None = None, concurrent: int = 1) -> int:
     """Threads for each of `concurrent` model runners: `requested` capped so the total fits the cores.
 
-    Without a request the cores are shared out evenly, at least one thread each.
+    Without a request the free cores (those other processes leave) are shared out evenly, at least one thread
+    each: on a busy machine a thread per core spin-waits behind the other work.
     """
     cores = available_cores()
     share = max(1, cores // max(1, concurrent))
     if requested is None:
-        return share
+        return max(1, min(share, free_cores(cores) // max(1, concurrent)))
     if requested < 1:
         raise ValueError(f"threads must be at least 1, got {requested}")
     return min(requested, share)

@@ -26,6 +26,15 @@ from capsel.terminal_text import TextTable, markup
 THREADS_HELP = "CPU threads for torch (1 is fastest for the small lab models on a shared machine)."
 
 
+def task_rate(task: Task) -> float | None:
+    """Items per second: rich's recent speed, else the rate since the task began (rich wants two updates within
+    30 s, which a batch slower than that never gives: the rate then showed nothing for minutes)."""
+    speed = task.finished_speed or task.speed
+    if not speed and task.completed and task.elapsed:
+        speed = task.completed / task.elapsed
+    return speed or None
+
+
 class RateColumn(ProgressColumn):
     """Items per second (or seconds per item when slower than one a second)."""
 
@@ -35,7 +44,7 @@ class RateColumn(ProgressColumn):
 
     def render(self, task: Task) -> Text:
         """The current rate, or a dash before there is one."""
-        speed = task.finished_speed or task.speed
+        speed = task_rate(task)
         if not speed:
             return Text(f"- {self.unit}/s", style="progress.data.speed")
         if speed < 1:
@@ -49,8 +58,22 @@ def progress_bar(console: Console, unit: str, *extra: ProgressColumn) -> Progres
     Descriptions are plain text (they name eval files and selections): no markup is read in them.
     """
     return Progress(TextColumn("{task.description}", style="bold", markup=False), BarColumn(), MofNCompleteColumn(),
-                    RateColumn(unit), *extra, TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
+                    RateColumn(unit), *extra, TimeElapsedColumn(), TextColumn("ETA"), RateRemainingColumn(),
                     console=console)
+
+
+class RateRemainingColumn(TimeRemainingColumn):
+    """Time left at `task_rate`, so it shows from the first update on, however long each update takes."""
+
+    def render(self, task: Task) -> Text:
+        """The time left, or a dash before there is a rate."""
+        rate = task_rate(task)
+        if task.finished or task.total is None or not rate:
+            return super().render(task)
+        seconds = int(max(task.total - task.completed, 0) / rate)
+        minutes, seconds = divmod(seconds, 60)
+        hours, minutes = divmod(minutes, 60)
+        return Text(f"{hours}:{minutes:02d}:{seconds:02d}", style="progress.remaining")
 
 
 class CandidateProgress:
