@@ -65,7 +65,7 @@ def score_baseline(
     )] = TARGET_MAX,
     max_length: Annotated[Optional[int], typer.Option(
         "--max-length", min=2, show_default=False,
-        help="Token window: ifd and less 1024 ([prompt; response]), qurating 512, kcenter 256 (the paper's values).",
+        help="Token window: ifd and less 1024 (\\[prompt; response]), qurating 512, kcenter 256 (the paper's values).",
     )] = None,
     prompt_tokens: PromptTokensOption = PROMPT_TOKENS,
     prompt_format: PromptFormatOption = "auto",
