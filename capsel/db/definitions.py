@@ -13,6 +13,7 @@ from capsel.db.sqlfiles import sql_text
 # In dependency order: each may read the tables and the definitions above it.
 DEFINITIONS = (
     "store/candidates_in_scope",
+    "store/results_done",
     "selection/ppl_guarded",
     "selection/cap_pool",
     "selection/cap_domain_fits",

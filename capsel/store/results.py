@@ -15,6 +15,9 @@ from capsel.scorers.base import Scorer
 from capsel.store.scope import PendingQuery, Scope
 from capsel.store.tables import append_method_results, insert_divergences, insert_generations
 
+GENERATIONS = "generations"  # y-hat alone's table
+YHAT = "yhat"  # the pseudo-method results_done counts y-hat alone by
+
 
 @dataclass(frozen=True)
 class ResultKey:
@@ -61,31 +64,23 @@ def known_configs(con: duckdb.DuckDBPyConnection) -> list[dict]:
 
 def progress(con: duckdb.DuckDBPyConnection, scorer: Scorer, key: ResultKey, scope: Scope) -> tuple[int, int]:
     """(candidates in scope, how many already have a result under `key` in the scorer's table)."""
-    if scorer.table == "generations":  # y-hat alone: done where its generation config has a row
-        sql, params = "store/generation_progress", _generation_params(key)
-    else:
-        sql, params = "store/result_progress", _result_params(key)
-    n_in_scope, n_done = one_row(con, sql, {"domain": scope.domain, **params})
+    n_in_scope, n_done = one_row(con, "store/result_progress", {"domain": scope.domain, **_done_params(scorer, key)})
     return int(n_in_scope), int(n_done)
 
 
 def pending_query(con: duckdb.DuckDBPyConnection, scorer: Scorer, key: ResultKey) -> PendingQuery:
-    """The SQL paging the scorer's pending candidates and its bound parameters: for y-hat, the candidates without
-    one; for the rest, those without a result, with the stored y-hat and CAP configs the scorer may reuse."""
-    if scorer.table == "generations":
-        return PendingQuery("store/generation_pending_bounds", "store/generation_pending", _generation_params(key))
-    return PendingQuery("store/result_pending_bounds", "store/result_pending", _result_params(key), {
-        "generation_hash": key.generation_hash,
-        "cap_config_hashes": scorer.reusable_cap_configs(known_configs(con)),
-    })
+    """The SQL paging the scorer's pending candidates and its bound parameters: those without a result (for y-hat
+    alone: without one), with the stored y-hat and CAP configs the scorer may reuse."""
+    reusable = [] if scorer.table == GENERATIONS else scorer.reusable_cap_configs(known_configs(con))
+    return PendingQuery("store/result_pending_bounds", "store/result_pending", _done_params(scorer, key),
+                        {"generation_hash": key.generation_hash, "cap_config_hashes": reusable})
 
 
-def _result_params(key: ResultKey) -> dict:
+def _done_params(scorer: Scorer, key: ResultKey) -> dict:
+    # y-hat alone is done per generation config, under the pseudo-method results_done knows it by
+    if scorer.table == GENERATIONS:
+        return {"method": YHAT, "model_fingerprint": key.model_fingerprint, "config_hash": key.generation_hash}
     return {"method": key.method, "model_fingerprint": key.model_fingerprint, "config_hash": key.config_hash}
-
-
-def _generation_params(key: ResultKey) -> dict:
-    return {"model_fingerprint": key.model_fingerprint, "generation_hash": key.generation_hash}
 
 
 def write_results(
@@ -118,4 +113,4 @@ def _write_baseline(con: duckdb.DuckDBPyConnection, key: ResultKey, table: str, 
 
 # CAP's results fill two tables (its y-hat and its divergences), the y-hat pre-pass one; each baseline table takes
 # its declared columns
-WRITERS = {"divergences": _write_cap, "generations": _write_generations}
+WRITERS = {"divergences": _write_cap, GENERATIONS: _write_generations}

@@ -1,5 +1,6 @@
--- One page of the candidates in scope with no result yet for ($method, model, config), in candidate-id order,
--- with what a scorer may take instead of running its model: CAP's stored y-hat under $generation_hash (null for
+-- One page of the candidates in scope with no result yet for ($method, model, config; y-hat alone is the method
+-- 'yhat' under its generation config), in candidate-id order, with what a scorer may take instead of running its
+-- model: CAP's stored y-hat under $generation_hash (null for
 -- the baselines), and CAP's measurement under one of $cap_config_hashes (PPL passes the configs with its own
 -- limits and reuses that PPL; the others pass []). The page is the id window ($after_candidate_id,
 -- $upto_candidate_id] that result_pending_bounds ended; every table is read inside it only.
@@ -11,11 +12,8 @@ with pending as (
 
 done as (
     select candidate_id
-    from method_results
-    where method = $method
-        and model_fingerprint = $model_fingerprint
-        and config_hash = $config_hash
-        and candidate_id > $after_candidate_id
+    from results_done($method, $model_fingerprint, $config_hash)
+    where candidate_id > $after_candidate_id
         and candidate_id <= $upto_candidate_id
 ),
 

@@ -6,10 +6,7 @@ with in_scope as (
 
 done as (
     select candidate_id
-    from method_results
-    where method = $method
-        and model_fingerprint = $model_fingerprint
-        and config_hash = $config_hash
+    from results_done($method, $model_fingerprint, $config_hash)
 ),
 
 final as (

@@ -19,8 +19,9 @@ def image_bytes(color: tuple[int, int, int], fmt: str) -> bytes:
 
 
 def pages(con) -> list[dict]:
-    query = PendingQuery("store/generation_pending_bounds", "store/generation_pending",
-                         {"model_fingerprint": "m", "generation_hash": "g"})
+    query = PendingQuery("store/result_pending_bounds", "store/result_pending",
+                         {"method": "yhat", "model_fingerprint": "m", "config_hash": "g"},
+                         {"generation_hash": "g", "cap_config_hashes": []})
     return [row for page in pending_pages(con, query, Scope(), 2) for row in page]
 
 

@@ -16,8 +16,10 @@ CAP_CONFIGS = ["cap-b", "cap-a"]
 RESULT_KEY = {"method": "ppl", "model_fingerprint": MODEL, "config_hash": CONFIG}
 RESULTS = PendingQuery("store/result_pending_bounds", "store/result_pending", RESULT_KEY,
                        {"generation_hash": GENERATION, "cap_config_hashes": CAP_CONFIGS})
-GENERATIONS = PendingQuery("store/generation_pending_bounds", "store/generation_pending",
-                           {"model_fingerprint": MODEL, "generation_hash": GENERATION})
+# y-hat alone: the pseudo-method 'yhat' under the generation config
+GENERATIONS = PendingQuery("store/result_pending_bounds", "store/result_pending",
+                           {"method": "yhat", "model_fingerprint": MODEL, "config_hash": GENERATION},
+                           {"generation_hash": GENERATION, "cap_config_hashes": []})
 SCOPES = [Scope(), Scope(domain="code"), Scope(limit=17), Scope(domain="math", limit=9), Scope(limit=0)]
 
 
@@ -114,7 +116,10 @@ def reference_generation_pages(con, scope: Scope, page_size: int) -> list[list[d
     generated = {row["candidate_id"] for row in table_rows(con, "generations")
                  if (row["model_fingerprint"], row["config_hash"]) == (MODEL, GENERATION)}
     keys = ("candidate_id", "instruction", "input", "response")
-    return [[{**{key: row[key] for key in keys}, "images": ()} for row in page]
+    # nothing to reuse: a pending row has no y-hat of this config by definition, and y-hat reuses no CAP row
+    nothing = {"has_generation": False, "prompt_ids": None, "response_ids": None, "generated_ids": None,
+               "generation_excluded_reason": None, "has_cap": False, "cap_ppl": None, "cap_excluded_reason": None}
+    return [[{**{key: row[key] for key in keys}, **nothing, "images": ()} for row in page]
             for page in reference_pages(con, scope, page_size, generated)]
 
 
