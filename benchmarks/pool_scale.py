@@ -36,8 +36,8 @@ from capsel.config import load_settings
 from capsel.db import open_db
 from capsel.ingest.pipeline import IngestOptions
 from capsel.runner.job import run_scorer
-from capsel.scorers.base import ConfigRow, Scorer, ScorerIdentity
-from capsel.scorers.cap import cap_config_rows
+from capsel.scorers.base import Scorer, ScorerIdentity
+from capsel.scorers.cap_keys import CapKeys
 from capsel.selection.budget import parse_budget
 from capsel.selection.plan import SelectionRequest
 from capsel.stages.context import RunContext
@@ -63,9 +63,10 @@ copy (
 BAD_LINE = b'{"instruction": "a line cut short'
 
 
-class StandInScorer(Scorer):
-    """CAP's rows from a hash of each candidate id instead of a model: D_late follows D_early with noise, so the
-    per-domain fit is a real regression; one candidate in 100 is excluded as too short."""
+class StandInScorer(CapKeys, Scorer):
+    """CAP's rows (under a real CAP scoring config's keys, so selection finds its layer split) from a hash of each
+    candidate id instead of a model: D_late follows D_early with noise, so the per-domain fit is a real regression;
+    one candidate in 100 is excluded as too short."""
 
     table = "divergences"
     run_kind = "score"
@@ -74,25 +75,6 @@ class StandInScorer(Scorer):
     def __init__(self, batch_size: int) -> None:
         super().__init__(ScorerIdentity("pool-scale-stand-in", "pool-scale stand-in", None, {}, "float32",
                                         "StandIn", 12), batch_size)
-
-    @property
-    def method(self) -> str:
-        """Its rows are CAP's."""
-        return "cap"
-
-    @property
-    def config_hash(self) -> str:
-        """A real CAP scoring config's hash, so selection finds its layer split."""
-        return self.config.scoring_hash
-
-    @property
-    def generation_hash(self) -> str:
-        """The generation config the scoring config names."""
-        return self.config.generation_hash
-
-    def config_rows(self) -> list[ConfigRow]:
-        """The generation config, then the scoring config."""
-        return cap_config_rows(self.config)
 
     def item(self, row: dict) -> Any:
         """Only the id: the stand-in reads nothing else."""

@@ -18,10 +18,11 @@ from capsel.cap_engine.multimodal_inputs import build_multimodal_inputs, model_i
 from capsel.cap_engine.results import GenerationResult, ScoredCandidate
 from capsel.methods.cap import CapSpec
 from capsel.models.loading import LoadedModel, ModelInfo, describe_model, load_model
-from capsel.scorers.base import ConfigRow, Counted, Scorer, model_identity
+from capsel.scorers.base import Counted, Scorer, model_identity
+from capsel.scorers.cap_keys import CapKeys
 
 
-class CapScorer(Scorer):
+class CapScorer(CapKeys, Scorer):
     """y-hat and the per-layer divergence profile of each candidate; results go to `generations` and `divergences`."""
 
     table = "divergences"
@@ -44,33 +45,9 @@ class CapScorer(Scorer):
         return scorer
 
     @property
-    def method(self) -> str:
-        """CAP's rows are its divergences."""
-        return "cap"
-
-    @property
-    def config_hash(self) -> str:
-        """The scoring config's hash (keys `divergences`)."""
-        return self.config.scoring_hash
-
-    @property
-    def prompt_format(self) -> str:
-        """The resolved prompt format (raw or chat)."""
-        return self.config.prompt_format
-
-    @property
     def holds_pictures(self) -> bool:
         """True for a vision-language model: its prepared items carry their pictures' tensors."""
         return self.info.is_multimodal
-
-    @property
-    def generation_hash(self) -> str:
-        """The generation config's hash (keys `generations`)."""
-        return self.config.generation_hash
-
-    def config_rows(self) -> list[ConfigRow]:
-        """The generation config, then the scoring config that names it."""
-        return cap_config_rows(self.config)
 
     def run_config(self) -> dict:
         """The scoring config's fields and both hashes."""
@@ -139,12 +116,6 @@ class CapScorer(Scorer):
         counted = super().counted(results)
         generated = sum(1 for result in results if result.generation and result.generation.generated_ids)
         return Counted(counted.n_done, counted.excluded, generated)
-
-
-def cap_config_rows(config: ScoringConfig) -> list[ConfigRow]:
-    """A CAP config as `scoring_configs` keeps it: the generation config, then the scoring config that names it."""
-    return [ConfigRow(config.generation_hash, config.generation_config()),
-            ConfigRow(config.scoring_hash, config.scoring_config(), config.generation_hash)]
 
 
 def input_batches(items: Sequence[ScoringInput | GenerationResult], batch_size: int) -> list[list]:

@@ -10,12 +10,14 @@ from typing import Any, Sequence
 
 from capsel.cap_engine.generation import Generator, generation_results
 from capsel.cap_engine.results import GenerationResult
-from capsel.scorers.base import ConfigRow, Counted, Scorer
+from capsel.scorers.base import Counted, Scorer
 from capsel.scorers.cap import CapScorer, input_batches
+from capsel.scorers.cap_keys import CapKeys
 
 
-class YhatScorer(Scorer):
-    """y-hat for each candidate by `generator`, under the keys of CAP's scorer `cap` (model, generation config)."""
+class YhatScorer(CapKeys, Scorer):
+    """y-hat for each candidate by `generator`, under the keys of CAP's scorer `cap` (model, generation config):
+    stored under CAP's, with CAP's configs recorded so a later scoring run finds them."""
 
     table = "generations"
     run_kind = "generate"
@@ -25,31 +27,8 @@ class YhatScorer(Scorer):
         # CAP's keys and tokenising at the generator's batch size: CAP's own weights are never loaded here (an
         # 'auto' batch size would load them to size itself)
         self.keys = CapScorer(cap.info, cap.config, generator.batch_size)
+        self.config = self.keys.config
         self.generator = generator
-
-    @property
-    def method(self) -> str:
-        """CAP's: its y-hat is stored under CAP's model and generation config."""
-        return self.keys.method
-
-    @property
-    def config_hash(self) -> str:
-        """CAP's scoring config, which names the generation config its y-hat is kept under."""
-        return self.keys.config_hash
-
-    @property
-    def generation_hash(self) -> str:
-        """The generation config's hash (keys `generations`)."""
-        return self.keys.generation_hash
-
-    @property
-    def prompt_format(self) -> str:
-        """The resolved prompt format (raw or chat)."""
-        return self.keys.prompt_format
-
-    def config_rows(self) -> list[ConfigRow]:
-        """CAP's configs, so a later scoring run finds them recorded."""
-        return self.keys.config_rows()
 
     def run_config(self) -> dict:
         """CAP's config fields and both hashes, and the generator's batch size."""
