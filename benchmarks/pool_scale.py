@@ -56,7 +56,7 @@ copy (
     from (
         select i, i - (i % 5 = 4)::bigint as base,
                'question ' || (i - (i % 5 = 4)::bigint) || ' about the energy of a molecule in orbit' as text
-        from range($rows) t(i)
+        from range($first, $first + $rows) t(i)
     )
 ) to '{path}' (format json)
 """
@@ -122,10 +122,10 @@ def measured(stage: str, work: Callable[[], Any]) -> tuple[Any, dict]:
     return result, line
 
 
-def write_pool(path: Path, rows: int) -> None:
-    """The pool file, with its bad lines appended."""
+def write_pool(path: Path, rows: int, first: int = 0) -> None:
+    """The pool file of rows `first` .. `first + rows - 1` (later rows are new candidates), its bad lines appended."""
     con = duckdb.connect()
-    con.execute(POOL_SQL.replace("{path}", str(path).replace("'", "''")), {"rows": rows})
+    con.execute(POOL_SQL.replace("{path}", str(path).replace("'", "''")), {"rows": rows, "first": first})
     con.close()
     with path.open("ab") as pool:
         pool.write(b"\n".join([BAD_LINE] * max(1, rows // 10_000)) + b"\n")
@@ -139,6 +139,8 @@ def main() -> None:
     parser.add_argument("--memory-limit", default="3GB", help="DuckDB's memory_limit")
     parser.add_argument("--page-size", type=int, default=100_000, help="pending candidates per page of scoring")
     parser.add_argument("--batch-size", type=int, default=10_000, help="candidates per stand-in batch")
+    parser.add_argument("--add-rows", type=int, default=0,
+                        help="then new rows in a second file, run through the same stages (the nightly increment)")
     args = parser.parse_args()
     args.workdir.mkdir(parents=True, exist_ok=True)
     pool, db = args.workdir / "pool.jsonl", args.workdir / "capsel.duckdb"
@@ -151,6 +153,25 @@ def main() -> None:
 
     con = open_db(db, memory_limit=args.memory_limit)
     ctx = RunContext(con, load_settings(output_root=args.workdir / "out"))
+    full = run_stages(pool, args, ctx)
+    summary = {"rows": args.rows, "memory_limit": args.memory_limit, **full}
+    if args.add_rows:
+        # the nightly case: new rows land beside a scored pool; only they are ingested and scored, while the fit,
+        # the selection and its published files cover the whole pool again
+        added = args.workdir / "added.jsonl"
+        write_pool(added, args.add_rows, first=args.rows)
+        print("increment:", file=sys.stderr, flush=True)
+        increment = run_stages(added, args, ctx)
+        summary["increment"] = {"rows": args.add_rows, **increment,
+                                "share_of_full_time": round(increment["total_seconds"] / full["total_seconds"], 4),
+                                "peak_within_full": increment["peak_rss_gib"] <= full["peak_rss_gib"]}
+    con.close()
+    print(json.dumps(summary))
+
+
+def run_stages(pool: Path, args: argparse.Namespace, ctx: RunContext) -> dict:
+    """Ingest `pool`, score what is pending, refit and select, each stage timed; the totals and every stage."""
+    con = ctx.con
     lines = []
     report, line = measured("ingest", lambda: ingest(IngestRequest([str(pool)], IngestOptions()), ctx))
     totals = report.totals()
@@ -168,12 +189,8 @@ def main() -> None:
     selected, line = measured("select, gate, publish",
                               lambda: select_and_publish(replace(request, key=key, fits=fits), ctx))
     lines.append({**line, "members": len(selected.selection.members)})
-    con.close()
-    print(json.dumps({"rows": args.rows, "memory_limit": args.memory_limit,
-                      "total_seconds": round(sum(line["seconds"] for line in lines), 1),
-                      "peak_rss_gib": max(line["peak_rss_gib"] for line in lines),
-                      "stages": lines}))
-
+    return {"total_seconds": round(sum(line["seconds"] for line in lines), 1),
+            "peak_rss_gib": max(line["peak_rss_gib"] for line in lines), "stages": lines}
 
 if __name__ == "__main__":
     main()
