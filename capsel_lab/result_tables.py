@@ -16,7 +16,7 @@ from typing import Callable
 DOCUMENTS = ("README.md", "capsel_lab/README.md", "docs/lab.md")
 BLOCK = re.compile(r"(<!-- table: (?P<name>[a-z0-9-]+) (?P<files>[^>]+?) -->\n)(?P<body>.*?)(<!-- /table -->)",
                    re.DOTALL)
-MODEL_NAMES = {"smollm2-135m-instruct": "SmolLM2-135M-Instruct", "gemma3-270m": "Gemma 3 270M (base)"}
+MODEL_NAMES = {"smollm2-135m-instruct": "SmolLM2-135M-Instruct", "gemma3-270m": "Gemma 3 270M (base)", "demo": "demo model"}
 
 
 def _row(cells: list[str]) -> str:
@@ -137,9 +137,79 @@ def _selected(entry: dict) -> str:
     return f"{entry['n_junk']} of {entry['n_members']} ({kinds or '-'})"
 
 
+def _pct(value: float) -> str:
+    return "100" if value == 100 else f"{value:.1f}"
+
+
+def noise_seeds(seeds: list[dict]) -> str:
+    """One row per seed of `capsel lab noise` on the lab model: where PPL and CAP rank the junk, and by label."""
+    rows = []
+    for run in seeds:
+        ppl, cap, kinds, labels = run["pooled"]["ppl"], run["pooled"]["cap"], run["per_junk_kind"], run["labels"]
+        rows.append([str(run["spec"]["seed"]), f"{_pct(ppl['median'])} / {_pct(ppl['min'])}, {ppl['above_all']:.0%}",
+                     f"{_pct(cap['median'])} / {_pct(cap['min'])} / {_pct(cap['max'])}",
+                     " / ".join(f"{cap[key]:.0%}" for key in ("below_p1", "below_p5", "below_p10")),
+                     f"{kinds['salad']['cap']['median']:.1f} / {kinds['shuffled']['cap']['median']:.1f}",
+                     " / ".join(f"{labels[label]['mean_z']:+.2f}" for label in ("known", "learnable", "junk")),
+                     f"{run['auc_learnable_over_known']:.2f}"])
+    return _table(["seed", "PPL: junk pct median / min, junk above all clean", "CAP: junk pct median / min / max",
+                   "CAP: junk below clean p1 / p5 / p10", "CAP median: salad / shuffled",
+                   "mean CAP z known / learnable / junk", "AUC learnable > known"], rows)
+
+
+def split_sweep(sweeps: list[dict]) -> str:
+    """Per sweep: the split chosen on one seed and the paper's, each seed's junk median percentile / share below
+    every clean row (the other seeds report the choice, held out)."""
+    rows = []
+    for sweep in sweeps:
+        chosen, seed = sweep["chosen_late"], str(sweep["chosen_on_seed"])
+        seeds = [sweep["chosen_on_seed"], *sweep["reported_seeds"]]
+        for index, (late, label) in enumerate(((chosen, f"{chosen} (chosen)"), ("0.66", "0.66 (paper)"))):
+            measured = {entry["seed"]: entry for entry in sweep["per_seed"][seed] if entry["late"] == late}
+            measured.update({entry["seed"]: entry for entry in sweep["held_out"][late]})
+            first, last = measured[seeds[0]]["late_layers"]
+            blocks = f"{first}" if first == last else f"{first}-{last}"
+            name = MODEL_NAMES.get(sweep["model"], sweep["model"] or "demo model")
+            rows.append([f"{name}, {sweep['prompt_format']} ({sweep['n_blocks']})" if index == 0 else "", label, blocks,
+                         *(f"{measured[s]['median_pct']:.1f} / {measured[s]['below_all']:.0%}" for s in seeds)])
+    seeds = [sweeps[0]["chosen_on_seed"], *sweeps[0]["reported_seeds"]]
+    return _table(["model, prompt (blocks)", "late", "blocks", f"seed {seeds[0]} (chooses)",
+                   *(f"seed {s}" for s in seeds[1:])], rows)
+
+
+def noise_summary(summaries: list[dict]) -> str:
+    """Per model and prompt: the junk's median percentile (per seed) and its share below p5 / above p95 under PPL,
+    CAP (all junk, per kind) and what the PPL guard holds back."""
+    rows = []
+    for summary in summaries:
+        model, prompt = _noise_label(summary)
+        ranks = summary["aggregate"]["ranks"]
+
+        def cell(key: str) -> str:
+            rank = ranks[key]
+            seeds = "/".join(f"{value:.1f}" for value in rank["median"]["per_seed"])
+            return (f"{rank['median']['mean']:.1f} [{seeds}]; {rank['below_p5']['mean']:.0%} below p5, "
+                    f"{rank['above_p95']['mean']:.0%} above p95")
+        guard = summary["aggregate"]["guard"]
+        rows.append([model, prompt, cell("ppl/all junk"), cell("cap/all junk"), cell("cap/salad"), cell("cap/shuffled"),
+                     f"{guard['junk']['mean']:.0%} of junk, {guard['clean']['mean']:.1%} of clean"])
+    return _table(["model", "prompt", "PPL (high first)", "CAP z: all junk", "CAP z: token salad",
+                   "CAP z: shuffled characters", "held back by the PPL guard (95)"], rows)
+
+
+def real_pool_counts(manifests: list[dict]) -> str:
+    """The bundled real pool: clean rows and junk of each kind per domain."""
+    sources = {"math": "math (GSM8K train)", "code": "code (HumanEval)"}
+    rows = [[sources.get(domain, domain), str(counts["clean"]), str(counts["salad"]), str(counts["shuffled"]),
+             str(sum(counts.values()))] for domain, counts in manifests[0]["counts"].items()]
+    return _table(["domain", "clean", "junk: salad", "junk: shuffled", "records"], rows)
+
+
 RENDERERS: dict[str, Callable[[list[dict]], str]] = {
     "real-sft-methods": real_sft_methods, "real-sft-pools": real_sft_pools, "real-sft-across": real_sft_across,
     "real-sft-null": real_sft_null, "noise-ranks": noise_ranks, "noise-selections": noise_selections,
+    "noise-seeds": noise_seeds, "split-sweep": split_sweep, "noise-summary": noise_summary,
+    "real-pool-counts": real_pool_counts,
 }
 
 

@@ -14,6 +14,7 @@ from typing import Sequence
 
 import duckdb
 import numpy as np
+import orjson
 import pandas as pd
 
 from capsel.db import open_db, run_sql
@@ -106,7 +107,12 @@ def run_split_sweep(runs_dir: Path, seeds: Sequence[int] = (0, 1, 2), choose_on:
             con.close()
     chosen = choose_split(per_seed[choose_on])
     held_out = [seed for seed in seeds if seed != choose_on]
+    run = orjson.loads((runs_dir / "noise.json").read_bytes()) if (runs_dir / "noise.json").is_file() else {}
     return {
+        # which model and prompt format the runs scored (from the noise run's summary), for the tables
+        "model": Path(str(run.get("model", ""))).name or None,
+        "prompt_format": run.get("aggregate", {}).get("prompt_format"),
+        "n_blocks": max((row.late_layers[1] for row in per_seed[choose_on]), default=None),
         "chosen_on_seed": choose_on,
         "chosen_late": chosen.late,
         "reported_seeds": held_out,
