@@ -16,7 +16,8 @@ from typing import Callable
 DOCUMENTS = ("README.md", "capsel_lab/README.md", "docs/lab.md")
 BLOCK = re.compile(r"(<!-- table: (?P<name>[a-z0-9-]+) (?P<files>[^>]+?) -->\n)(?P<body>.*?)(<!-- /table -->)",
                    re.DOTALL)
-MODEL_NAMES = {"smollm2-135m-instruct": "SmolLM2-135M-Instruct", "gemma3-270m": "Gemma 3 270M (base)", "demo": "demo model"}
+MODEL_NAMES = {"smollm2-135m-instruct": "SmolLM2-135M-Instruct", "gemma3-270m": "Gemma 3 270M (base)",
+               "demo": "demo model"}
 
 
 def _row(cells: list[str]) -> str:

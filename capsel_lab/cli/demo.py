@@ -28,6 +28,7 @@ from capsel.cli.wrapping import print_unbroken
 from capsel.models.installed import installed_model_path
 from capsel.paths import typed_or_default
 from capsel.publish.funnel import funnel_rows
+from capsel.threads import available_cores, busy_elsewhere
 from capsel_lab.demo import (
     DEFAULT_MODEL,
     PROFILE_DIR,
@@ -172,6 +173,13 @@ def _announce(options: DemoOptions, n: int, survey: bool) -> float | None:
     console.print(f"demo: {options.model} scores {n} candidates of the bundled {pool} pool. On {REFERENCE_MACHINE} "
                   f"this took about {_minutes(total)}: {', '.join(steps)}. This machine may be faster or slower; "
                   "the flow logs its own rate as it scores.")
+    cores = available_cores()
+    if (busy := busy_elsewhere()) >= 0.75:
+        # the model's work shares the cores: time scales with the share left, more when nothing is left
+        slower = cores / max(cores - busy, 0.5)
+        total *= slower
+        console.print(f"note: other processes keep {busy:.1f} of {cores} cores busy here, so expect about "
+                      f"{_minutes(total)} ({slower:.1f}x)")
     return total
 
 
