@@ -178,6 +178,8 @@ def main() -> None:
                              "needs over 24 GB, use 4")
     parser.add_argument("--repeats", type=int, default=3, help="timed rounds; the pipelines alternate order")
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
+    parser.add_argument("--capsel-threads", action="store_true",
+                        help="torch threads as capsel's commands choose them without --threads (the free cores)")
     parser.add_argument("--model", default=None, help="installed model name or folder (default: synthetic Llama)")
     parser.add_argument("--prompt-format", default="auto", help="raw | chat | auto (real models)")
     parser.add_argument("--engine-only", action="store_true",
@@ -187,6 +189,10 @@ def main() -> None:
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
+    elif args.capsel_threads:
+        from capsel.threads import use_torch_threads
+
+        use_torch_threads(None)
     # the synthetic tokenizer has no template, so auto is the paper's raw protocol there
     config = ScoringConfig(prompt_format=args.prompt_format)
     with tempfile.TemporaryDirectory() as root:
