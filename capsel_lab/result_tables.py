@@ -206,11 +206,28 @@ def real_pool_counts(manifests: list[dict]) -> str:
     return _table(["domain", "clean", "junk: salad", "junk: shuffled", "records"], rows)
 
 
+def world_sft(summaries: list[dict]) -> str:
+    """`capsel lab sft` on the lab world: per budget and method, the set's make-up and held-out accuracy over seeds."""
+    def cell(row: dict, metric: str, digits: int) -> str:
+        mean, std = row[f"{metric}_mean"], row[f"{metric}_std"]
+        if mean is None:
+            return ""
+        return f"{mean:.{digits}f}" if row["n_seeds"] < 2 else f"{mean:.{digits}f} ± {std:.{digits}f}"
+
+    labels = {"cap": "CAP", "random": "random"}
+    rows = [[row["budget"], labels.get(row["method"], row["method"]), str(row["n_seeds"]),
+             f"{row['n_train_mean']:.0f}", f"{row['n_junk_mean']:.1f}", f"{row['n_learnable_mean']:.1f}",
+             cell(row, "accuracy", 3), cell(row, "accuracy_known", 3), cell(row, "accuracy_learnable", 3)]
+            for summary in summaries for row in summary["table"]]
+    return _table(["budget / domain", "method", "seeds", "examples", "junk in set", "learnable in set",
+                   "accuracy, mean ± std over seeds", "known facts", "learnable facts"], rows)
+
+
 RENDERERS: dict[str, Callable[[list[dict]], str]] = {
     "real-sft-methods": real_sft_methods, "real-sft-pools": real_sft_pools, "real-sft-across": real_sft_across,
     "real-sft-null": real_sft_null, "noise-ranks": noise_ranks, "noise-selections": noise_selections,
     "noise-seeds": noise_seeds, "split-sweep": split_sweep, "noise-summary": noise_summary,
-    "real-pool-counts": real_pool_counts,
+    "real-pool-counts": real_pool_counts, "world-sft": world_sft,
 }
 
 
