@@ -56,11 +56,11 @@ from capsel.cap_engine.graph_steps import kept_steps  # noqa: E402
 from capsel.db import open_db  # noqa: E402
 from capsel.db.records import fetch_records  # noqa: E402
 from capsel.ingest.pipeline import IngestOptions, ingest  # noqa: E402
+from capsel.methods.cap.scorer import CapScorer
+from capsel.methods.cap.yhat import YhatScorer
 from capsel.models.loading import KV_LAYOUTS, attention_implementation
 from capsel.runner.job import PAGE_SIZE, default_page_size, run_scorer
 from capsel.runner.progress import RunSummary
-from capsel.scorers.cap import CapScorer
-from capsel.scorers.yhat import YhatScorer
 from capsel.versioning import code_version  # noqa: E402
 
 # Dense bf16 tensor-core peaks (no sparsity), FLOP/s; the first name found in the device name wins.

@@ -21,10 +21,10 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from capsel.baselines.farthest_point import greedy_k_center
 from capsel.db import open_db
 from capsel.selection.budget import Quota
 from capsel.selection.coverage import select_coverage
+from capsel.selection.farthest_point import greedy_k_center
 from capsel.selection.scoring_key import ScoringKey
 
 

@@ -23,18 +23,18 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from capsel.baselines.less.scorer import LessConfig, LessFeatureScorer  # noqa: E402
 from capsel.cap_engine.config import ScoringConfig  # noqa: E402
 from capsel.cap_engine.engine import ScoringEngine  # noqa: E402
 from capsel.config import load_settings  # noqa: E402
 from capsel.db import open_db  # noqa: E402
 from capsel.ingest.pipeline import IngestOptions, ingest  # noqa: E402
+from capsel.methods.cap.scorer import CapScorer  # noqa: E402
 from capsel.methods.less import LessSpec  # noqa: E402
+from capsel.methods.less.scorer import LessConfig, LessFeatureScorer  # noqa: E402
 from capsel.methods.spec import ModelSpec  # noqa: E402
 from capsel.models import demo_model_path  # noqa: E402
 from capsel.models.loading import describe_model, load_model  # noqa: E402
 from capsel.runner.job import run_scorer  # noqa: E402
-from capsel.scorers.cap import CapScorer  # noqa: E402
 from capsel.stages.context import RunContext  # noqa: E402
 from capsel.stages.score import ScoreRequest, score  # noqa: E402
 from capsel_lab.pretrain_config import world_spec_of  # noqa: E402

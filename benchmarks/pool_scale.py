@@ -35,9 +35,9 @@ from capsel.cap_engine.results import DivergenceResult, ScoredCandidate
 from capsel.config import load_settings
 from capsel.db import open_db
 from capsel.ingest.pipeline import IngestOptions
+from capsel.methods.cap.keys import CapKeys
 from capsel.runner.job import run_scorer
 from capsel.scorers.base import Scorer, ScorerIdentity
-from capsel.scorers.cap_keys import CapKeys
 from capsel.selection.budget import parse_budget
 from capsel.selection.plan import SelectionRequest
 from capsel.stages.context import RunContext

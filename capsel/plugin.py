@@ -14,13 +14,13 @@ from typing import Any, ClassVar, Literal, Sequence
 
 from pydantic import Field, create_model
 
-from capsel.baselines.scorer import BASELINE_VERSION, BaselineConfig, BaselineScorer
-from capsel.baselines.scorer import BaselineResult as Result
 from capsel.cap_engine.inputs import CandidateText as Candidate
 from capsel.methods.method import Method
 from capsel.methods.selectors import SeededDraw, TopScore
 from capsel.methods.spec import MethodSpec
 from capsel.scorers.base import ScorerIdentity
+from capsel.scorers.baseline import BASELINE_VERSION, BaselineConfig, BaselineScorer
+from capsel.scorers.baseline import BaselineResult as Result
 
 __all__ = ["Candidate", "Method", "MethodSpec", "ModelFreeScorer", "Result", "SeededDraw", "TopScore",
            "model_free_method"]

@@ -20,9 +20,9 @@ from pydantic import BaseModel
 
 from capsel.config import Settings
 from capsel.errors import CapselError
-from capsel.methods.kcenter import PACKAGED_ENCODER
 from capsel.methods.scorer_spec import ScorerSpec
 from capsel.models.installed import is_install_name
+from capsel.models.packaged import is_packaged
 from capsel.object_storage.urls import is_url, local_path_text, under_prefix
 
 # Values typed at this process's command line (`capsel flow` runs its flow in-process); a worker has none.
@@ -154,4 +154,4 @@ def _is_registry_name(value: str) -> bool:
     # an existing path is loaded as a path, whatever its name: it must pass the folder check
     if Path(value).expanduser().exists():
         return False
-    return value == PACKAGED_ENCODER or is_install_name(value)
+    return is_packaged(value) or is_install_name(value)

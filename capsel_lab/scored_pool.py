@@ -16,10 +16,10 @@ from capsel.errors import CapselError, OptionError
 from capsel.ingest.pipeline import IngestOptions
 from capsel.ingest.summary import IngestReport
 from capsel.methods.cap import CapSpec
+from capsel.methods.cap.scorer import CapScorer
 from capsel.methods.spec import ModelSpec
 from capsel.models.loading import describe_model, load_model
 from capsel.runner.progress import ProgressSink, RunSummary
-from capsel.scorers.cap import CapScorer
 from capsel.selection.scoring_key import ScoringKey, resolve_scoring_key
 from capsel.stages.context import RunContext
 from capsel.stages.ingest import IngestRequest

@@ -18,8 +18,8 @@ from capsel.flows.job_name import flow_job
 from capsel.methods.scorer_spec import ScorerSpec
 from capsel.pipeline_config import RunnerParams, ScoreFlowConfig
 from capsel.runner.work import default_shard_size, workers_spec
-from capsel.scorers.generators import pre_pass_for
 from capsel.stages.context import RunContext
+from capsel.stages.generate import pre_pass_for
 from capsel.stages.score import ScoreRequest, ScoreSummary, score
 from capsel.store.scope import Scope
 from capsel.tasks.score import describe_scorer_task, score_shard_task

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from capsel.cap_engine.config import HORIZON, PROMPT_TOKENS
+from capsel.cap_engine.generators import check_generator
 from capsel.cli.after_commit import committed_work
 from capsel.cli.common import DbOption, console
 from capsel.cli.progress import CandidateProgress, print_summary
@@ -26,7 +27,6 @@ from capsel.cli.scoring_options import (
     scoring_settings,
 )
 from capsel.cli.specs import build_spec, spec_values
-from capsel.scorers.generators import check_generator
 from capsel.stages.context import RunContext
 from capsel.store.scope import Scope
 
@@ -48,9 +48,7 @@ def generate(
     db: DbOption = None,
 ) -> None:
     """Generate y-hat (greedy, at most R tokens, stopping before EOS) for candidates that lack one."""
-    from capsel.scorers.cap import CapScorer
-    from capsel.scorers.generators import generator_for
-    from capsel.stages.generate import GenerateRequest
+    from capsel.stages.generate import GenerateRequest, yhat_generator
     from capsel.stages.generate import generate as generate_stage
 
     check_generator(generator)
@@ -61,9 +59,8 @@ def generate(
     with committed_work() as commit:
         with scoring_db(settings) as con:
             scorer = described(spec)
-            assert isinstance(scorer, CapScorer)  # a cap spec builds the CAP scorer
             console.print(f"starting {generator}")
-            backend = generator_for(generator, settings, scorer)
+            backend = yhat_generator(generator, settings, scorer)
             with CandidateProgress("generating") as progress:
                 summary = generate_stage(GenerateRequest(scorer, backend, Scope(domain, limit)),
                                          RunContext(con, settings, progress))

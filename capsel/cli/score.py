@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from capsel.cap_engine.config import HORIZON, PROMPT_TOKENS
+from capsel.cap_engine.generators import check_generator
 from capsel.cli.after_commit import committed_work
 from capsel.cli.common import DbOption, JsonOption, json_output
 from capsel.cli.progress import CandidateProgress, print_summary, summary_json
@@ -28,7 +29,6 @@ from capsel.cli.scoring_options import (
     scoring_settings,
 )
 from capsel.cli.specs import build_spec, spec_values
-from capsel.scorers.generators import check_generator
 from capsel.stages.context import RunContext
 from capsel.store.scope import Scope
 
@@ -53,7 +53,7 @@ def score(
     db: DbOption = None,
 ) -> None:
     """Score candidates that lack a divergence for this model and config; y-hat is generated when missing."""
-    from capsel.scorers.generators import pre_pass_for
+    from capsel.stages.generate import pre_pass_for
     from capsel.stages.score import ScoreRequest
     from capsel.stages.score import score as score_stage
 

@@ -8,7 +8,6 @@ from typing import Annotated, Optional
 import orjson
 import typer
 
-from capsel.baselines.less.target import TARGET_MAX
 from capsel.cap_engine.config import HORIZON, PROMPT_TOKENS
 from capsel.cli.after_commit import committed_work
 from capsel.cli.common import DbOption, console
@@ -32,6 +31,7 @@ from capsel.cli.scoring_options import (
 )
 from capsel.cli.specs import BaselineChoice, build_spec, methods_help, spec_values
 from capsel.errors import OptionError
+from capsel.methods.less import TARGET_MAX
 from capsel.methods.registry import baseline_methods
 from capsel.methods.registry import method as method_named
 from capsel.methods.spec import MethodSpec

@@ -11,12 +11,12 @@ from typing import Callable, Sequence
 
 import torch
 
-from capsel.baselines.response_loss import response_token_nll
 from capsel.cap_engine.config import ScoringConfig
 from capsel.cap_engine.inputs import build_inputs, response_token_ids
 from capsel.evaluation.row_outcomes import RowOutcome
 from capsel.ingest.example_file import Example
 from capsel.models.loading import LoadedModel
+from capsel.scorers.response_loss import response_token_nll
 
 
 @dataclass(frozen=True)

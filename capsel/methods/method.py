@@ -64,6 +64,9 @@ class Method:
     # the summary row counting results taken without the model (PPL's from CAP's run); None: no such row
     reused_as: str | None = None
     target: TargetScoring | None = None
+    # `module:Class` of the scorer that writes the model's own answers (y-hat) for this method's scorer, given a
+    # generator: a y-hat [[generator]] applies only to a method that declares one
+    yhat: str | None = None
     ppl: PplSource | None = None
     help: str = ""
 

@@ -9,10 +9,10 @@ import numpy as np
 import pandas as pd
 import pyarrow.compute as pc
 
-from capsel.baselines.farthest_point import greedy_k_center
 from capsel.db.sqlfiles import sql_relation
 from capsel.errors import CapselError
 from capsel.selection.budget import Quota
+from capsel.selection.farthest_point import greedy_k_center
 from capsel.selection.scoring_key import ScoringKey
 
 READ_BATCH_ROWS = 65_536

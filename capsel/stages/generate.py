@@ -1,25 +1,58 @@
-"""Stage: y-hat for every candidate in scope that lacks one (resumable), by a generator that is closed after it."""
+"""Stage: y-hat for every candidate in scope that lacks one (resumable), by a generator that is closed after it.
+
+Which methods score against the model's own answers is their declaration's (`Method.yhat`): this stage knows no
+method by name.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 from capsel.cap_engine.generation import Generator
+from capsel.cap_engine.generators import check_generator, generator_for
+from capsel.config import Settings
+from capsel.errors import OptionError
+from capsel.methods.method import load_object
+from capsel.methods.registry import all_methods, method
 from capsel.runner.job import PAGE_SIZE, run_scorer
 from capsel.runner.progress import RunSummary
-from capsel.scorers.cap import CapScorer
-from capsel.scorers.yhat import YhatScorer
+from capsel.scorers.base import Scorer
 from capsel.stages.context import RunContext
 from capsel.store.scope import Scope
 
 
 @dataclass(frozen=True)
 class GenerateRequest:
-    """Whose y-hat (CAP's scorer: its model and generation config), made by which generator, for which candidates."""
+    """Whose y-hat (a scorer whose method declares one: its model and generation config), made by which generator,
+    for which candidates."""
 
-    scorer: CapScorer
+    scorer: Scorer
     generator: Generator
     scope: Scope = Scope()
+
+
+def yhat_scorer_class(name: str) -> Callable[[Scorer, Generator], Scorer]:
+    """What builds the scorer that writes y-hat for the method `name` from the method's scorer and a generator, or
+    an OptionError when the method scores against no y-hat."""
+    declared = method(name).yhat
+    if declared is None:
+        takers = ", ".join(m.name for m in all_methods().values() if m.yhat) or "no method"
+        raise OptionError(f"a y-hat [[generator]] applies to {takers}, not to {name}")
+    return load_object(declared)
+
+
+def pre_pass_for(name: str, settings: Settings, scorer: Scorer) -> Generator | None:
+    """What writes every missing y-hat before scoring starts: vLLM's worker; None for hf, whose scorer
+    generates batch by batch on the model it already holds."""
+    check_generator(name)
+    return None if name == "hf" else yhat_generator(name, settings, scorer)
+
+
+def yhat_generator(name: str, settings: Settings, scorer: Scorer) -> Generator:
+    """The generator `name` for the y-hat of `scorer`'s method (an OptionError when it takes none)."""
+    yhat_scorer_class(scorer.method)
+    return generator_for(name, settings, scorer)  # type: ignore[arg-type]  # a y-hat method's scorer is on the engine
 
 
 def generate(request: GenerateRequest, ctx: RunContext) -> RunSummary:
@@ -31,7 +64,8 @@ def generate(request: GenerateRequest, ctx: RunContext) -> RunSummary:
     """
     generator = request.generator
     try:
-        return run_scorer(ctx.con, YhatScorer(request.scorer, generator), request.scope, ctx.sink,
+        writer = yhat_scorer_class(request.scorer.method)(request.scorer, generator)
+        return run_scorer(ctx.con, writer, request.scope, ctx.sink,
                           {"generator": generator.name}, page_size=max(PAGE_SIZE, generator.batch_size),
                           parent_run_id=ctx.parent_run_id, prefect_flow_run_id=ctx.prefect_flow_run_id)
     finally:

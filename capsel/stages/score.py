@@ -7,23 +7,22 @@ from dataclasses import dataclass
 from typing import Any
 
 from capsel.cap_engine.generation import Generator
-from capsel.errors import OptionError
 from capsel.methods.method import load_object
 from capsel.methods.registry import build_scorer, method
 from capsel.methods.scorer_spec import ScorerSpec
 from capsel.runner.job import run_scorer
 from capsel.runner.progress import RunSummary
 from capsel.scorers.base import Scorer
-from capsel.scorers.cap import CapScorer
 from capsel.stages.context import RunContext
-from capsel.stages.generate import GenerateRequest, generate
+from capsel.stages.generate import GenerateRequest, generate, yhat_scorer_class
 from capsel.store.results import ResultKey, result_key
 from capsel.store.scope import Scope
 
 
 @dataclass(frozen=True)
 class ScoreRequest:
-    """What to score: a method's spec and the candidates in scope; CAP may take y-hat from a `generator` first.
+    """What to score: a method's spec and the candidates in scope; a method that declares y-hat may take it from a
+    `generator` first.
     `scorer`: one already built from the spec (a door that described it first, or the lab's own engine)."""
 
     spec: ScorerSpec
@@ -39,7 +38,7 @@ class ScoreSummary:
     scoring: RunSummary
     key: ResultKey
     generation: RunSummary | None = None
-    # what the method's target scoring returned (LESS: a LessSummary)
+    # what the method's target scoring returned: a summary with counters()
     target: Any = None
 
     def counters(self) -> dict:
@@ -61,8 +60,7 @@ def score(request: ScoreRequest, ctx: RunContext) -> ScoreSummary:
     scorer = request.scorer or build_scorer(request.spec)
     generation = None
     if request.generator is not None:
-        if not isinstance(scorer, CapScorer):
-            raise OptionError(f"a y-hat [[generator]] applies to cap, not to {scorer.method}")
+        yhat_scorer_class(request.spec.method)
         # the generator writes every missing y-hat first, then exits (freeing its GPU memory); the scorer then
         # finds every y-hat stored
         generation = generate(GenerateRequest(scorer, request.generator, request.scope), ctx)

@@ -10,11 +10,11 @@ from __future__ import annotations
 import duckdb
 import pandas as pd
 
-from capsel.baselines.ppl import PplConfig, PplScorer
 from capsel.cap_engine.config import ScoringConfig
 from capsel.config import load_settings
 from capsel.db.records import fetch_records
 from capsel.methods.ppl import PplSpec
+from capsel.methods.ppl.scorer import PplConfig, PplScorer
 from capsel.methods.spec import ModelSpec
 from capsel.models.loading import ModelInfo
 from capsel.selection.budget import parse_budget

@@ -8,12 +8,12 @@ import numpy as np
 import orjson
 import pytest
 
-from capsel.baselines.less.target import TargetFile
 from capsel.db import open_db
+from capsel.methods.less.job import score_target
+from capsel.methods.less.target import TargetFile
 from capsel.methods.registry import build_scorer
 from capsel.pipeline_config import ScoreFlowConfig
 from capsel.runner.job import run_scorer
-from capsel.runner.less_job import score_target
 from tests.fixtures.candidates import mixed_candidates
 from tests.fixtures.pool import append_candidates, tiny_model_dir
 

@@ -15,18 +15,18 @@ import orjson
 import pandas as pd
 import pytest
 
-from capsel.baselines.ifd import IFD_UNDEFINED_WITH_IMAGE, IfdConfig, IfdScorer
-from capsel.baselines.kcenter import ImageRowsRefused, kcenter_scorer
-from capsel.baselines.ppl import PplConfig, PplScorer
-from capsel.baselines.qurating import QURATING_TEXT_ONLY, qurating_scorer
-from capsel.baselines.scorer import NEEDS_MULTIMODAL_SCORER
 from capsel.cap_engine.inputs import CandidateText
 from capsel.db import open_db
+from capsel.methods.ifd.scorer import IFD_UNDEFINED_WITH_IMAGE, IfdConfig, IfdScorer
 from capsel.methods.kcenter import KCenterSpec
+from capsel.methods.kcenter.scorer import ImageRowsRefused, kcenter_scorer
+from capsel.methods.ppl.scorer import PplConfig, PplScorer
 from capsel.methods.qurating import QuratingSpec
+from capsel.methods.qurating.scorer import QURATING_TEXT_ONLY, qurating_scorer
 from capsel.methods.spec import LocalModelSpec
 from capsel.publish import publish_selection
 from capsel.runner.job import run_scorer
+from capsel.scorers.baseline import NEEDS_MULTIMODAL_SCORER
 from capsel.selection.budget import parse_budget
 from capsel.selection.plan import SelectionRequest, build_selection
 from capsel.selection.scoring_key import resolve_scoring_key

@@ -12,9 +12,9 @@ from capsel.cap_engine.engine import ScoringEngine
 from capsel.cap_engine.export import export_scores
 from capsel.db import open_db
 from capsel.errors import CapselError
+from capsel.methods.cap.scorer import CapScorer
 from capsel.models.loading import describe_model, load_model
 from capsel.runner.job import run_scorer
-from capsel.scorers.cap import CapScorer
 from capsel.selection.scoring_key import resolve_scoring_key
 from tests.fixtures.candidates import mixed_candidates
 from tests.fixtures.pool import append_candidates, tiny_model_dir

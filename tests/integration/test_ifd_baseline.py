@@ -7,11 +7,12 @@ import math
 import pytest
 import torch
 
-from capsel.baselines.ifd import IFD_GE_1, PROMPT_FILLS_WINDOW, IfdConfig, IfdScorer, ifd_inputs
-from capsel.baselines.response_loss import response_token_nll
 from capsel.cap_engine.inputs import CandidateText, prompt_text
 from capsel.db import open_db
+from capsel.methods.ifd.scorer import IFD_GE_1, IfdConfig, IfdScorer
 from capsel.runner.job import run_scorer
+from capsel.scorers.response_loss import response_token_nll
+from capsel.scorers.window import PROMPT_FILLS_WINDOW, window_inputs
 from capsel.selection.budget import parse_budget
 from capsel.selection.plan import SelectionRequest, build_selection
 from capsel.selection.scoring_key import resolve_scoring_key
@@ -86,7 +87,7 @@ def test_prompt_ids_are_context_never_targets(info):
     assert not torch.allclose(conditional, changed)
     # two rows of one batch: the same function, though the BLAS kernel may sum each row in its own order
     torch.testing.assert_close(unconditional, unconditional_again, rtol=RTOL, atol=ATOL)
-    items = ifd_inputs([CandidateText("a", "w1 w2 w3 w4 w5", "", "w10 w11 w12 w13"),
+    items = window_inputs([CandidateText("a", "w1 w2 w3 w4 w5", "", "w10 w11 w12 w13"),
                         CandidateText("b", "w1 w2 w900 w4 w5", "", "w10 w11 w12 w13")],
                        tokenizer, IfdConfig(), scorer.empty_prefix)
     a, b = scorer.score([CandidateText("a", "w1 w2 w3 w4 w5", "", "w10 w11 w12 w13"),

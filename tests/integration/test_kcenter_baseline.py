@@ -10,16 +10,17 @@ import pytest
 import torch
 import transformers as tf
 
-from capsel.baselines.example_text import example_text
-from capsel.baselines.kcenter import default_encoder, kcenter_scorer
 from capsel.cap_engine.inputs import CandidateText
 from capsel.db import open_db
 from capsel.lineage import trace
 from capsel.lineage.render import lineage_tree
-from capsel.methods.kcenter import KCenterSpec
+from capsel.methods.kcenter import PACKAGED_ENCODER, KCenterSpec
+from capsel.methods.kcenter.scorer import kcenter_scorer
 from capsel.methods.spec import LocalModelSpec
+from capsel.models.packaged import packaged_model_folder
 from capsel.publish import publish_selection
 from capsel.runner.job import run_scorer
+from capsel.scorers.example_text import example_text
 from capsel.selection import coverage
 from capsel.selection.budget import parse_budget
 from capsel.selection.coverage import select_coverage
@@ -121,6 +122,6 @@ def test_the_packaged_minilm_loads_offline_and_embeds(monkeypatch):
         CandidateText("c", "Name a red fruit.", "", "A strawberry."),
     ])]
     a, b, c = (np.asarray(v) for v in vectors)
-    assert scorer.identity.name_or_path == str(default_encoder()) and a.shape == (384,)
+    assert scorer.identity.name_or_path == str(packaged_model_folder(PACKAGED_ENCODER)) and a.shape == (384,)
     assert np.linalg.norm(a) == pytest.approx(1.0, abs=1e-5)
     assert a @ b > a @ c + 0.2  # paraphrases sit closer than an unrelated example

@@ -9,15 +9,15 @@ import torch
 import transformers as tf
 from peft import LoraConfig, get_peft_model
 
-from capsel.baselines.ifd import PROMPT_FILLS_WINDOW
-from capsel.baselines.less.countsketch import CountSketch
-from capsel.baselines.less.lora_gradients import response_loss
-from capsel.baselines.less.scorer import LessConfig, LessFeatureScorer
-from capsel.baselines.less.target import TargetFile, stored_target
 from capsel.cap_engine.inputs import CandidateText, prompt_text
 from capsel.config import load_settings
 from capsel.methods.less import LessSpec
+from capsel.methods.less.countsketch import CountSketch
+from capsel.methods.less.lora_gradients import response_loss
+from capsel.methods.less.scorer import LessConfig, LessFeatureScorer
+from capsel.methods.less.target import TargetFile, stored_target
 from capsel.methods.spec import ModelSpec
+from capsel.scorers.window import PROMPT_FILLS_WINDOW
 from capsel.selection.budget import parse_budget
 from capsel.selection.plan import SelectionRequest, build_selection
 from capsel.selection.scoring_key import resolve_scoring_key

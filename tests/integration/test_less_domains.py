@@ -11,9 +11,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from capsel.baselines.less.scorer import LessConfig, LessFeatureScorer
-from capsel.baselines.less.target import aggregate
 from capsel.cap_engine.inputs import CandidateText
+from capsel.methods.less.scorer import LessConfig, LessFeatureScorer
+from capsel.methods.less.target import aggregate
 from capsel.models import demo_model_path
 from capsel.models.loading import describe_model
 from capsel_lab.pretrain_config import world_spec_of

@@ -12,17 +12,17 @@ import pytest
 import torch
 from PIL import Image
 
-from capsel.baselines.ppl import PplConfig, PplScorer
 from capsel.cap_engine.config import ScoringConfig
 from capsel.cap_engine.engine import ScoringEngine
 from capsel.cap_engine.generation import HFGenerator
 from capsel.cap_engine.inputs import CandidateText
 from capsel.db import open_db
 from capsel.image_store.store import ImageStore, image_store_dir
+from capsel.methods.cap.scorer import CapScorer
+from capsel.methods.cap.yhat import YhatScorer
+from capsel.methods.ppl.scorer import PplConfig, PplScorer
 from capsel.models.loading import describe_model, load_model
 from capsel.runner.job import run_scorer
-from capsel.scorers.cap import CapScorer
-from capsel.scorers.yhat import YhatScorer
 from capsel.store.image_files import database_image_store
 from capsel_lab.tiny_vlm import build_tiny_vlm
 from tests.fixtures.pool import append_candidates

@@ -7,14 +7,14 @@ import math
 import pytest
 import torch
 
-from capsel.baselines.ppl import PplConfig, PplScorer
 from capsel.cap_engine.config import ScoringConfig
 from capsel.cap_engine.engine import ScoringEngine
 from capsel.cap_engine.inputs import CandidateText
 from capsel.db import open_db
+from capsel.methods.cap.scorer import CapScorer
+from capsel.methods.ppl.scorer import PplConfig, PplScorer
 from capsel.models.loading import load_model
 from capsel.runner.job import run_scorer
-from capsel.scorers.cap import CapScorer
 from capsel.store.scope import Scope
 from tests.fixtures.candidates import mixed_candidates
 from tests.fixtures.pool import append_candidates

@@ -6,15 +6,15 @@ import pytest
 import torch
 import transformers as tf
 
-from capsel.baselines.example_text import example_text
-from capsel.baselines.qurating import qurating_scorer
 from capsel.cap_engine.inputs import CandidateText
 from capsel.cli.specs import build_spec, spec_values
 from capsel.db import open_db
 from capsel.errors import CapselError
 from capsel.methods.qurating import QuratingSpec
+from capsel.methods.qurating.scorer import qurating_scorer
 from capsel.methods.spec import LocalModelSpec
 from capsel.runner.job import run_scorer
+from capsel.scorers.example_text import example_text
 from tests.fixtures.candidates import mixed_candidates
 from tests.fixtures.pool import append_candidates
 from tests.fixtures.tiny_aux_models import RATER_LABELS, save_rater_dir

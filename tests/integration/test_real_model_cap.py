@@ -12,9 +12,9 @@ from capsel.cap_engine.config import ScoringConfig
 from capsel.cap_engine.engine import ScoringEngine
 from capsel.cap_engine.inputs import CandidateText
 from capsel.db import open_db
+from capsel.methods.cap.scorer import CapScorer
 from capsel.models.loading import describe_model, load_model
 from capsel.runner.job import run_scorer
-from capsel.scorers.cap import CapScorer
 from capsel_lab.real_pool import RealPoolSpec, real_pool_records
 from capsel_lab.real_sources import bundled_real_sources
 from tests.fixtures.pool import append_candidates

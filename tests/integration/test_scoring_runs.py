@@ -11,13 +11,13 @@ from capsel.cap_engine.generation import HFGenerator
 from capsel.cap_engine.inputs import CandidateText
 from capsel.db import open_db
 from capsel.methods.cap import CapSpec
+from capsel.methods.cap.scorer import CapScorer
+from capsel.methods.cap.yhat import YhatScorer
 from capsel.methods.spec import ModelSpec
 from capsel.models.loading import load_model
 from capsel.runner import job
 from capsel.runner.job import run_scorer
 from capsel.runner.work import GPU_SHARD_SIZE, SHARD_SIZE, default_shard_size, workers_spec
-from capsel.scorers.cap import CapScorer
-from capsel.scorers.yhat import YhatScorer
 from capsel.store.scope import Scope
 from tests.fixtures.candidates import mixed_candidates
 from tests.fixtures.pool import append_candidates

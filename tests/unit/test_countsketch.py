@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from capsel.baselines.less.countsketch import CountSketch, block_seed
+from capsel.methods.less.countsketch import CountSketch, block_seed
 
 
 def sketch_blocks(sketch: CountSketch, blocks: dict[str, torch.Tensor]) -> torch.Tensor:

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from capsel.baselines import farthest_point
-from capsel.baselines.farthest_point import greedy_k_center, start_index
+from capsel.selection import farthest_point
+from capsel.selection.farthest_point import greedy_k_center, start_index
 from tests.reference.naive_kcenter import covering_radius, naive_greedy, optimal_radius, pairwise
 
 

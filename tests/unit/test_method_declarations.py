@@ -1,5 +1,6 @@
-"""A method is its own module: nothing outside capsel/methods branches on a method's name, and each declaration
-holds together (its spec names it, its scorer and selector exist, its tables are the store's)."""
+"""A method is its own module or package: nothing outside capsel/methods branches on a method's name, nothing
+outside a method's package reaches past its declaration into its scorer or classes, and each declaration holds
+together (its spec names it, its scorer and selector exist, its tables are the store's)."""
 
 from __future__ import annotations
 
@@ -43,6 +44,36 @@ def test_no_code_outside_the_method_modules_branches_on_a_method_name():
             if path.is_relative_to(ROOT / "capsel" / "methods") or path.is_symlink():
                 continue
             if lines := name_branches(path.read_text(), names):
+                found[str(path.relative_to(ROOT))] = lines
+    assert found == {}
+
+
+def reaches_into_a_method(text: str, packages: list[str]) -> list[str]:
+    """Imports of a method package's own modules (its scorer, its classes), past the declaration in __init__."""
+    quoted = "|".join(re.escape(package) for package in packages)
+    pattern = rf"capsel\.methods\.({quoted})\.\w+"
+    return [line.strip() for line in text.splitlines() if re.search(pattern, line)]
+
+
+def test_the_reach_detector_sees_an_import_of_a_method_module_and_not_of_its_declaration():
+    assert reaches_into_a_method("from capsel.methods.cap.scorer import CapScorer", ["cap"])
+    assert reaches_into_a_method('scorer="capsel.methods.less.job:score_target"', ["less"])
+    assert not reaches_into_a_method("from capsel.methods.less import TARGET_MAX", ["less"])
+    assert not reaches_into_a_method("from capsel.methods.method import Method", ["cap"])
+
+
+def test_nothing_outside_a_method_package_imports_its_modules():
+    methods = ROOT / "capsel" / "methods"
+    packages = [path.parent.name for path in methods.glob("*/__init__.py")]
+    assert {"cap", "less", "ppl"} <= set(packages)
+    found = {}
+    for root in (ROOT / "capsel", ROOT / "flows", ROOT / "tasks"):
+        for path in root.rglob("*.py"):
+            inside = [package for package in packages if path.is_relative_to(methods / package)]
+            if path.is_symlink():
+                continue
+            others = [package for package in packages if package not in inside]
+            if lines := reaches_into_a_method(path.read_text(), others):
                 found[str(path.relative_to(ROOT))] = lines
     assert found == {}
 

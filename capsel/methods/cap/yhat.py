@@ -1,7 +1,7 @@
 """CAP's y-hat alone, as one scorer among the others: the generation pre-pass (vLLM, or HF greedy decoding) runs
 through the same writer loop as every scoring run, and writes only `generations`.
 
-Scoring later finds the stored y-hat and measures only the divergences (`capsel.scorers.cap`).
+Scoring later finds the stored y-hat and measures only the divergences (`capsel.methods.cap.scorer`).
 """
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from typing import Any, Sequence
 
 from capsel.cap_engine.generation import Generator, generation_results
 from capsel.cap_engine.results import GenerationResult
+from capsel.methods.cap.keys import CapKeys
+from capsel.methods.cap.scorer import CapScorer, input_batches
 from capsel.scorers.base import Counted, Scorer
-from capsel.scorers.cap import CapScorer, input_batches
-from capsel.scorers.cap_keys import CapKeys
 
 
 class YhatScorer(CapKeys, Scorer):

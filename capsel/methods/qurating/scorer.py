@@ -13,11 +13,11 @@ from typing import ClassVar
 import torch
 from pydantic import ConfigDict, Field
 
-from capsel.baselines.example_text import SEPARATOR, example_text
-from capsel.baselines.scorer import BaselineConfig, BaselineResult, BaselineScorer
-from capsel.baselines.scorer_models import LocalModel, describe_local_model, load_local_model
 from capsel.errors import CapselError
 from capsel.methods.qurating import QuratingSpec
+from capsel.scorers.baseline import BaselineConfig, BaselineResult, BaselineScorer
+from capsel.scorers.example_text import SEPARATOR, example_text
+from capsel.scorers.scorer_models import LocalModel, describe_local_model, load_local_model
 
 DEFAULT_LABEL = "educational_value"
 # QuRater rates text; an image row's rating would judge a question without its picture (the paper: text-only)

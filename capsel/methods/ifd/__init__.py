@@ -21,5 +21,5 @@ class IfdSpec(MethodSpec):
 
 METHOD = Method(
     name="ifd", summary="instruction-following difficulty, highest first (Li et al.)", selector=TopScore("high"),
-    spec=IfdSpec, scorer="capsel.baselines.ifd:ifd_scorer", help="needs --model",
+    spec=IfdSpec, scorer="capsel.methods.ifd.scorer:ifd_scorer", help="needs --model",
 )

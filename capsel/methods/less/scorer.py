@@ -4,7 +4,7 @@ The paper's configuration (appendix "Scoring Configuration", LESS): rank-8 LoRA,
 on q/k/v/o, no warmup training; the response-only causal-LM loss over [prompt; response] cut to
 1,024 tokens (tokenised and cut exactly as IFD's conditional loss); a fixed-seed signed CountSketch
 to 8,192 dimensions; unit length. Features are stored per (candidate, model, config) in
-`gradient_features`; the cosine to a target set is taken later (`capsel.baselines.less.scores`), so a
+`gradient_features`; the cosine to a target set is taken later (`capsel.methods.less.job`), so a
 new target reuses every stored feature.
 """
 
@@ -16,15 +16,15 @@ from typing import ClassVar, Sequence
 import torch
 from pydantic import ConfigDict, Field
 
-from capsel.baselines.ifd import ifd_inputs
-from capsel.baselines.less.countsketch import CountSketch
-from capsel.baselines.less.lora_gradients import GradientSketcher, LoraSpec, attach_lora
-from capsel.baselines.lm_scorer import LmConfig, LmScorer, describe_lm, lm_prompt_format
-from capsel.baselines.scorer import BaselineResult
 from capsel.cap_engine.inputs import SHORT_PROMPT, CandidateText
 from capsel.methods.less import LessSpec
+from capsel.methods.less.countsketch import CountSketch
+from capsel.methods.less.lora_gradients import GradientSketcher, LoraSpec, attach_lora
 from capsel.models.loading import ModelInfo
 from capsel.scorers.base import Table
+from capsel.scorers.baseline import BaselineResult
+from capsel.scorers.lm_scorer import LmConfig, LmScorer, describe_lm, lm_prompt_format
+from capsel.scorers.window import window_inputs
 
 FEATURES_METHOD = "less_features"
 NON_FINITE = "non_finite"
@@ -78,7 +78,7 @@ class LessFeatureScorer(LmScorer):
     def score(self, candidates: Sequence[CandidateText]) -> list[BaselineResult]:
         """A unit feature per candidate, or why it has none (window full, short response, zero gradient)."""
         # the prompt is never empty, so every kept response id is scored (IFD's non-empty prefix case)
-        inputs = ifd_inputs(candidates, self.info.tokenizer, self.config, empty_prefix=[0])
+        inputs = window_inputs(candidates, self.info.tokenizer, self.config, empty_prefix=[0])
         results = []
         for item in inputs:
             if not item.prompt_ids:

@@ -23,5 +23,5 @@ class QuratingSpec(MethodSpec):
 
 METHOD = Method(
     name="qurating", summary="a QuRater-style classifier's educational_value logit", selector=TopScore("high"),
-    spec=QuratingSpec, scorer="capsel.baselines.qurating:qurating_scorer", help="needs --rater",
+    spec=QuratingSpec, scorer="capsel.methods.qurating.scorer:qurating_scorer", help="needs --rater",
 )

@@ -2,17 +2,31 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from capsel.config import Settings
 from capsel.errors import OptionError
 
 if TYPE_CHECKING:  # the engine loads torch: a command checks its --generator before it needs one
+    from capsel.cap_engine.config import ScoringConfig
+    from capsel.cap_engine.engine import ScoringEngine
     from capsel.cap_engine.generation import Generator
-    from capsel.scorers.base import Scorer
-    from capsel.scorers.cap import CapScorer
+    from capsel.models.loading import ModelInfo
 
 GENERATORS = ("hf", "vllm")
+
+
+class EngineScorer(Protocol):
+    """A scorer over the engine: its model, its scoring config and the engine (loaded on first use)."""
+
+    @property
+    def info(self) -> ModelInfo: ...
+
+    @property
+    def config(self) -> ScoringConfig: ...
+
+    @property
+    def engine(self) -> ScoringEngine: ...
 
 
 def check_generator(name: str) -> None:
@@ -21,7 +35,7 @@ def check_generator(name: str) -> None:
         raise OptionError(f"unknown generator {name!r}; use {' or '.join(GENERATORS)}")
 
 
-def generator_for(name: str, settings: Settings, scorer: CapScorer) -> Generator:
+def generator_for(name: str, settings: Settings, scorer: EngineScorer) -> Generator:
     """vLLM set up from the settings, or HF greedy decoding on the scorer's model (loaded now)."""
     from capsel.cap_engine.generation import HFGenerator
 
@@ -36,16 +50,3 @@ def generator_for(name: str, settings: Settings, scorer: CapScorer) -> Generator
         ))
     engine = scorer.engine
     return HFGenerator(engine.loaded, scorer.config.horizon, engine.batch_size)
-
-
-def pre_pass_for(name: str, settings: Settings, scorer: Scorer) -> Generator | None:
-    """What writes every missing y-hat before scoring starts: vLLM's worker; None for hf, whose scorer
-    generates batch by batch on the model it already holds."""
-    from capsel.scorers.cap import CapScorer
-
-    check_generator(name)
-    if name == "hf":
-        return None
-    if not isinstance(scorer, CapScorer):
-        raise OptionError(f"a y-hat [[generator]] applies to cap, not to {scorer.method}")
-    return generator_for(name, settings, scorer)

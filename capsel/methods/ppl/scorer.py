@@ -13,8 +13,6 @@ from typing import Any, ClassVar, Mapping, Sequence
 import torch
 from pydantic import ConfigDict, Field
 
-from capsel.baselines.lm_scorer import LmConfig, LmScorer, describe_lm, lm_prompt_format
-from capsel.baselines.scorer import BaselineResult
 from capsel.cap_engine.batching import right_padded
 from capsel.cap_engine.config import HORIZON, PROMPT_TOKENS, ScoringConfig
 from capsel.cap_engine.divergence import token_nll
@@ -24,6 +22,8 @@ from capsel.cap_engine.multimodal_inputs import model_inputs
 from capsel.cap_engine.vision_batch import vision_batches
 from capsel.methods.ppl import PplSpec
 from capsel.models.loading import LoadedModel
+from capsel.scorers.baseline import BaselineResult
+from capsel.scorers.lm_scorer import LmConfig, LmScorer, describe_lm, lm_prompt_format
 
 
 class PplConfig(LmConfig):

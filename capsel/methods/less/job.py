@@ -11,20 +11,18 @@ from dataclasses import dataclass
 
 import duckdb
 
-from capsel.baselines.less.scorer import LessFeatureScorer
-from capsel.baselines.less.target import TargetFile, compute_target, stored_target
 from capsel.db import one_row, transaction
-from capsel.runner.progress import RunSummary
+from capsel.methods.less import METHOD as LESS
+from capsel.methods.less.scorer import LessFeatureScorer
+from capsel.methods.less.target import TargetFile, compute_target, stored_target
 from capsel.runs import recorded_run
-
-METHOD = "less"
 
 
 @dataclass
 class LessSummary:
-    """What one LESS scoring run did: the feature run, the target it scored against, the scores written."""
+    """What scoring against one target did: the target it scored against (computed now or reused), the scores
+    written."""
 
-    features: RunSummary
     target: dict | None = None
     target_computed: bool = False
     n_scores_written: int = 0
@@ -43,9 +41,9 @@ def score_target(con: duckdb.DuckDBPyConnection, scorer: LessFeatureScorer, targ
     model = scorer.identity.fingerprint
     fingerprint = target.fingerprint(model, scorer.config.hash)
     counters: dict = {}
-    config = {"method": METHOD, **target.config(model, scorer.config.hash), "target_path": str(target.path),
+    config = {"method": LESS.name, **target.config(model, scorer.config.hash), "target_path": str(target.path),
               "target_fingerprint": fingerprint}
-    summary = LessSummary(features=RunSummary())
+    summary = LessSummary()
     with recorded_run(con, "less-target", counters, config=config, model_fingerprint=model) as run_id:
         summary.target = stored_target(con, fingerprint)
         if summary.target is None:

@@ -17,9 +17,9 @@ from capsel.cap_engine.inputs import CandidateText, ScoringInput, candidate_text
 from capsel.cap_engine.multimodal_inputs import build_multimodal_inputs, model_inputs, with_vision
 from capsel.cap_engine.results import GenerationResult, ScoredCandidate
 from capsel.methods.cap import CapSpec
+from capsel.methods.cap.keys import CapKeys
 from capsel.models.loading import LoadedModel, ModelInfo, describe_model, load_model
 from capsel.scorers.base import Counted, Scorer, model_identity
-from capsel.scorers.cap_keys import CapKeys
 
 
 class CapScorer(CapKeys, Scorer):

