@@ -176,10 +176,10 @@ def _announce(options: DemoOptions, n: int, survey: bool) -> float | None:
     cores = available_cores()
     if (busy := busy_elsewhere()) >= 0.75:
         # the model's work shares the cores: time scales with the share left, more when nothing is left
+        # (only said: the returned estimate stays the reference machine's, which demo.json and the report name)
         slower = cores / max(cores - busy, 0.5)
-        total *= slower
         console.print(f"note: other processes keep {busy:.1f} of {cores} cores busy here, so expect about "
-                      f"{_minutes(total)} ({slower:.1f}x)")
+                      f"{_minutes(total * slower)} ({slower:.1f}x)")
     return total
 
 
