@@ -12,7 +12,6 @@ import typer
 from rich.console import Console
 
 from capsel.config import Settings, load_settings
-from capsel.dataset_license import LICENSE_HELP
 from capsel.errors import CapselError
 from capsel.safe_text import json_text
 
@@ -39,7 +38,6 @@ DbOption = Annotated[
     typer.Option("--db", help="DuckDB file (default: $CAPSEL_DB_PATH or ./capsel.duckdb).", show_default=False),
 ]
 # one --license for `capsel select` and `capsel flow select|rescore` (unset: the flow config's, else the default)
-LicenseOption = Annotated[Optional[str], typer.Option("--license", help=LICENSE_HELP, show_default=False)]
 JsonOption = Annotated[bool, typer.Option(
     "--json", help="Print one JSON object with the result on stdout instead of tables and progress; errors stay "
     "on stderr (and as {\"ok\": false, ...} on stdout).",

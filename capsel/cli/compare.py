@@ -10,12 +10,12 @@ import pandas as pd
 import typer
 
 from capsel.cli.common import DbOption, JsonOption, console, json_output, settings_for
-from capsel.cli.select import DirectionChoice
 from capsel.cli.tables import print_table
 from capsel.cli.wrapping import print_unbroken
 from capsel.compare.metrics import ALL_DOMAINS
 from capsel.compare.report import report_payload
 from capsel.db import open_db
+from capsel.methods.selectors import Order
 from capsel.paths import typed_or_default
 from capsel.selection.budget import parse_budget
 from capsel.stages.compare import CompareRequest
@@ -32,9 +32,9 @@ def compare(
         show_default=False,
     )] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the random control.")] = 0,
-    ppl_direction: Annotated[DirectionChoice, typer.Option(
+    ppl_direction: Annotated[Order, typer.Option(
         "--ppl-direction", help="Which PPL selection to compare: high (default), low or middle band.",
-    )] = DirectionChoice.high,
+    )] = "high",
     json_out: JsonOption = False,
     db: DbOption = None,
 ) -> None:
@@ -47,7 +47,7 @@ def compare(
     settings = settings_for(db)
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     directory = typed_or_default(out, settings.output_root, Path("compare") / f"compare-{stamp}")
-    request = CompareRequest(parse_budget(budget), directory, seed, ppl_direction.value)
+    request = CompareRequest(parse_budget(budget), directory, seed, ppl_direction)
     con = open_db(settings.db_path, read_only=True)
     with json_output(json_out) as output:
         try:

@@ -14,11 +14,22 @@ FLAGS = {
     "num_gpus": "--num-gpus", "paths": "--input", "field_map": "--map", "domain": "--domain",
     "domains": "--domain", "sample_size": "--sample", "generator": "--generator", "db_path": "--db",
     "config_hash": "--config-hash", "out": "--out", "n_clean": "--n-clean", "junk_share": "--junk-share",
-    "verify": "--no-verify", "eval": "--eval", "profile": "--profile",
+    "verify": "--no-verify", "eval": "--eval", "profile": "--profile", "order": "--ppl-direction",
+    # where a flow's parameters hold two fields of one name, the dotted path tells them apart
+    "sources.domain": "--ingest-domain", "runner.kind": "--runner",
 }
+# A switch's two flags, where the off one is not --no-<name>.
+SWITCHES = {"total": "--total/--per-domain"}
 
 
 def flag(field: str) -> str:
-    """The flag that sets `field` (a dotted path names its last part): --field-name when the table has none."""
+    """The flag that sets `field`: the table's for the dotted path, else for its last part, else --field-name."""
     name = field.rsplit(".", 1)[-1]
-    return FLAGS.get(name) or f"--{name.replace('_', '-')}"
+    return FLAGS.get(field) or FLAGS.get(name) or f"--{name.replace('_', '-')}"
+
+
+def switch(field: str) -> str:
+    """A boolean field's on/off flags, e.g. --reingest/--no-reingest."""
+    name = field.rsplit(".", 1)[-1]
+    on = flag(field)
+    return SWITCHES.get(name) or f"{on}/--no-{on[2:]}"

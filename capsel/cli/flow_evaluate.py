@@ -34,7 +34,8 @@ def evaluate(
     db: DbOption = None,
 ) -> None:
     """Run the evaluation flow: fine-tune each selection with LlamaFactory, evaluate every model and the base."""
-    from capsel.cli.flow_run import run_flow, validated
+    from capsel.cli.flow_run import run_flow
+    from capsel.cli.model_options import validated
     from capsel.run_parameters import trust_typed
 
     trust_typed(db, model)

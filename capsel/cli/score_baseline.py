@@ -29,10 +29,10 @@ from capsel.cli.scoring_options import (
     scoring_db,
     scoring_settings,
 )
-from capsel.cli.specs import BaselineChoice, build_spec, methods_help, spec_values
+from capsel.cli.specs import BaselineChoice, build_spec, spec_values
 from capsel.errors import OptionError
 from capsel.methods.less import TARGET_MAX
-from capsel.methods.registry import baseline_methods
+from capsel.methods.registry import baseline_methods, methods_help
 from capsel.methods.registry import method as method_named
 from capsel.methods.spec import MethodSpec
 from capsel.stages.context import RunContext

@@ -26,11 +26,12 @@ if TYPE_CHECKING:  # scorers load torch; a command's --help and option checks mu
 ModelOption = Annotated[Optional[str], typer.Option(
     "--model", help="Model folder, hub id or installed model name (`capsel models list`; default: $CAPSEL_MODEL).",
     show_default=False, callback=checked_model_name)]
-HorizonOption = Annotated[int, typer.Option(
+HorizonOption = Annotated[Optional[int], typer.Option(
     "--horizon", help="R: response tokens compared, and the most tokens generated.")]
-PromptTokensOption = Annotated[int, typer.Option("--prompt-tokens", help="P: keep the last P prompt token ids.")]
-EarlyOption = Annotated[float, typer.Option("--early", help="D_early averages layers l <= early * L.")]
-LateOption = Annotated[float, typer.Option("--late", help="D_late averages layers l >= late * L.")]
+PromptTokensOption = Annotated[Optional[int], typer.Option(
+    "--prompt-tokens", help="P: keep the last P prompt token ids.")]
+EarlyOption = Annotated[Optional[float], typer.Option("--early", help="D_early averages layers l <= early * L.")]
+LateOption = Annotated[Optional[float], typer.Option("--late", help="D_late averages layers l >= late * L.")]
 DtypeOption = Annotated[Optional[Dtype], typer.Option(
     "--dtype", help="Weights' dtype (default: $CAPSEL_DTYPE, else auto: bfloat16 on CUDA, float32 on CPU).",
     show_default=False)]
@@ -49,9 +50,12 @@ AllowPickleOption = Annotated[bool, typer.Option(
     "code: only for files you trust; off: safetensors only).")]
 DomainOption = Annotated[Optional[str], typer.Option(
     "--domain", help="Only candidates of this domain.", show_default=False)]
-PromptFormatOption = Annotated[str, typer.Option(
+_PROMPT_FORMAT = typer.Option(
     "--prompt-format", help="How the prompt becomes ids: raw (the paper's protocol: tokenizer(prompt)), chat "
-    "(the model's chat template, prompt as the user turn) or auto (chat when the model has a chat template).")]
+    "(the model's chat template, prompt as the user turn) or auto (chat when the model has a chat template).")
+PromptFormatOption = Annotated[str, _PROMPT_FORMAT]
+# a flow command's: unset leaves the config file's, else the spec's default
+MaybePromptFormatOption = Annotated[Optional[str], _PROMPT_FORMAT]
 ThreadsOption = Annotated[Optional[int], typer.Option(
     "--threads", min=1, show_default=False,
     help="torch CPU threads (default: $CAPSEL_THREADS, else every core this process may use; on a machine busy "

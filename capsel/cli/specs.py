@@ -28,12 +28,6 @@ else:
     BaselineChoice = _choice("BaselineChoice", baseline_methods())
 
 
-def methods_help(methods: Iterable[Method]) -> str:
-    """`name: summary (help)` of each method, for an option's help."""
-    return "; ".join(f"{declared.name}: {declared.summary}" + (f" ({declared.help})" if declared.help else "")
-                     for declared in methods)
-
-
 # What to pass when a required model is missing.
 HINTS = {
     "model": "a causal LM folder, installed name (capsel models list) or hub id; or set CAPSEL_MODEL",
@@ -74,11 +68,13 @@ def flag_problems(exc: ValidationError) -> str:
     problems = []
     for error in exc.errors():
         fields = [str(part) for part in error["loc"] if not str(part).isdigit() and str(part) not in names]
+        if fields[-1:] == ["path"] and len(fields) > 1:
+            fields.pop()  # a model's path is set by the flag of the model's field (--model, --encoder, --rater)
         field = fields[-1] if fields else ""
-        if field == "path" and len(fields) > 1:
-            field = fields[-2]
-        named = flag(field) if field else ""
+        named = flag(".".join(fields[-2:])) if field else ""
         hint = HINTS.get(field)
         message = (f"is required: {hint}" if hint else "is required") if error["type"] == "missing" else error["msg"]
+        if error["type"] == "value_error":  # a check of capsel's own, which names the field first: the flag does
+            message = str(error["ctx"]["error"]).removeprefix(f"{field} ")
         problems.append(f"{named} {message}" if named else message)
     return "; ".join(problems)

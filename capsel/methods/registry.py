@@ -7,6 +7,7 @@ import importlib
 import warnings
 from functools import cache
 from importlib.metadata import entry_points
+from typing import Iterable
 
 from capsel.errors import CapselError, CapselWarning, OptionError
 from capsel.methods.method import Method
@@ -89,6 +90,12 @@ def method(name: str) -> Method:
 def method_names() -> tuple[str, ...]:
     """Every method a selection can use."""
     return tuple(all_methods())
+
+
+def methods_help(methods: Iterable[Method]) -> str:
+    """`name: summary (help)` of each method, for an option's help or a form's description."""
+    return "; ".join(f"{declared.name}: {declared.summary}" + (f" ({declared.help})" if declared.help else "")
+                     for declared in methods)
 
 
 def scored_methods() -> list[Method]:

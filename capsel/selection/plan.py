@@ -13,6 +13,7 @@ from capsel.errors import CapselError, OptionError
 from capsel.methods.registry import DEFAULT_METHOD, method
 from capsel.methods.selectors import Order, Selector
 from capsel.selection.budget import Budget, Quota, domain_quotas
+from capsel.selection.guard_bounds import check_ppl_guard, check_ppl_guard_z
 from capsel.selection.layer_split import parse_blocks
 from capsel.selection.pool import DomainPool, domain_pools
 from capsel.selection.residualize import DomainFit, fit_domains, fit_stats
@@ -44,6 +45,8 @@ class SelectionRequest:
     def __post_init__(self) -> None:
         # refused where the request is made, before a run is recorded or anything scored
         check_license(self.license)
+        check_ppl_guard(self.ppl_guard)
+        check_ppl_guard_z(self.ppl_guard_z)
         if self.early is not None:
             parse_blocks(self.early, "early")
         if self.late is not None:
@@ -174,10 +177,6 @@ def build_selection(
 def _check_guard(request: SelectionRequest, key: ScoringKey | None) -> None:
     if request.ppl_guard is None and request.ppl_guard_z is None:
         return
-    if request.ppl_guard is not None and not 0 < request.ppl_guard < 100:
-        raise OptionError(f"[[ppl_guard]] is a percentile between 0 and 100 (exclusive), got {request.ppl_guard}")
-    if request.ppl_guard_z is not None and not request.ppl_guard_z > 0:
-        raise OptionError(f"[[ppl_guard_z]] is a positive robust z, e.g. 3.5, got {request.ppl_guard_z}")
     if key is None or not method(key.method).residualized:
         raise OptionError("the PPL guard ([[ppl_guard]], [[ppl_guard_z]]) applies to cap and random selections "
                           "from CAP's scored pool: it uses the PPL "
