@@ -10,9 +10,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 from capsel.config import Settings, load_settings
 from capsel.dataset_license import DEFAULT_LICENSE, LICENSE_HELP, LICENSE_PATTERN
 from capsel.errors import CapselError, OptionError
+from capsel.ingest.dedup_key import DedupKeyMode
 from capsel.ingest.image_access import image_access
-from capsel.ingest.inputs import InputFile
-from capsel.ingest.pipeline import DedupKeyMode, IngestOptions
 from capsel.ingest.records import parse_field_map
 from capsel.methods.registry import DEFAULT_METHOD, all_methods, method, method_names, methods_help
 from capsel.methods.scorer_spec import ScorerSpec
@@ -23,11 +22,13 @@ from capsel.run_parameters import check_db_path, check_output_root, check_repres
 from capsel.selection.budget import parse_budget
 from capsel.selection.guard_bounds import check_ppl_guard, check_ppl_guard_z
 from capsel.selection.layer_split import parse_blocks
-from capsel.selection.plan import SelectionRequest
 from capsel.store.scope import Scope
 from capsel.threads import use_torch_threads
 
-if TYPE_CHECKING:  # the stages load the engine (torch): a flow's parameters are checked before it is needed
+if TYPE_CHECKING:  # the stages load the engine (torch) and the selection pandas: parameters are checked before
+    from capsel.ingest.inputs import InputFile
+    from capsel.ingest.pipeline import IngestOptions
+    from capsel.selection.plan import SelectionRequest
     from capsel.stages.pipeline import SelectionPlan
     from capsel.stages.select import SelectRequest
 
@@ -62,6 +63,8 @@ class SourceParams(BaseModel):
     def ingest_options(self, settings: Settings) -> IngestOptions:
         """The ingest options these parameters stand for; worker processes are not used inside a flow, and where
         images may come from is the deployment's settings alone (a run's parameters cannot widen it)."""
+        from capsel.ingest.pipeline import IngestOptions
+
         fields = parse_field_map([self.field_map] if self.field_map else [])
         return IngestOptions(
             domain=self.domain, fields=fields, max_field_chars=settings.max_field_chars,
@@ -120,6 +123,8 @@ class SelectionParams(BaseModel):
     def request(self, model_fingerprint: str | None = None, config_hash: str | None = None) -> SelectionRequest:
         """The selection request over the scores of one (model, config) pair; a PPL direction applies to the score
         baselines only (the others keep their method's order whatever was asked)."""
+        from capsel.selection.plan import SelectionRequest
+
         return SelectionRequest(
             budget=parse_budget(self.budget, "total" if self.total else "per_domain"),
             method=self.method,

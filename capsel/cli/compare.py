@@ -4,24 +4,21 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
-import pandas as pd
 import typer
 
 from capsel.cli.common import DbOption, JsonOption, console, json_output, settings_for
 from capsel.cli.tables import print_table
 from capsel.cli.wrapping import print_unbroken
-from capsel.compare.metrics import ALL_DOMAINS
-from capsel.compare.report import report_payload
 from capsel.db import open_db
 from capsel.methods.selectors import Order
 from capsel.paths import typed_or_default
 from capsel.selection.budget import parse_budget
-from capsel.stages.compare import CompareRequest
-from capsel.stages.compare import compare as compare_stage
-from capsel.stages.context import RunContext
 from capsel.terminal_text import TextTable, markup, plain
+
+if TYPE_CHECKING:  # the tables are pandas frames, read after the comparison ran: --help loads no pandas
+    import pandas as pd
 
 
 def compare(
@@ -47,6 +44,12 @@ def compare(
     settings = settings_for(db)
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     directory = typed_or_default(out, settings.output_root, Path("compare") / f"compare-{stamp}")
+    # the comparison loads pandas and matplotlib: --help and option checks do not
+    from capsel.compare.report import report_payload
+    from capsel.stages.compare import CompareRequest
+    from capsel.stages.compare import compare as compare_stage
+    from capsel.stages.context import RunContext
+
     request = CompareRequest(parse_budget(budget), directory, seed, ppl_direction)
     con = open_db(settings.db_path, read_only=True)
     with json_output(json_out) as output:
@@ -63,6 +66,8 @@ def compare(
 
 
 def _print_tables(numbers: dict, notes: list[str]) -> None:
+    from capsel.compare.metrics import ALL_DOMAINS
+
     print_table(console, _matrix_table("Jaccard overlap of selections", numbers["jaccard"]))
     if numbers["spearman"]:
         print_table(console, _matrix_table("Spearman rho of scores (mean over domains)",
@@ -80,7 +85,7 @@ def _matrix_table(title: str, matrix: pd.DataFrame) -> TextTable:
     for column in matrix.columns:
         table.add_column(plain(column), justify="right")
     for label, row in matrix.iterrows():
-        table.add_row(str(label), *("–" if pd.isna(value) else f"{value:.3f}" for value in row))
+        table.add_row(str(label), *("–" if _missing(value) else f"{value:.3f}" for value in row))
     return table
 
 
@@ -103,5 +108,13 @@ def _medians_table(medians: pd.DataFrame) -> TextTable:
     for row in medians.itertuples(index=False):
         table.add_row(row.domain, row.method, str(row.n_members),
                       *([str(row.n_with_images)] if with_images else []), f"{row.response_chars:.0f}",
-                      "–" if pd.isna(row.ppl) else f"{row.ppl:.4g}")
+                      "–" if _missing(row.ppl) else f"{row.ppl:.4g}")
     return table
+
+
+def _missing(value: object) -> bool:
+    """None, NaN or pandas' NA (whose comparison has no truth value), as a frame leaves a missing number."""
+    try:
+        return value is None or bool(value != value)
+    except TypeError:
+        return True

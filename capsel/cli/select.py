@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -16,10 +16,11 @@ from capsel.cli.wrapping import print_unbroken
 from capsel.db import open_db
 from capsel.paths import typed_destination
 from capsel.pipeline_config import SelectionParams
-from capsel.selection.plan import Selection
-from capsel.stages.context import RunContext
-from capsel.stages.select import SelectRequest, SelectSummary, select_and_publish
 from capsel.terminal_text import TextTable, markup, plain
+
+if TYPE_CHECKING:  # selecting and publishing load pandas and matplotlib: --help and option checks must not
+    from capsel.selection.plan import Selection
+    from capsel.stages.select import SelectSummary
 
 # every selection option but --out, which here takes what its user types (any folder or a storage URL)
 SELECTION_OPTIONS = OptionGroup(SelectionParams, "selection", frozenset({"out"}))
@@ -50,6 +51,9 @@ def select(
     json_out: JsonOption = False,
     db: DbOption = None) -> None:
     """Select a subset under a budget, check it with the data-quality gate and publish it."""
+    from capsel.stages.context import RunContext
+    from capsel.stages.select import SelectRequest, select_and_publish
+
     settings = settings_for(db)
     out_dir = typed_destination(out)
     request = validated(SelectionParams, typed, "options").request(model, config_hash)

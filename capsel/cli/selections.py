@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from capsel.cli.common import DbOption, JsonOption, console, json_output, settings_for
 from capsel.cli.tables import print_table
@@ -10,8 +11,10 @@ from capsel.db import open_db
 from capsel.db.records import fetch_records
 from capsel.methods.registry import all_methods
 from capsel.publish.destination import destination, is_present
-from capsel.publish.reconcile import Reconciled, find_disagreements, reconcile_selections
 from capsel.terminal_text import TextTable, markup
+
+if TYPE_CHECKING:
+    from capsel.publish.reconcile import Reconciled
 
 
 def selections(json_out: JsonOption = False, db: DbOption = None) -> None:
@@ -35,6 +38,8 @@ def selections(json_out: JsonOption = False, db: DbOption = None) -> None:
 
 
 def _reconcile_if_needed(db_path: Path) -> Reconciled:
+    from capsel.publish.reconcile import find_disagreements, reconcile_selections  # pandas: not for --help
+
     # a listing opens the store read-only; only a store that needs repair is opened to write
     con = open_db(db_path, read_only=True)
     try:

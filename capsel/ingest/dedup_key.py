@@ -4,6 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import unicodedata
+from typing import Literal, get_args
+
+# What the key is made of: the text alone (the paper's), or the text and the images' sha256s.
+DedupKeyMode = Literal["text", "text+images"]
+DEDUP_KEY_MODES: tuple[str, ...] = get_args(DedupKeyMode)
 
 # U+001F is whitespace to str.split(), so the collapse below removes it from normalised
 # text: joining with it can never make two different (instruction, input) pairs collide.

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import BinaryIO, Callable, Iterator, Literal, Sequence, get_args
+from typing import BinaryIO, Callable, Iterator, Sequence
 
 import duckdb
 import orjson
@@ -23,6 +23,7 @@ from capsel.errors import CapselError, OptionError
 from capsel.faults import fault_point
 from capsel.image_store.database import database_image_root
 from capsel.ingest.chunks import Chunk, ClassifyConfig, only_rows
+from capsel.ingest.dedup_key import DEDUP_KEY_MODES, DedupKeyMode
 from capsel.ingest.field_hint import field_hints
 from capsel.ingest.file_outcome import FileOutcome
 from capsel.ingest.image_access import ImageAccess
@@ -39,8 +40,6 @@ from capsel.runs import finish_run, recorded_run
 # (input, step, bytes done, bytes in all): step is 'download' for an object in storage, then 'ingest'
 ProgressFn = Callable[[InputFile, str, int, int], None]
 # What two rows must share to be one candidate: the paper's normalised question, or that and the images too.
-DedupKeyMode = Literal["text", "text+images"]
-DEDUP_KEY_MODES: tuple[str, ...] = get_args(DedupKeyMode)
 
 
 @dataclass(frozen=True)

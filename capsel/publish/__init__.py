@@ -1,5 +1,5 @@
-"""Publishing a selection: versioned directory, data files, manifest, card and report."""
+"""Publishing a selection: versioned directory, data files, manifest, card and report (capsel.publish.publish).
 
-from capsel.publish.publish import PublishedSelection, publish_selection
-
-__all__ = ["PublishedSelection", "publish_selection"]
+Nothing is imported here: the light parts (destinations, the funnel) are named by commands before any
+selection is read, and must not load pandas or matplotlib with them.
+"""

@@ -39,7 +39,7 @@ from capsel_lab.demo import (
     demo_result,
     prepare_demo,
 )
-from capsel_lab.noise.stats import METHOD_NAMES
+from capsel_lab.noise.methods import METHOD_NAMES
 
 DEMO_DIR, MULTIMODAL_DIR, SUMMARY_FILE = "demo", "demo-multimodal", "demo.json"
 T = TypeVar("T")

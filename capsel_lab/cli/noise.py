@@ -17,8 +17,8 @@ from capsel.cli.wrapping import print_unbroken
 from capsel.errors import OptionError
 from capsel.models import demo_model_path
 from capsel.paths import typed_or_default
+from capsel_lab.noise.methods import METHOD_NAMES
 from capsel_lab.noise.spec import NoiseSpec, PoolKind
-from capsel_lab.noise.stats import METHOD_NAMES
 
 _DEFAULT = NoiseSpec()
 SELECTION_NAMES = {**METHOD_NAMES, "random": "random control"}

@@ -9,7 +9,8 @@ import numpy as np
 import pandas as pd
 
 from capsel_lab.figure import save_figure
-from capsel_lab.noise.stats import METHOD_COLUMNS, METHOD_NAMES, eligible_split, junk_kind
+from capsel_lab.noise.methods import METHOD_COLUMNS, METHOD_NAMES
+from capsel_lab.noise.stats import eligible_split, junk_kind
 
 N_BINS = 40
 KIND_COLOURS = {"salad": "tab:red", "shuffled": "tab:orange"}

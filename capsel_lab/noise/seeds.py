@@ -12,10 +12,10 @@ import pandas as pd
 
 from capsel.runner.progress import ProgressSink
 from capsel_lab.noise.experiment import NoiseResult, run_noise
+from capsel_lab.noise.methods import METHOD_COLUMNS
 from capsel_lab.noise.plot import plot_junk_percentiles
 from capsel_lab.noise.selections import SELECTION_METHODS
 from capsel_lab.noise.spec import NoiseSpec
-from capsel_lab.noise.stats import METHOD_COLUMNS
 
 SUMMARY_FILE, FIGURE_FILE, JUNK_FILE = "noise.json", "junk_percentiles.png", "junk.parquet"
 RANK_STATS = ("median", "below_p5", "above_p95")

@@ -22,7 +22,8 @@ from capsel.selection.plan import SelectionRequest, build_selection
 from capsel.selection.scoring_key import ScoringKey, resolve_scoring_key
 from capsel.stages.context import RunContext
 from capsel.stages.score import ScoreRequest, score
-from capsel_lab.noise.stats import CLEAN_LABELS, junk_kind
+from capsel_lab.noise.methods import CLEAN_LABELS
+from capsel_lab.noise.stats import junk_kind
 
 SELECTION_METHODS = ("cap", "cap_guard", "ppl", "random")
 

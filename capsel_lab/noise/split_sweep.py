@@ -21,7 +21,8 @@ from capsel.db import open_db, run_sql
 from capsel.errors import CapselError, OptionError
 from capsel.selection.scoring_key import ScoringKey, resolve_scoring_key, with_layer_split
 from capsel_lab.noise.experiment import SCORES_FILE
-from capsel_lab.noise.stats import CLEAN_LABELS, percentiles_among
+from capsel_lab.noise.methods import CLEAN_LABELS
+from capsel_lab.noise.stats import percentiles_among
 from capsel_lab.scored_pool import DB_FILE
 
 PAPER_LATE = "0.66"

@@ -7,12 +7,8 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import pandas as pd
 
-# "known"/"learnable": the synthetic world's clean facts; "clean": a real pool's rows.
-CLEAN_LABELS = ("known", "learnable", "clean")
-# Column each method ranks by, highest first: a PPL-top selection, a CAP-top selection, and CAP-top among the
-# candidates the PPL guard leaves eligible (`z_guard`: z, or -inf where the guard holds the candidate back).
-METHOD_COLUMNS = {"ppl": "ppl", "cap": "z", "cap_guard": "z_guard"}
-METHOD_NAMES = {"ppl": "PPL (high first)", "cap": "CAP z (high first)", "cap_guard": "CAP z with PPL guard"}
+from capsel_lab.noise.methods import CLEAN_LABELS, METHOD_COLUMNS
+
 TAILS = (1, 5, 10)
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from capsel.db import open_db
 from capsel.object_storage.remote_folder import RemoteFolder
-from capsel.publish import publish_selection
+from capsel.publish.publish import publish_selection
 from capsel.selection.budget import parse_budget
 from capsel.selection.plan import SelectionRequest, build_selection
 from capsel.selection.scoring_key import resolve_scoring_key

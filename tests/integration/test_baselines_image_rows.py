@@ -24,7 +24,7 @@ from capsel.methods.ppl.scorer import PplConfig, PplScorer
 from capsel.methods.qurating import QuratingSpec
 from capsel.methods.qurating.scorer import QURATING_TEXT_ONLY, qurating_scorer
 from capsel.methods.spec import LocalModelSpec
-from capsel.publish import publish_selection
+from capsel.publish.publish import publish_selection
 from capsel.runner.job import run_scorer
 from capsel.scorers.baseline import NEEDS_MULTIMODAL_SCORER
 from capsel.selection.budget import parse_budget

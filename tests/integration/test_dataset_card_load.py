@@ -6,7 +6,7 @@ from PIL import Image
 
 from capsel.db import open_db
 from capsel.ingest.pipeline import IngestOptions, ingest
-from capsel.publish import publish_selection
+from capsel.publish.publish import publish_selection
 from capsel.selection.budget import parse_budget
 from capsel.selection.plan import SelectionRequest, build_selection
 from capsel.selection.scoring_key import resolve_scoring_key

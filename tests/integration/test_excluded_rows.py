@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from capsel.db import open_db
-from capsel.publish import publish_selection
+from capsel.publish.publish import publish_selection
 from capsel.publish.excluded import EXCLUDED_FILE
 from capsel.selection.budget import parse_budget
 from capsel.selection.plan import SelectionRequest, build_selection

@@ -18,7 +18,7 @@ from capsel.methods.kcenter import PACKAGED_ENCODER, KCenterSpec
 from capsel.methods.kcenter.scorer import kcenter_scorer
 from capsel.methods.spec import LocalModelSpec
 from capsel.models.packaged import packaged_model_folder
-from capsel.publish import publish_selection
+from capsel.publish.publish import publish_selection
 from capsel.runner.job import run_scorer
 from capsel.scorers.example_text import example_text
 from capsel.selection import coverage

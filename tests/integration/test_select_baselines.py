@@ -8,7 +8,7 @@ import pytest
 
 from capsel.db import open_db
 from capsel.errors import CapselError
-from capsel.publish import publish_selection
+from capsel.publish.publish import publish_selection
 from capsel.publish.excluded import EXCLUDED_FILE
 from capsel.publish.publish import GateFailedError
 from capsel.selection.budget import parse_budget

@@ -12,7 +12,7 @@ from PIL import Image
 from capsel.db import open_db, transaction
 from capsel.orchestration.summary_plots import DPI, FIGURE_SIZE, summary_plots
 from capsel.orchestration.version_diff import version_diff
-from capsel.publish import publish_selection
+from capsel.publish.publish import publish_selection
 from capsel.publish.record import mark_published, record_selection
 from capsel.selection.budget import parse_budget
 from capsel.selection.plan import SelectionRequest, build_selection
