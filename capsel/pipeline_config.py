@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Callable, Literal, Sequence, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from capsel.config import Settings, load_settings
-from capsel.dataset_license import DEFAULT_LICENSE, LICENSE_HELP, LICENSE_PATTERN
+from capsel.dataset_license import DEFAULT_LICENSE, LICENSE_HELP, LICENSE_PATTERN, check_license
 from capsel.errors import CapselError, OptionError
 from capsel.ingest.dedup_key import DedupKeyMode
 from capsel.ingest.image_access import image_access
@@ -118,7 +118,8 @@ class SelectionParams(BaseModel):
     out: str = Field("selections", description="folder inside the output root that receives <selection_id>/ (a "
                      "flow's parameter comes from a run, so it stays inside the root; `capsel select --out`, typed "
                      "by its user, takes any folder or a storage URL)")
-    license: str = Field(DEFAULT_LICENSE, pattern=LICENSE_PATTERN, description=LICENSE_HELP)
+    # the form checks the pattern as it is typed; the validator refuses it in check_license's words
+    license: str = Field(DEFAULT_LICENSE, description=LICENSE_HELP, json_schema_extra={"pattern": LICENSE_PATTERN})
 
     def request(self, model_fingerprint: str | None = None, config_hash: str | None = None) -> SelectionRequest:
         """The selection request over the scores of one (model, config) pair; a PPL direction applies to the score
@@ -145,6 +146,12 @@ class SelectionParams(BaseModel):
     def _blocks(cls, value: str | None, info: ValidationInfo) -> str | None:
         if value is not None:
             _as_value_error(parse_blocks, value, info.field_name)
+        return value
+
+    @field_validator("license")
+    @classmethod
+    def _license(cls, value: str) -> str:
+        _as_value_error(check_license, value)
         return value
 
     @field_validator("ppl_guard", "ppl_guard_z")

@@ -7,6 +7,7 @@ typed become the model, whose validators are the one set of bounds and messages,
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import types
 from dataclasses import dataclass
@@ -41,6 +42,33 @@ class OptionGroup:
         """The flag of field `name`."""
         return flag(f"{self.path}.{name}" if self.path else name)
 
+    def parameters(self, key: str) -> list[inspect.Parameter]:
+        """The command's parameters for these options, named `key__field`."""
+        return [_parameter(self, key, name, info) for name, info in self.fields().items()]
+
+    def collect(self, typed: dict[str, Any]) -> dict[str, Any]:
+        """What the command receives: the fields typed (those left out are absent, so a flow's config file or the
+        model's defaults decide them)."""
+        return {name: value for name, value in typed.items() if value not in (None, [])}
+
+
+@dataclass(frozen=True)
+class OptionBundle:
+    """Options several commands share, declared once as a dataclass whose fields are typer options (an
+    `Annotated[..., typer.Option(...)]` and a default each); the command receives an instance."""
+
+    cls: type
+
+    def parameters(self, key: str) -> list[inspect.Parameter]:
+        """The command's parameters for these options, named `key__field`."""
+        hints = get_type_hints(self.cls, include_extras=True)
+        return [inspect.Parameter(f"{key}__{field.name}", inspect.Parameter.KEYWORD_ONLY, default=field.default,
+                                  annotation=hints[field.name]) for field in dataclasses.fields(self.cls)]
+
+    def collect(self, typed: dict[str, Any]) -> Any:
+        """What the command receives: the bundle with every option's value."""
+        return self.cls(**typed)
+
 
 def _typed(annotation: Any) -> Any:
     """The field's type as an option takes it: None (not typed) allowed; the model's own default applies then."""
@@ -68,10 +96,9 @@ def _parameter(group: OptionGroup, key: str, name: str, info: FieldInfo) -> insp
                              annotation=Annotated[typed, option])
 
 
-def generated_options(**groups: OptionGroup) -> Callable[[F], F]:
+def generated_options(**groups: OptionGroup | OptionBundle) -> Callable[[F], F]:
     """Decorator: each keyword names a parameter of the command that is replaced, in its place, by the options of
-    its group; the command then receives that parameter as a dict of the fields typed (those left out are absent,
-    so a flow's config file or the model's defaults decide them)."""
+    its group; the command then receives that parameter as the group collects it."""
 
     def decorate(command: F) -> F:
         hints = get_type_hints(command, include_extras=True)
@@ -82,13 +109,13 @@ def generated_options(**groups: OptionGroup) -> Callable[[F], F]:
                 parameters.append(parameter.replace(annotation=hints.get(parameter.name, parameter.annotation),
                                                     kind=inspect.Parameter.KEYWORD_ONLY))
                 continue
-            parameters += [_parameter(group, parameter.name, name, info) for name, info in group.fields().items()]
+            parameters += group.parameters(parameter.name)
 
         def run(**values: Any) -> Any:
-            for key in groups:
+            for key, group in groups.items():
                 prefix = f"{key}__"
-                typed = {name[len(prefix):]: values.pop(name) for name in list(values) if name.startswith(prefix)}
-                values[key] = {name: value for name, value in typed.items() if value not in (None, [])}
+                values[key] = group.collect({name[len(prefix):]: values.pop(name) for name in list(values)
+                                             if name.startswith(prefix)})
             return command(**values)
 
         run.__name__, run.__doc__, run.__module__ = command.__name__, command.__doc__, command.__module__

@@ -6,33 +6,26 @@ from capsel.cap_engine.config import HORIZON, PROMPT_TOKENS
 from capsel.cap_engine.generators import check_generator
 from capsel.cli.after_commit import committed_work
 from capsel.cli.common import DbOption, JsonOption, json_output
+from capsel.cli.model_options import generated_options
 from capsel.cli.progress import CandidateProgress, print_summary, summary_json
 from capsel.cli.scoring_options import (
-    AllowPickleOption,
-    BatchSizeOption,
-    DeviceOption,
-    DomainOption,
-    DtypeOption,
+    MODEL_RUN,
     EarlyOption,
     GeneratorOption,
     HorizonOption,
     LateOption,
-    LimitOption,
     ModelOption,
+    ModelRun,
     PromptFormatOption,
     PromptTokensOption,
-    ThreadsOption,
-    TrustRemoteCodeOption,
     described,
-    model_options,
     scoring_db,
-    scoring_settings,
 )
 from capsel.cli.specs import build_spec, spec_values
 from capsel.stages.context import RunContext
-from capsel.store.scope import Scope
 
 
+@generated_options(run=MODEL_RUN)
 def score(
     model: ModelOption = None,
     horizon: HorizonOption = HORIZON,
@@ -40,15 +33,9 @@ def score(
     prompt_format: PromptFormatOption = "auto",
     early: EarlyOption = 0.33,
     late: LateOption = 0.66,
-    dtype: DtypeOption = None,
-    device: DeviceOption = None,
-    batch_size: BatchSizeOption = None,
     generator: GeneratorOption = "hf",
-    trust_remote_code: TrustRemoteCodeOption = False,
-    allow_pickle: AllowPickleOption = False,
-    threads: ThreadsOption = None,
-    domain: DomainOption = None,
-    limit: LimitOption = None,
+    *,
+    run: ModelRun,
     json_out: JsonOption = False,
     db: DbOption = None,
 ) -> None:
@@ -59,9 +46,9 @@ def score(
 
     check_generator(generator)
     with json_output(json_out) as output:
-        settings = scoring_settings(db, dtype, device, batch_size, threads)
+        settings = run.settings(db)
         spec = build_spec(spec_values(
-            "cap", model_options(settings, model, trust_remote_code, prompt_format, allow_pickle),
+            "cap", run.model(settings, model, prompt_format),
             prompt_tokens=prompt_tokens, horizon=horizon, early=early, late=late, batch_size=settings.score_batch_size,
         ))
         # The database first: a second writer fails here, before any model file is read.
@@ -71,7 +58,7 @@ def score(
                 # vLLM writes every missing y-hat first; the HF scorer then finds them all stored
                 pre_pass = pre_pass_for(generator, settings, scorer)
                 with CandidateProgress("scoring") as progress:
-                    outcome = score_stage(ScoreRequest(spec, Scope(domain, limit), pre_pass, scorer),
+                    outcome = score_stage(ScoreRequest(spec, run.scope(), pre_pass, scorer),
                                           RunContext(con, settings, progress, run_config={"generator": generator}))
                     commit.done(f"score run {outcome.scoring.run_id} committed {outcome.scoring.n_processed} "
                                 "candidates")

@@ -11,23 +11,16 @@ import typer
 from capsel.cap_engine.config import HORIZON, PROMPT_TOKENS
 from capsel.cli.after_commit import committed_work
 from capsel.cli.common import DbOption, console
+from capsel.cli.model_options import generated_options
 from capsel.cli.progress import CandidateProgress, print_summary
 from capsel.cli.scoring_options import (
-    AllowPickleOption,
-    BatchSizeOption,
-    DeviceOption,
-    DomainOption,
-    DtypeOption,
-    LimitOption,
+    MODEL_RUN,
     ModelOption,
+    ModelRun,
     PromptFormatOption,
     PromptTokensOption,
-    ThreadsOption,
-    TrustRemoteCodeOption,
     described,
-    model_options,
     scoring_db,
-    scoring_settings,
 )
 from capsel.cli.specs import BaselineChoice, build_spec, spec_values
 from capsel.errors import OptionError
@@ -36,10 +29,10 @@ from capsel.methods.registry import baseline_methods, methods_help
 from capsel.methods.registry import method as method_named
 from capsel.methods.spec import MethodSpec
 from capsel.stages.context import RunContext
-from capsel.store.scope import Scope
 from capsel.terminal_text import plain
 
 
+@generated_options(run=MODEL_RUN)
 def score_baseline(
     method: Annotated[BaselineChoice, typer.Option(
         "--method", help=methods_help(baseline_methods()) + ".",
@@ -70,14 +63,8 @@ def score_baseline(
     prompt_tokens: PromptTokensOption = PROMPT_TOKENS,
     prompt_format: PromptFormatOption = "auto",
     horizon: Annotated[int, typer.Option("--horizon", help="ppl: R, keep the first R response tokens.")] = HORIZON,
-    dtype: DtypeOption = None,
-    device: DeviceOption = None,
-    batch_size: BatchSizeOption = None,
-    trust_remote_code: TrustRemoteCodeOption = False,
-    allow_pickle: AllowPickleOption = False,
-    threads: ThreadsOption = None,
-    domain: DomainOption = None,
-    limit: LimitOption = None,
+    *,
+    run: ModelRun,
     db: DbOption = None,
 ) -> None:
     """Score candidates that have no result yet for this method, scorer and config (resumable).
@@ -95,7 +82,7 @@ def score_baseline(
     declared = method_named(name)
     if target is not None and declared.target is None:
         raise OptionError(f"--target applies to {_targeting_methods()} only")
-    settings = scoring_settings(db, dtype, device, batch_size, threads)
+    settings = run.settings(db)
     field = declared.model_field()
     model_path = {"rater": rater, "encoder": encoder}.get(field or "", model or settings.model)
     model_path = str(model_path) if model_path else None
@@ -103,9 +90,9 @@ def score_baseline(
     defaulted = {"rater_label": rater_label, "prompt_tokens": prompt_tokens, "horizon": horizon,
                  "target_max": target_max}
     spec = build_spec(spec_values(
-        name, {**model_options(settings, None, trust_remote_code, prompt_format, allow_pickle), "path": model_path},
+        name, {**run.model(settings, None, prompt_format), "path": model_path},
         **_spec_options(declared.spec, defaulted), max_length=max_length, target=str(target) if target else None,
-        batch_size=_batch_size(declared, batch_size, settings.score_batch_size),
+        batch_size=_batch_size(declared, run.batch_size, settings.score_batch_size),
     ))
     # The database first: a second writer fails here, before any model file is read.
     with committed_work() as commit:
@@ -113,7 +100,7 @@ def score_baseline(
             scorer = described(spec)
             console.print(f"{name}: {declared.summary}")
             with CandidateProgress(f"{name} scoring") as progress:
-                outcome = score_stage(ScoreRequest(spec, Scope(domain, limit), scorer=scorer),
+                outcome = score_stage(ScoreRequest(spec, run.scope(), scorer=scorer),
                                       RunContext(con, settings, progress))
                 commit.done(f"{name} score run {outcome.scoring.run_id} committed {outcome.scoring.n_processed} "
                             "candidates")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Iterator, Optional
 
 import duckdb
@@ -10,6 +12,7 @@ import typer
 from pydantic import ValidationError
 
 from capsel.cli.common import Interrupted, checked_model_name, console, settings_for
+from capsel.cli.model_options import OptionBundle
 from capsel.cli.wrapping import print_unbroken
 from capsel.config import Settings
 from capsel.db import open_db
@@ -17,6 +20,7 @@ from capsel.errors import OptionError
 from capsel.methods.registry import build_scorer
 from capsel.methods.scorer_spec import ScorerSpec
 from capsel.methods.spec import Device, Dtype, ModelSpec
+from capsel.store.scope import Scope
 from capsel.terminal_text import markup
 from capsel.threads import available_cores, busy_elsewhere, use_torch_threads
 
@@ -62,6 +66,36 @@ ThreadsOption = Annotated[Optional[int], typer.Option(
     "with other work 1 can be several times faster).")]
 LimitOption = Annotated[Optional[int], typer.Option(
     "--limit", help="Process at most this many pending candidates.", show_default=False, min=1)]
+
+
+@dataclass(frozen=True)
+class ModelRun:
+    """The options of every command that runs a model over the pool (generate, score, score-baseline): how the
+    model loads and runs, and which candidates it takes."""
+
+    dtype: DtypeOption = None
+    device: DeviceOption = None
+    batch_size: BatchSizeOption = None
+    trust_remote_code: TrustRemoteCodeOption = False
+    allow_pickle: AllowPickleOption = False
+    threads: ThreadsOption = None
+    domain: DomainOption = None
+    limit: LimitOption = None
+
+    def settings(self, db: Path | None) -> Settings:
+        """Settings with these options applied, torch's threads set from them."""
+        return scoring_settings(db, self.dtype, self.device, self.batch_size, self.threads)
+
+    def model(self, settings: Settings, path: str | None, prompt_format: str | None) -> dict:
+        """The model part of a spec: `path` (else $CAPSEL_MODEL) loaded as these options say."""
+        return model_options(settings, path, self.trust_remote_code, prompt_format, self.allow_pickle)
+
+    def scope(self) -> Scope:
+        """The candidates in scope."""
+        return Scope(self.domain, self.limit)
+
+
+MODEL_RUN = OptionBundle(ModelRun)
 
 
 def scoring_settings(

@@ -36,7 +36,7 @@ def test_flow_select_refuses_a_wrong_license_by_its_flag_before_running(tmp_path
     result = CliRunner().invoke(build_app(), ["flow", "select", "--license", "Apache 2.0", "--model", "m",
                                               "--db", str(tmp_path / "capsel.duckdb")])
     assert isinstance(result.exception, OptionError)
-    assert str(result.exception).startswith("invalid flow parameters: --license String should match pattern")
+    assert str(result.exception).startswith("invalid flow parameters: --license must be a Hugging Face licence id")
     assert not (tmp_path / "capsel.duckdb").exists()
 
 
