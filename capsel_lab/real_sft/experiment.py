@@ -21,6 +21,8 @@ from capsel_lab.real_sft.replicates import across_pools, method_means, null_rank
 from capsel_lab.real_sft.spec import RealSftSpec
 
 SUMMARY_FILE, WALL_FILE = "real_sft.json", "wall_s.json"
+
+
 @dataclass
 class RealSftResult:
     """Every pool's result, the statistics across them, and the wall time of every run that worked on it."""
@@ -32,13 +34,14 @@ class RealSftResult:
 def run_real_sft(spec: RealSftSpec, out_dir: Path, settings: Settings,
                  say: Callable[[str], None] = print) -> RealSftResult:
     """Run (or resume) every pool, then test the deltas across pools; write real_sft.json."""
-    started = time.monotonic()
     out_dir.mkdir(parents=True, exist_ok=True)
+    times = RunTimes(out_dir / WALL_FILE)
     pools = []
     for index, pool_seed in enumerate(spec.pool_seeds(), start=1):
         say(f"pool {pool_seed} ({index} of {spec.pools})")
         pools.append(run_pool(spec.pool_plan(pool_seed), pool_folder(out_dir, pool_seed), settings, say))
-    walls = _add_wall_time(out_dir, time.monotonic() - started)
+        times.update()
+    walls = times.update()
     summary = {
         "spec": asdict(spec), "recipe_overrides": LAB_RECIPE, "capsel_version": code_version(),
         "wall_s": sum(walls), "runs_wall_s": walls,
@@ -50,10 +53,20 @@ def run_real_sft(spec: RealSftSpec, out_dir: Path, settings: Settings,
     return RealSftResult(summary, path)
 
 
-def _add_wall_time(out_dir: Path, seconds: float) -> list[float]:
-    """Every run's seconds on this folder so far (a resumed lab adds up its parts)."""
-    path = out_dir / WALL_FILE
-    walls = json.loads(path.read_text()) if path.is_file() else []
-    walls.append(round(seconds, 1))
-    path.write_text(json.dumps(walls) + "\n", encoding="utf-8")
-    return walls
+class RunTimes:
+    """Every run's seconds on one folder (a resumed lab adds up its parts), this run's written after each pool, so
+    a run that is killed keeps its time up to the last pool it finished."""
+
+    def __init__(self, path: Path) -> None:
+        self.path, self.started = path, time.monotonic()
+        self.walls = [*(json.loads(path.read_text()) if path.is_file() else []), 0.0]
+        self._write()
+
+    def update(self) -> list[float]:
+        """Every run's seconds, this one's as of now."""
+        self.walls[-1] = round(time.monotonic() - self.started, 1)
+        self._write()
+        return list(self.walls)
+
+    def _write(self) -> None:
+        self.path.write_text(json.dumps(self.walls) + "\n", encoding="utf-8")
