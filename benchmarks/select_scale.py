@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from capsel.db import open_db
-from capsel.publish import publish_selection
+from capsel.publish.publish import publish_selection
 from capsel.quality.expectations import GateSpec
 from capsel.quality.gate import check_selection
 from capsel.selection.budget import parse_budget
