@@ -10,8 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from capsel.db import open_db
-from capsel.publish.publish import publish_selection
-from capsel.publish.publish import GateFailedError
+from capsel.publish.publish import GateFailedError, publish_selection
 from capsel.publish.selection_id import members_digest, new_selection_id
 from capsel.selection.budget import parse_budget
 from capsel.selection.plan import SelectionRequest, build_selection

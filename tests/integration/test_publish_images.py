@@ -9,8 +9,7 @@ import pytest
 
 from capsel.db import open_db
 from capsel.image_store.store import ImageStore, image_store_dir
-from capsel.publish.publish import publish_selection
-from capsel.publish.publish import GateFailedError
+from capsel.publish.publish import GateFailedError, publish_selection
 from capsel.selection.budget import parse_budget
 from capsel.selection.plan import SelectionRequest, build_selection
 from capsel.selection.scoring_key import resolve_scoring_key

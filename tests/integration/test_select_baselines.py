@@ -8,9 +8,8 @@ import pytest
 
 from capsel.db import open_db
 from capsel.errors import CapselError
-from capsel.publish.publish import publish_selection
 from capsel.publish.excluded import EXCLUDED_FILE
-from capsel.publish.publish import GateFailedError
+from capsel.publish.publish import GateFailedError, publish_selection
 from capsel.selection.budget import parse_budget
 from capsel.selection.plan import SelectionRequest, build_selection
 from capsel.selection.scoring_key import resolve_scoring_key
