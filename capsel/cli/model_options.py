@@ -42,6 +42,10 @@ class OptionGroup:
         """The flag of field `name`."""
         return flag(f"{self.path}.{name}" if self.path else name)
 
+    def names(self) -> set[str]:
+        """The fields that are options."""
+        return set(self.fields())
+
     def parameters(self, key: str) -> list[inspect.Parameter]:
         """The command's parameters for these options, named `key__field`."""
         return [_parameter(self, key, name, info) for name, info in self.fields().items()]
@@ -58,6 +62,10 @@ class OptionBundle:
     `Annotated[..., typer.Option(...)]` and a default each); the command receives an instance."""
 
     cls: type
+
+    def names(self) -> set[str]:
+        """The options' names."""
+        return {field.name for field in dataclasses.fields(self.cls)}
 
     def parameters(self, key: str) -> list[inspect.Parameter]:
         """The command's parameters for these options, named `key__field`."""
@@ -111,11 +119,16 @@ def generated_options(**groups: OptionGroup | OptionBundle) -> Callable[[F], F]:
                 continue
             parameters += group.parameters(parameter.name)
 
+        own = set(inspect.signature(command).parameters)
+
         def run(**values: Any) -> Any:
             for key, group in groups.items():
                 prefix = f"{key}__"
-                values[key] = group.collect({name[len(prefix):]: values.pop(name) for name in list(values)
-                                             if name.startswith(prefix)})
+                typed = {name[len(prefix):]: values.pop(name) for name in list(values) if name.startswith(prefix)}
+                # called from Python rather than by typer, a field may be named plainly
+                typed.update({name: values.pop(name) for name in list(values)
+                              if name not in own and name in group.names()})
+                values[key] = group.collect(typed)
             return command(**values)
 
         run.__name__, run.__doc__, run.__module__ = command.__name__, command.__doc__, command.__module__

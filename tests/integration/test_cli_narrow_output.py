@@ -75,7 +75,7 @@ def test_ingest_select_selections_and_status(root, narrow):
     skipped = printed(narrow, ingest.ingest, paths=[pool_file], domain="math", db=db)
     published = [printed(narrow, select.select, budget="40", out="s", db=db),
                  printed(narrow, select.select, budget="10%", out="s", total=True,
-                         method=select.MethodChoice.random, seed=3, db=db)]
+                         method="random", seed=3, db=db)]
     listed = printed(narrow, selections.selections, db=db)
     shown = printed(narrow, status.status, db=db)
 
