@@ -5,7 +5,7 @@ Prefect is imported inside the commands only, so `capsel --help` and `import cap
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib import import_module
 from pathlib import Path
 from typing import Annotated, Optional
@@ -17,7 +17,7 @@ from capsel.cli.common import DbOption, console
 from capsel.cli.flow_evaluate import evaluate
 from capsel.cli.flow_run import run_flow
 from capsel.cli.metavars import ReadableTyper
-from capsel.cli.model_options import OptionGroup, generated_options, validated
+from capsel.cli.model_options import OptionBundle, OptionGroup, generated_options, validated
 from capsel.cli.prefect_server import run_long_lived_server
 from capsel.cli.scoring_options import (
     BatchSizeOption,
@@ -63,26 +63,26 @@ SCOPE = OptionGroup(ScoreFlowConfig, skip=frozenset({"db_path", "scoring", "runn
 
 @dataclass(frozen=True)
 class ScoringTyped:
-    """The scoring options typed on a flow command (None: not typed)."""
+    """The scoring options of a flow command (None: not typed, so the config file or the spec decides)."""
 
-    model: str | None = None
-    encoder: str | None = None
-    rater: str | None = None
-    target: Path | None = None
-    target_max: int | None = None
-    max_length: int | None = None
-    batch_size: str | None = None
-    device: str | None = None
-    dtype: str | None = None
-    prompt_format: str | None = None
-    extra: dict = field(default_factory=dict)  # CAP's own: horizon, prompt_tokens, early, late
+    model: ModelOption = None
+    encoder: EncoderOption = None
+    rater: RaterOption = None
+    target: TargetOption = None
+    target_max: TargetMaxOption = None
+    max_length: MaxLengthOption = None
+    batch_size: BatchSizeOption = None
+    device: DeviceOption = None
+    dtype: DtypeOption = None
+    prompt_format: MaybePromptFormatOption = None
 
     def trusted(self) -> tuple:
         """The paths typed (the user's choice, not a run's parameter)."""
         return self.model, self.encoder, self.rater, self.target
 
-    def spec(self, method: str | None, base: dict | None = None) -> dict:
-        """The scoring spec: the config file's, with these options on top (random scores CAP)."""
+    def spec(self, method: str | None, base: dict | None = None, cap_only: dict | None = None) -> dict:
+        """The scoring spec: the config file's, with these options (and CAP's own, `cap_only`) on top (random
+        scores CAP)."""
         base = dict(base or {})
         name = base.get("method", DEFAULT_METHOD) if method is None else method_named(method).scored_by
         if base.get("method", name) != name:
@@ -92,11 +92,14 @@ class ScoringTyped:
         given = spec_values(name, {"path": paths.get(model_field or "", self.model), "device": self.device,
                                    "dtype": self.dtype, "prompt_format": self.prompt_format},
                             target=str(self.target) if self.target else None, target_max=self.target_max,
-                            max_length=self.max_length, batch_size=batch_setting(self.batch_size), **self.extra)
+                            max_length=self.max_length, batch_size=batch_setting(self.batch_size), **(cap_only or {}))
         merged = {**base, **given}
         if model_field is not None and model_field in base and model_field in given:
             merged[model_field] = {**base[model_field], **given[model_field]}
         return merged
+
+
+SCORING = OptionBundle(ScoringTyped)
 
 
 def _pipeline_command(flow: str, profile_by_default: bool, summary: str):
@@ -104,15 +107,9 @@ def _pipeline_command(flow: str, profile_by_default: bool, summary: str):
     options typed applied on top (what was typed is trusted; what the file holds is checked as any run's
     parameters are)."""
 
-    @generated_options(sources=SOURCES, selection=SELECTION, runner=RUNNER)
-    def command(config: ConfigOption = None, *, sources: dict, selection: dict, runner: dict,
-                model: ModelOption = None, encoder: EncoderOption = None, rater: RaterOption = None,
-                target: TargetOption = None, target_max: TargetMaxOption = None, max_length: MaxLengthOption = None,
-                batch_size: BatchSizeOption = None, device: DeviceOption = None, dtype: DtypeOption = None,
-                prompt_format: MaybePromptFormatOption = None, check_profile: ProfileOption = None,
-                db: DbOption = None) -> None:
-        scoring = ScoringTyped(model, encoder, rater, target, target_max, max_length, batch_size, device, dtype,
-                               prompt_format)
+    @generated_options(sources=SOURCES, selection=SELECTION, scoring=SCORING, runner=RUNNER)
+    def command(config: ConfigOption = None, *, sources: dict, selection: dict, scoring: ScoringTyped,
+                runner: dict, check_profile: ProfileOption = None, db: DbOption = None) -> None:
         trust_typed(db, *sources.get("paths", ()), *scoring.trusted())
         body = _config_file(config)
         body.update(
@@ -139,20 +136,16 @@ rescore = _pipeline_command("capsel.flows.rescore_flow:rescore_flow", False,
                             "version.")
 
 
-@generated_options(scope=SCOPE, runner=RUNNER)
-def score(scope: dict, runner: dict, method: MethodOption = None, model: ModelOption = None,
-          encoder: EncoderOption = None, rater: RaterOption = None, target: TargetOption = None,
-          target_max: TargetMaxOption = None, max_length: MaxLengthOption = None, batch_size: BatchSizeOption = None,
-          device: DeviceOption = None, dtype: DtypeOption = None, prompt_format: MaybePromptFormatOption = None,
-          horizon: HorizonOption = None, prompt_tokens: PromptTokensOption = None,
-          early: EarlyOption = None, late: LateOption = None, db: DbOption = None) -> None:
+@generated_options(scope=SCOPE, scoring=SCORING, runner=RUNNER)
+def score(scope: dict, method: MethodOption = None, *, scoring: ScoringTyped, horizon: HorizonOption = None,
+          prompt_tokens: PromptTokensOption = None, early: EarlyOption = None, late: LateOption = None,
+          runner: dict, db: DbOption = None) -> None:
     """Run the scoring flow for any method (LESS with --target scores its target too), sharded and resumable."""
     cap_only = {"horizon": horizon, "prompt_tokens": prompt_tokens, "early": early, "late": late}
-    scoring = ScoringTyped(model, encoder, rater, target, target_max, max_length, batch_size, device, dtype,
-                           prompt_format, {key: value for key, value in cap_only.items() if value is not None})
     trust_typed(db, *scoring.trusted())
     body = {**scope, "db_path": str(db) if db else None, "runner": runner,
-            "scoring": scoring.spec(method.value if method else None)}
+            "scoring": scoring.spec(method.value if method else None, None,
+                                    {key: value for key, value in cap_only.items() if value is not None})}
     config = validated(ScoreFlowConfig, {key: value for key, value in body.items() if value is not None})
     from capsel.flows.score_flow import score_flow_for
 
