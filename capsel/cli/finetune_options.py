@@ -6,10 +6,9 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.progress import TaskID
 
-from capsel.cli.common import checked_model_name, console
-from capsel.cli.progress import progress_bar
+from capsel.cli.common import checked_model_name
+from capsel.cli.progress import LiveBar
 from capsel.safe_text import visible
 from capsel.stages.context import TrainProgress
 
@@ -28,20 +27,10 @@ FinetuneModelOption = Annotated[Optional[str], typer.Option(
     show_default=False, callback=checked_model_name)]
 
 
-class TrainingBar:
+class TrainingBar(LiveBar):
     """A step bar with loss, rate and ETA while LlamaFactory trains."""
 
-    def __init__(self, description: str) -> None:
-        self.description = description
-        self.progress = progress_bar(console, "step")
-        self.task: TaskID | None = None
-
-    def __enter__(self) -> "TrainingBar":
-        self.progress.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.progress.stop()
+    unit = "step"
 
     @property
     def callback(self) -> TrainProgress:

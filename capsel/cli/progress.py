@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Self
+
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -76,20 +78,28 @@ class RateRemainingColumn(TimeRemainingColumn):
         return Text(f"{hours}:{minutes:02d}:{seconds:02d}", style="progress.remaining")
 
 
-class CandidateProgress:
-    """A progress sink for the scoring runner: one bar over the pending candidates."""
+class LiveBar:
+    """One rich bar shown for the length of a `with` block; a subclass names the `unit` it counts."""
 
-    def __init__(self, description: str):
+    unit = "item"
+
+    def __init__(self, description: str) -> None:
         self.description = description
-        self.progress = progress_bar(console, "cand")
+        self.progress = progress_bar(console, self.unit)
         self.task: TaskID | None = None
 
-    def __enter__(self) -> "CandidateProgress":
+    def __enter__(self) -> Self:
         self.progress.start()
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.progress.stop()
+
+
+class CandidateProgress(LiveBar):
+    """A progress sink for the scoring runner: one bar over the pending candidates."""
+
+    unit = "cand"
 
     def start(self, total: int) -> None:
         """Size the bar to the pending work."""
