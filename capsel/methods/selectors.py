@@ -7,8 +7,9 @@ A selector is a declaration: its flags, its rule in words, and `pick`, the `modu
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal, Protocol
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Literal
 
 Order = Literal["high", "low", "middle"]
 ORDER_RULES = {
@@ -29,40 +30,30 @@ class Draw:
     ppl_guard_z: float | None = None
 
 
-class Selector(Protocol):
+@dataclass(frozen=True, kw_only=True)
+class Selector(ABC):
     """Picks members per domain. `ranks_by_score` says the members' `score` column is the stored score they were
     ranked by (the gate checks it and excluded.parquet ranks the rest by it); `default_order` is not None for a
     selector that takes an order (high, low, middle); `has_cut` says the lowest member's z is the domain's cut;
-    `seeded` says the seed decides the members."""
-
-    @property
-    def ranks_by_score(self) -> bool: ...
-
-    @property
-    def default_order(self) -> Order | None: ...
-
-    @property
-    def has_cut(self) -> bool: ...
-
-    @property
-    def seeded(self) -> bool: ...
-
-    @property
-    def pick(self) -> str: ...
-
-    def rule(self, name: str, order: Order | None) -> str:
-        """How the members are picked, in words (manifest and dataset card)."""
-        ...
-
-
-@dataclass(frozen=True)
-class TopResidualZ:
-    """The highest z of the per-domain residual of D_late on D_early (CAP)."""
+    `seeded` says the seed decides the members. Each selector states only what differs from these defaults.
+    """
 
     ranks_by_score: bool = False
     default_order: Order | None = None
-    has_cut: bool = True
+    has_cut: bool = False
     seeded: bool = False
+    pick: str
+
+    @abstractmethod
+    def rule(self, name: str, order: Order | None) -> str:
+        """How the members are picked, in words (manifest and dataset card)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class TopResidualZ(Selector):
+    """The highest z of the per-domain residual of D_late on D_early (CAP)."""
+
+    has_cut: bool = True
     pick: str = "capsel.selection.picks:top_residual_z"
 
     def rule(self, name: str, order: Order | None) -> str:
@@ -70,14 +61,11 @@ class TopResidualZ:
                 "domain; the highest z are taken, ties by candidate id")
 
 
-@dataclass(frozen=True)
-class SeededDraw:
+@dataclass(frozen=True, kw_only=True)
+class SeededDraw(Selector):
     """A seeded random draw per domain over the eligible pool of the scores it reads, or over every candidate
     while nothing is scored."""
 
-    ranks_by_score: bool = False
-    default_order: Order | None = None
-    has_cut: bool = False
     seeded: bool = True
     pick: str = "capsel.selection.picks:seeded_draw"
 
@@ -85,28 +73,23 @@ class SeededDraw:
         return "seeded random draw per domain: md5(seed:candidate_id) order"
 
 
-@dataclass(frozen=True)
-class TopScore:
-    """Top-k by the method's stored score in `default_order` (a selection may ask for another order)."""
+@dataclass(frozen=True, kw_only=True)
+class TopScore(Selector):
+    """Top-k by the method's stored score in `default_order` (a selection may ask for another order, and a
+    declaration gives its own as the one positional argument: `TopScore("low")`)."""
 
-    default_order: Order = "high"
+    default_order: Order = field(default="high", kw_only=False)
     ranks_by_score: bool = True
-    has_cut: bool = False
-    seeded: bool = False
     pick: str = "capsel.selection.picks:top_score"
 
     def rule(self, name: str, order: Order | None) -> str:
         return f"{name}: {ORDER_RULES[order or self.default_order]}"
 
 
-@dataclass(frozen=True)
-class Coverage:
+@dataclass(frozen=True, kw_only=True)
+class Coverage(Selector):
     """Greedy k-center over each domain's stored embeddings, picked at select time."""
 
-    ranks_by_score: bool = False
-    default_order: Order | None = None
-    has_cut: bool = False
-    seeded: bool = False
     pick: str = "capsel.selection.picks:coverage"
 
     def rule(self, name: str, order: Order | None) -> str:
