@@ -18,7 +18,7 @@ from capsel.methods.scorer_spec import ScorerSpec
 from capsel.object_storage.remote_folder import RemoteFolder
 from capsel.object_storage.urls import is_url
 from capsel.paths import inside_destination
-from capsel.run_parameters import check_db_path, check_output_root, check_representable, check_scorer, check_sources
+from capsel.run_parameters import check_run
 from capsel.selection.budget import parse_budget
 from capsel.selection.guard_bounds import check_ppl_guard, check_ppl_guard_z
 from capsel.selection.layer_split import parse_blocks
@@ -224,9 +224,7 @@ class ScoreFlowConfig(BaseModel):
 
     def check_parameters(self, allowed: Settings) -> None:
         """RunParameterError unless the database and models lie where the deployment (`allowed`) lets a run name."""
-        check_representable(self)
-        check_db_path(self.db_path, allowed)
-        check_scorer(self.scoring, allowed)
+        check_run(self, allowed, db_path=self.db_path, scorer=self.scoring)
 
 
 class PipelineConfig(BaseModel):
@@ -271,11 +269,8 @@ class PipelineConfig(BaseModel):
 
     def check_parameters(self, allowed: Settings) -> None:
         """RunParameterError unless every path and model lies where the deployment (`allowed`) lets a run name."""
-        check_representable(self)
-        check_db_path(self.db_path, allowed)
-        check_output_root(self.output_root, allowed)
-        check_sources(self.sources.paths, allowed)
-        check_scorer(self.scoring, allowed)
+        check_run(self, allowed, db_path=self.db_path, output_root=self.output_root, sources=self.sources.paths,
+                  scorer=self.scoring)
 
     def parameters(self) -> dict:
         """The flows' keyword arguments, one per top-level field: a deployment run overrides any one of them."""
@@ -315,8 +310,8 @@ class PipelineConfig(BaseModel):
         """The selection the run publishes, inside the output root (the pipeline fills in the scores' key)."""
         from capsel.stages.select import SelectRequest
 
-        target = getattr(self.scoring, "target", None)
-        out_dir = inside_destination(self.publish_root(settings), self.selection.out)
+        root, target = self.publish_root(settings), getattr(self.scoring, "target", None)
+        out_dir = inside_destination(root, self.selection.out)
         return SelectRequest(self.selection.request(), out_dir, Path(target) if target else None,
                              getattr(self.scoring, "target_max", None))
 

@@ -62,96 +62,81 @@ def _texts(value: object, name: str) -> Iterator[tuple[str, str]]:
             yield from _texts(item, f"{name}[{index}]")
 
 
-def check_output_root(value: str | None, allowed: Settings) -> None:
-    """A run's `output_root`: a folder inside CAPSEL_OUTPUT_ROOT, or a storage URL under CAPSEL_STORAGE_ROOTS."""
-    if value is not None:
-        _check_location("output_root", value, [allowed.output_root], "CAPSEL_OUTPUT_ROOT", allowed)
+def check_run(parameters: BaseModel, allowed: Settings, *, db_path: str | None = None,
+              output_root: str | None = None, sources: Iterable[str] = (), models: Iterable[NamedModel] = (),
+              scorer: ScorerSpec | None = None) -> None:
+    """Every check of one run's parameters, in one pass: their texts representable, then each place they name
+    (database, output root, sources, models, and every model and file the scorer spec loads) where the
+    deployment (`allowed`) lets a run name it.
+
+    One pass over (parameter, value, kind) rows rather than a check per parameter, so every kind of place is judged
+    by the same rule (`_refusal`) and a new parameter is one more row."""
+    check_representable(parameters)
+    places: list[tuple[str, str | None, str]] = [
+        ("db_path", db_path, "database"), ("output_root", output_root, "output"),
+        *(("sources.paths", path, "source") for path in sources),
+    ]
+    named = list(models)
+    if scorer is not None:
+        named += [(f"scoring.{name}.path", model.path, model.allow_pickle, model.trust_remote_code)
+                  for name, model in scorer.models().items()]
+        places += [(f"scoring.{name}", path, "source") for name, path in scorer.sources().items()]
+    for parameter, path, allow_pickle, trust_remote_code in named:
+        for switch, on in (("trust_remote_code", trust_remote_code), ("allow_pickle", allow_pickle)):
+            if on and not allowed.allow_remote_code:
+                raise RunParameterError(f"run parameter {parameter.rpartition('.')[0] or parameter}.{switch} runs "
+                                        "code shipped with the checkpoint; a flow run may turn it on only where the "
+                                        "deployment sets CAPSEL_ALLOW_REMOTE_CODE=true")
+        places.append((parameter, path, "model"))
+    for parameter, value, kind in places:
+        if value is not None and value not in _TYPED and (refusal := _refusal(parameter, value, kind, allowed)):
+            raise RunParameterError(refusal)
 
 
-def check_db_path(value: str | None, allowed: Settings) -> None:
-    """A run's `db_path`: the deployment's own CAPSEL_DB_PATH, or a file inside CAPSEL_OUTPUT_ROOT."""
-    if value is None or value in _TYPED or _resolved(value) == _resolved(allowed.db_path):
-        return
-    if is_url(value) or not _inside(value, [allowed.output_root]):
-        raise RunParameterError(f"run parameter db_path {value!r} is outside the output root "
-                                f"{str(_resolved(allowed.output_root))!r} (CAPSEL_OUTPUT_ROOT); a run's database "
-                                "lies there or is the deployment's CAPSEL_DB_PATH")
+# (parameter, model path, allow_pickle, trust_remote_code): a model a run loads, with its checkpoint-code switches
+NamedModel = tuple[str, "str | None", bool, bool]
+
+# what each kind of place may be besides a folder under its roots: a storage URL (outputs and sources only)
+_ROOTS_NAMED = {"database": "CAPSEL_OUTPUT_ROOT", "output": "CAPSEL_OUTPUT_ROOT",
+                "source": "CAPSEL_INCOMING_DIR, CAPSEL_SOURCE_ROOTS", "model": "CAPSEL_MODELS_DIR, CAPSEL_MODEL_ROOTS"}
+_STORED = ("output", "source")
 
 
-def check_sources(paths: Iterable[str], allowed: Settings) -> None:
-    """A run's `sources.paths`: inside CAPSEL_INCOMING_DIR, or storage URLs under CAPSEL_STORAGE_ROOTS."""
-    for path in paths:
-        _check_source("sources.paths", path, allowed)
+def _refusal(parameter: str, value: str, kind: str, allowed: Settings) -> str | None:
+    """Why `value`, a place of `kind` a run names, lies outside what the deployment allows; None when it lies inside.
 
-
-def check_model(value: str | None, allowed: Settings, parameter: str, allow_pickle: bool = False,
-                trust_remote_code: bool = False) -> None:
-    """A run's model: the deployment's CAPSEL_MODEL, an installed model's name, or a folder under
-    CAPSEL_MODELS_DIR or CAPSEL_MODEL_ROOTS (never a hub id: that would fetch from the network); and its code
-    switches only where CAPSEL_ALLOW_REMOTE_CODE is set."""
-    for switch, on in (("trust_remote_code", trust_remote_code), ("allow_pickle", allow_pickle)):
-        if on and not allowed.allow_remote_code:
-            raise RunParameterError(f"run parameter {parameter.rpartition('.')[0] or parameter}.{switch} runs code "
-                                    "shipped with the checkpoint; a flow run may turn it on only where the "
-                                    "deployment sets CAPSEL_ALLOW_REMOTE_CODE=true")
-    if value is None or value in _TYPED or value == allowed.model or _is_registry_name(value):
-        return
-    roots = [allowed.models_dir, *map(Path, allowed.model_roots)]
-    if is_url(value) or not _inside(value, roots):
-        shown = ", ".join(repr(str(_resolved(root))) for root in roots)
-        raise RunParameterError(f"run parameter {parameter} {value!r} is not an installed model, the deployment's "
-                                f"CAPSEL_MODEL or a folder under {shown} (CAPSEL_MODELS_DIR, CAPSEL_MODEL_ROOTS)")
-
-
-def check_scorer(spec: ScorerSpec | None, allowed: Settings, parameter: str = "scoring") -> None:
-    """Every model a run's scorer spec loads (`check_model` on each)."""
-    if spec is None:
-        return
-    for name, model in spec.models().items():
-        check_model(model.path, allowed, f"{parameter}.{name}.path", model.allow_pickle, model.trust_remote_code)
-    for name, path in spec.sources().items():
-        _check_source(f"{parameter}.{name}", path, allowed)
-
-
-def _check_source(parameter: str, value: str, allowed: Settings) -> None:
-    roots = ([allowed.incoming_dir] if allowed.incoming_dir else []) + [Path(root) for root in allowed.source_roots]
-    _check_location(parameter, value, roots, "CAPSEL_INCOMING_DIR, CAPSEL_SOURCE_ROOTS", allowed)
-
-
-def _check_location(parameter: str, value: str, roots: list[Path], variable: str, allowed: Settings) -> None:
-    if value in _TYPED:
-        return
-    if is_url(value):
-        if not any(_under_url(value, root) for root in allowed.storage_roots):
-            listed = ", ".join(allowed.storage_roots) or "none set"
-            raise RunParameterError(f"run parameter {parameter} {value!r} is not under a storage root the deployment "
-                                    f"allows (CAPSEL_STORAGE_ROOTS: {listed})")
-    elif not roots:
-        raise RunParameterError(f"run parameter {parameter} {value!r} names a folder, but the deployment sets no "
-                                f"{variable} for a run's folders to lie in")
-    elif not _inside(value, roots):
-        raise RunParameterError(f"run parameter {parameter} {value!r} is outside "
-                                f"{str(_resolved(roots[0]))!r} ({variable})")
-
-
-def _resolved(path: str | Path) -> Path:
-    return Path(local_path_text(str(path))).expanduser().resolve()
-
-
-def _inside(value: str, roots: Iterable[Path]) -> bool:
-    # resolved first, so `..` and symlinks pointing out of a root do not count as inside it
-    target = _resolved(value)
-    return any(target == root or root in target.parents for root in map(_resolved, roots))
-
-
-def _under_url(value: str, root: str) -> bool:
-    # the root itself names a place too; `..` could climb back out of it
-    inside = value.rstrip("/") == root.rstrip("/") or under_prefix(value, root)
-    return inside and ".." not in value.split("://", 1)[-1].split("/")
-
-
-def _is_registry_name(value: str) -> bool:
-    # an existing path is loaded as a path, whatever its name: it must pass the folder check
-    if Path(value).expanduser().exists():
-        return False
-    return is_packaged(value) or is_install_name(value)
+    Local paths are resolved first, so `..` and symlinks pointing out of a root do not count as inside it; a storage
+    URL lies under a storage root by whole path components, and without `..` (which could climb back out). A model
+    may also be the deployment's CAPSEL_MODEL or an installed model's name (never a hub id: that would download),
+    a database the deployment's own CAPSEL_DB_PATH."""
+    if kind == "model" and (value == allowed.model or (
+            # an existing path is loaded as a path, whatever its name: it must pass the folder check
+            not Path(value).expanduser().exists() and (is_packaged(value) or is_install_name(value)))):
+        return None
+    roots = [Path(local_path_text(str(root))).expanduser().resolve() for root in {
+        "database": [allowed.output_root], "output": [allowed.output_root],
+        "source": ([allowed.incoming_dir] if allowed.incoming_dir else []) + [Path(r) for r in allowed.source_roots],
+        "model": [allowed.models_dir, *map(Path, allowed.model_roots)],
+    }[kind]]
+    variable = _ROOTS_NAMED[kind]
+    if not is_url(value):
+        target = Path(local_path_text(value)).expanduser().resolve()
+        own = Path(local_path_text(str(allowed.db_path))).expanduser().resolve() if kind == "database" else None
+        if target == own or any(target == root or root in target.parents for root in roots):
+            return None
+        if not roots:
+            return (f"run parameter {parameter} {value!r} names a folder, but the deployment sets no {variable} for "
+                    "a run's folders to lie in")
+    elif kind in _STORED:
+        if any((value.rstrip("/") == root.rstrip("/") or under_prefix(value, root))
+               and ".." not in value.split("://", 1)[-1].split("/") for root in allowed.storage_roots):
+            return None
+        return (f"run parameter {parameter} {value!r} is not under a storage root the deployment allows "
+                f"(CAPSEL_STORAGE_ROOTS: {', '.join(allowed.storage_roots) or 'none set'})")
+    if kind == "database":
+        return (f"run parameter db_path {value!r} is outside the output root {str(roots[0])!r} "
+                "(CAPSEL_OUTPUT_ROOT); a run's database lies there or is the deployment's CAPSEL_DB_PATH")
+    if kind == "model":
+        return (f"run parameter {parameter} {value!r} is not an installed model, the deployment's CAPSEL_MODEL or a "
+                f"folder under {', '.join(repr(str(root)) for root in roots)} ({variable})")
+    return f"run parameter {parameter} {value!r} is outside {str(roots[0])!r} ({variable})"

@@ -15,7 +15,7 @@ from capsel.evaluation.eval_spec import EvalSpec, parse_eval_spec
 from capsel.evaluation.options import EvalOptions
 from capsel.ingest.records import parse_field_map
 from capsel.paths import inside_root
-from capsel.run_parameters import check_db_path, check_model, check_representable
+from capsel.run_parameters import check_run
 
 _STRICT = ConfigDict(extra="forbid", frozen=True)
 
@@ -67,9 +67,7 @@ class EvaluateFlowConfig(BaseModel):
     def check_parameters(self, allowed: Settings) -> None:
         """RunParameterError unless the database and base model lie where the deployment (`allowed`) lets a run
         name them (evaluation files are kept in their folders by `eval_specs`)."""
-        check_representable(self)
-        check_db_path(self.db_path, allowed)
-        check_model(self.finetune.model, allowed, "finetune.model")
+        check_run(self, allowed, db_path=self.db_path, models=[("finetune.model", self.finetune.model, False, False)])
 
     def base_model(self, settings: Settings) -> str:
         """The base model named, else the configured one."""

@@ -3,17 +3,31 @@
 from __future__ import annotations
 
 import pytest
+from pydantic import BaseModel
 
 from capsel.config import load_settings
 from capsel.pipeline_config import PipelineConfig
-from capsel.run_parameters import (
-    RunParameterError,
-    check_db_path,
-    check_model,
-    check_output_root,
-    check_sources,
-    trust_typed,
-)
+from capsel.run_parameters import RunParameterError, check_run, trust_typed
+
+
+class _Run(BaseModel):
+    """A run with no parameters of its own: the checks below name each place by keyword."""
+
+
+def check_output_root(value, settings):
+    check_run(_Run(), settings, output_root=value)
+
+
+def check_db_path(value, settings):
+    check_run(_Run(), settings, db_path=value)
+
+
+def check_sources(paths, settings):
+    check_run(_Run(), settings, sources=paths)
+
+
+def check_model(value, settings, parameter, allow_pickle=False, trust_remote_code=False):
+    check_run(_Run(), settings, models=[(parameter, value, allow_pickle, trust_remote_code)])
 
 
 @pytest.fixture()
