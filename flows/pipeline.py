@@ -31,7 +31,8 @@ from capsel.orchestration.run_report import FlowReport, ingest_line, selection_r
 from capsel.orchestration.summary_plots import summary_plots
 from capsel.orchestration.version_diff import version_diff
 from capsel.pipeline_config import PipelineConfig, ScoreFlowConfig
-from capsel.profile.verdict_cache import keep_verdict, kept_verdict, profile_key
+from capsel.profile.run_note import u_shape_notes
+from capsel.profile.verdict import Verdict
 from capsel.publish.publish import GateFailedError
 from capsel.runs import new_run_id, recorded_run
 from capsel.stages.context import RunContext
@@ -98,7 +99,14 @@ def _stages(con, config: PipelineConfig, settings: Settings, report: FlowReport,
 
     def sharded_score(request: ScoreRequest, ctx: RunContext) -> ScoreSummary:
         if config.check_profile and isinstance(model, ModelSpec) and source is not None:
-            _warn_without_u_shape(con, model, source, report)
+            def survey() -> Verdict:
+                report_stage("rank survey", report.run_id, unit="layers")
+                return check_rank_profile(model.path, model.trust_remote_code, model.prompt_format, model.allow_pickle)
+
+            for note in u_shape_notes(con, source, model.path, model.prompt_format, survey):
+                report.notes.append(note.text)
+                if note.warn:
+                    get_run_logger().warning(note.text)
         score_config = ScoreFlowConfig(db_path=config.db_path, scoring=config.scoring, runner=config.runner)
         return score_flow_for(score_config)(score_config, parent_run_id=report.run_id,
                                             progress_artifact_id=start_progress(keys))
@@ -180,31 +188,6 @@ _REPORTED: dict[str, Callable[[_Shown, SelectionOutcome], None]] = {
 def _loadable(model: ModelSpec) -> ModelSource:
     """The model's files once its config and tokenizer load: a bad model fails the run before ingest, in one line."""
     return describe_model(model.path, trust_remote_code=model.trust_remote_code, allow_pickle=model.allow_pickle).source
-
-
-def _warn_without_u_shape(con, model: ModelSpec, source: ModelSource, report: FlowReport) -> None:
-    # The paper ties CAP's signal to the hidden-state U-shape; without it the ranks deserve doubt,
-    # but the user asked for a selection, so this warns and goes on. A model is surveyed once per
-    # database: the survey reloads and runs the model, which cost most of a short run's time.
-    key = profile_key(source, model.prompt_format)
-    if (kept := kept_verdict(con, key)) is not None:
-        verdict = kept.verdict
-        report.notes.append(f"rank profile: the verdict of {kept.surveyed_at:%Y-%m-%d %H:%M} for these model files "
-                            f"(U-shape {'present' if verdict.present else 'absent'})")
-    else:
-        report_stage("rank survey", report.run_id, unit="layers")
-        try:
-            verdict = check_rank_profile(model.path, model.trust_remote_code, model.prompt_format,
-                                         model.allow_pickle)
-        except CapselError as error:  # e.g. too few blocks to judge: say so, scoring can still run
-            report.notes.append(f"rank profile not checked: {error}")
-            return
-        keep_verdict(con, key, model.path, model.prompt_format, verdict)
-    if not verdict.present:
-        message = (f"rank profile: the model's hidden states show no U-shape over depth ({verdict.reason}); "
-                   "CAP's ranks rest on that pattern, so check them (capsel profile --model ...)")
-        get_run_logger().warning(message)
-        report.notes.append(message)
 
 
 @contextmanager

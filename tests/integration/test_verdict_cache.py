@@ -40,3 +40,38 @@ def test_the_key_follows_the_files_and_the_prompt_format():
     assert profile_key(_source("a" * 64), "raw") == base
     assert profile_key(_source("b" * 64), "raw") != base  # new weights: surveyed again
     assert profile_key(_source("a" * 64), "chat") != base
+
+
+def test_a_run_surveys_a_model_once_per_database_and_warns_only_without_the_u_shape(tmp_path):
+    from capsel.errors import CapselError
+    from capsel.profile.run_note import u_shape_notes
+
+    absent = Verdict(False, 1, 0.25, 0.125, 0.3, 0.5, 0.2, "lowest hidden-state rank is at the first block")
+    present = Verdict(True, 2, 0.5, 0.1, 0.9, 0.9, 0.2, "a trough in the middle")
+    surveys: list[str] = []
+
+    def survey(verdict):
+        def run():
+            surveys.append("ran")
+            return verdict
+        return run
+
+    con = open_db(tmp_path / "capsel.duckdb")
+    assert u_shape_notes(con, _source("a" * 64), "m", "raw", survey(present)) == []  # fresh, present: nothing to say
+    kept = u_shape_notes(con, _source("a" * 64), "m", "raw", survey(absent))  # read, not surveyed again
+    assert len(surveys) == 1 and [note.warn for note in kept] == [False]
+    assert "U-shape present" in kept[0].text
+
+    fresh = u_shape_notes(con, _source("b" * 64), "m", "raw", survey(absent))
+    assert len(surveys) == 2 and [note.warn for note in fresh] == [True]
+    assert absent.reason in fresh[0].text
+    again = u_shape_notes(con, _source("b" * 64), "m", "raw", survey(present))
+    assert len(surveys) == 2 and [note.warn for note in again] == [False, True] and "U-shape absent" in again[0].text
+
+    def cannot_judge():
+        raise CapselError("too few blocks to judge")
+
+    failed = u_shape_notes(con, _source("c" * 64), "m", "raw", cannot_judge)
+    assert [note.text for note in failed] == ["rank profile not checked: too few blocks to judge"]
+    assert u_shape_notes(con, _source("c" * 64), "m", "raw", survey(present)) == []  # nothing was kept for it
+    con.close()
