@@ -19,6 +19,7 @@ DEFINITIONS = (
     "selection/cap_domain_fits",
     "selection/cap_scores_at",
     "selection/cap_views",
+    "lineage/run_origins",
 )
 
 
