@@ -14,7 +14,7 @@ from capsel.runner.job import run_scorer
 from capsel.runner.progress import RunSummary
 from capsel.scorers.base import Scorer
 from capsel.stages.context import RunContext
-from capsel.stages.generate import GenerateRequest, generate, yhat_scorer_class
+from capsel.stages.generate import GenerateRequest, generate
 from capsel.store.results import ResultKey, result_key
 from capsel.store.scope import Scope
 
@@ -60,9 +60,8 @@ def score(request: ScoreRequest, ctx: RunContext) -> ScoreSummary:
     scorer = request.scorer or build_scorer(request.spec)
     generation = None
     if request.generator is not None:
-        yhat_scorer_class(request.spec.method)
-        # the generator writes every missing y-hat first, then exits (freeing its GPU memory); the scorer then
-        # finds every y-hat stored
+        # generate refuses a method that takes no y-hat (closing the generator); else it writes every missing
+        # y-hat first, then exits (freeing its GPU memory), and the scorer then finds every y-hat stored
         generation = generate(GenerateRequest(scorer, request.generator, request.scope), ctx)
     run_config = {**ctx.run_config, **({"target": str(target.path), "target_max": target.target_max} if target else {})}
     summary = run_scorer(
