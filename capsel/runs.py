@@ -87,3 +87,8 @@ def recorded_run(
         finish_run(con, run_id, "failed", counters, f"{type(exc).__name__}: {exc}")
         raise
     finish_run(con, run_id, "completed", counters)
+
+
+def recorded_seconds(con: duckdb.DuckDBPyConnection) -> float:
+    """Seconds of every finished top-level run in the database, summed (idle time between runs not counted)."""
+    return float(run_sql(con, "runs/runs_recorded_seconds").fetchone()[0])

@@ -16,7 +16,7 @@ from typing import Callable
 from capsel.config import Settings
 from capsel.versioning import code_version
 from capsel_lab.real_sft.plan import LAB_RECIPE, pool_folder
-from capsel_lab.real_sft.pool_run import run_pool
+from capsel_lab.real_sft.pool_run import pool_seconds, run_pool
 from capsel_lab.real_sft.replicates import across_pools, method_means, null_rank
 from capsel_lab.real_sft.spec import RealSftSpec
 
@@ -39,7 +39,8 @@ def run_real_sft(spec: RealSftSpec, out_dir: Path, settings: Settings,
     pools = []
     for index, pool_seed in enumerate(spec.pool_seeds(), start=1):
         say(f"pool {pool_seed} ({index} of {spec.pools})")
-        pools.append(run_pool(spec.pool_plan(pool_seed), pool_folder(out_dir, pool_seed), settings, say))
+        folder = pool_folder(out_dir, pool_seed)
+        pools.append({**run_pool(spec.pool_plan(pool_seed), folder, settings, say), "recorded_s": pool_seconds(folder)})
         times.update()
     walls = times.update()
     summary = {

@@ -27,6 +27,7 @@ from capsel.methods.cap import CapSpec
 from capsel.methods.ifd import IfdSpec
 from capsel.methods.ppl import PplSpec
 from capsel.methods.spec import ModelSpec
+from capsel.runs import recorded_seconds
 from capsel.selection.budget import parse_budget
 from capsel.selection.plan import SelectionRequest
 from capsel.stages.context import RunContext
@@ -84,6 +85,16 @@ def run_pool(plan: PoolPlan, folder: Path, settings: Settings, say: Callable[[st
     result = pool_result(plan, selections, targets, metrics, rows)
     done.write_text(json.dumps(result, indent=1, default=str), encoding="utf-8")
     return result
+
+
+def pool_seconds(folder: Path) -> float:
+    """The seconds a pool's recorded runs took (scoring, selections, fine-tunes, evaluation), summed from its
+    database: a pool resumed over several lab runs counts its work, not the hours between them."""
+    con = open_db(folder / "capsel.duckdb", read_only=True)
+    try:
+        return round(recorded_seconds(con), 1)
+    finally:
+        con.close()
 
 
 def _score_pool(ctx: RunContext, plan: PoolPlan, files: LabFiles, folder: Path, say: Callable[[str], None]) -> None:
