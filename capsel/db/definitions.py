@@ -19,6 +19,7 @@ DEFINITIONS = (
     "selection/cap_domain_fits",
     "selection/cap_scores_at",
     "selection/cap_views",
+    "selection/kcenter_pool",
     "lineage/run_origins",
 )
 
