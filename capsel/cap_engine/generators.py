@@ -19,13 +19,10 @@ GENERATORS = ("hf", "vllm")
 class EngineScorer(Protocol):
     """A scorer over the engine: its model, its scoring config and the engine (loaded on first use)."""
 
-    @property
-    def info(self) -> ModelInfo: ...
+    info: ModelInfo
+    config: ScoringConfig
 
-    @property
-    def config(self) -> ScoringConfig: ...
-
-    @property
+    @property  # a property, so the scorer may load the engine on first use
     def engine(self) -> ScoringEngine: ...
 
 

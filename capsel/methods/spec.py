@@ -7,11 +7,14 @@ here imports torch, so help texts and flow schemas stay light.
 
 from __future__ import annotations
 
-from typing import Callable, ClassVar, Literal, Self
+from typing import TYPE_CHECKING, Callable, ClassVar, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from capsel.cap_engine.prompt_format import PromptFormat
+from capsel.cap_engine.prompt_format import PromptFormat, resolve_prompt_format
+
+if TYPE_CHECKING:
+    from capsel.models.loading import ModelInfo
 
 _STRICT = ConfigDict(extra="forbid", frozen=True)
 Dtype = Literal["auto", "float32", "bfloat16"]
@@ -34,6 +37,13 @@ class LocalModelSpec(BaseModel):
         """This model with its device and dtype fixed."""
         return self.model_copy(update={"device": device, "dtype": dtype})
 
+    def describe(self) -> ModelInfo:
+        """This model described without loading weights (its identity, config and tokenizer)."""
+        from capsel.models.loading import describe_model  # torch: a run describes a model, a schema never does
+
+        return describe_model(self.path, dtype=self.dtype, device=self.device,
+                              trust_remote_code=self.trust_remote_code, allow_pickle=self.allow_pickle)
+
 
 class ModelSpec(LocalModelSpec):
     """A causal LM that scores candidates, and how their prompts become ids."""
@@ -42,6 +52,10 @@ class ModelSpec(LocalModelSpec):
         "auto", description="raw: tokenizer(prompt), the paper's protocol; chat: the model's chat template; "
         "auto: chat when the tokenizer has a chat template",
     )
+
+    def resolved_prompt_format(self, info: ModelInfo) -> str:
+        """The prompt format asked for, resolved for the model's tokenizer (auto: chat if it has one)."""
+        return resolve_prompt_format(self.prompt_format, info.tokenizer)
 
 
 class MethodSpec(BaseModel):

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Protocol
-
 from pydantic import Field
 
-from capsel.cap_engine.prompt_format import RAW, resolve_prompt_format
-from capsel.models.loading import LoadedModel, ModelInfo, describe_model, load_model
+from capsel.cap_engine.prompt_format import RAW
+from capsel.models.loading import LoadedModel, ModelInfo, load_model
 from capsel.scorers.base import model_identity
 from capsel.scorers.baseline import BaselineConfig, BaselineScorer
 
@@ -23,39 +21,6 @@ class LmConfig(BaselineConfig):
         if stored["prompt_format"] == RAW:
             del stored["prompt_format"]
         return stored
-
-
-class LmModel(Protocol):
-    """What a method's spec says of the causal LM it scores with (`capsel.methods.spec.ModelSpec`)."""
-
-    @property
-    def path(self) -> str: ...
-
-    @property
-    def dtype(self) -> str: ...
-
-    @property
-    def device(self) -> str: ...
-
-    @property
-    def trust_remote_code(self) -> bool: ...
-
-    @property
-    def allow_pickle(self) -> bool: ...
-
-    @property
-    def prompt_format(self) -> str: ...
-
-
-def describe_lm(model: LmModel) -> ModelInfo:
-    """The LM a spec names, described without loading weights."""
-    return describe_model(model.path, dtype=model.dtype, device=model.device, trust_remote_code=model.trust_remote_code,
-                          allow_pickle=model.allow_pickle)
-
-
-def lm_prompt_format(model: LmModel, info: ModelInfo) -> str:
-    """The prompt format the spec asks for, resolved for the model's tokenizer (auto: chat if it has one)."""
-    return resolve_prompt_format(model.prompt_format, info.tokenizer)
 
 
 class LmScorer(BaselineScorer):

@@ -10,10 +10,13 @@ response id has no prediction, so one id fewer is scored.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol, Sequence
+from typing import Sequence
+
+from pydantic import Field
 
 from capsel.cap_engine.inputs import SHORT_RESPONSE, CandidateText, prompt_text, response_token_ids
 from capsel.cap_engine.prompt_format import prompt_token_ids
+from capsel.scorers.lm_scorer import LmConfig
 
 PROMPT_FILLS_WINDOW = "prompt_fills_window"
 
@@ -29,21 +32,15 @@ class WindowInput:
     excluded_reason: str | None
 
 
-class Window(Protocol):
-    """What cutting [prompt; response] needs of a config (IFD's and LESS's both have it)."""
+class WindowConfig(LmConfig):
+    """The config of a scorer that reads [prompt; response] cut to a window (IFD's and LESS's derive from it)."""
 
-    @property
-    def max_length(self) -> int: ...
-
-    @property
-    def prompt_format(self) -> str: ...
-
-    @property
-    def min_response_tokens(self) -> int: ...
+    max_length: int = Field(1024, gt=1, description="[prompt; response] is cut to its first max_length ids")
+    min_response_tokens: int = Field(1, ge=1, description="fewer scored response ids: excluded short_response")
 
 
 def window_inputs(
-    candidates: Sequence[CandidateText], tokenizer, config: Window, empty_prefix: Sequence[int]
+    candidates: Sequence[CandidateText], tokenizer, config: WindowConfig, empty_prefix: Sequence[int]
 ) -> list[WindowInput]:
     """Tokenise and truncate as the module docstring says; too-long prompts and short responses are excluded."""
     if not candidates:

@@ -18,7 +18,7 @@ from capsel.cap_engine.multimodal_inputs import build_multimodal_inputs, model_i
 from capsel.cap_engine.results import GenerationResult, ScoredCandidate
 from capsel.methods.cap import CapSpec
 from capsel.methods.cap.keys import CapKeys
-from capsel.models.loading import LoadedModel, ModelInfo, describe_model, load_model
+from capsel.models.loading import LoadedModel, ModelInfo, load_model
 from capsel.scorers.base import Counted, Scorer, model_identity
 
 
@@ -128,8 +128,5 @@ def input_batches(items: Sequence[ScoringInput | GenerationResult], batch_size: 
 
 def cap_scorer(spec: CapSpec, loaded: LoadedModel | None = None) -> CapScorer:
     """CAP's scorer for the spec's model (identity and tokenizer now, weights on first use unless `loaded`)."""
-    model = spec.model
-    info = loaded.info if loaded else describe_model(
-        model.path, dtype=model.dtype, device=model.device, trust_remote_code=model.trust_remote_code,
-        allow_pickle=model.allow_pickle)
+    info = loaded.info if loaded else spec.model.describe()
     return CapScorer(info, spec.scoring_config(), spec.batch_size, loaded)

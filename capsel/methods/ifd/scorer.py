@@ -16,15 +16,15 @@ import math
 from typing import ClassVar, Sequence
 
 import torch
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict
 
 from capsel.cap_engine.inputs import CandidateText
 from capsel.methods.ifd import IfdSpec
 from capsel.models.loading import ModelInfo
 from capsel.scorers.baseline import BaselineResult
-from capsel.scorers.lm_scorer import LmConfig, LmScorer, describe_lm, lm_prompt_format
+from capsel.scorers.lm_scorer import LmScorer
 from capsel.scorers.response_loss import response_token_nll
-from capsel.scorers.window import WindowInput, window_inputs
+from capsel.scorers.window import WindowConfig, WindowInput, window_inputs
 
 IFD_GE_1 = "ifd_ge_1"
 # IFD divides by the response's loss with no instruction; when the instruction holds an image, that loss is
@@ -33,14 +33,11 @@ IFD_UNDEFINED_WITH_IMAGE = "ifd_undefined_with_image"
 NON_FINITE = "non_finite"
 
 
-class IfdConfig(LmConfig):
+class IfdConfig(WindowConfig):
     """IFD's window and exclusion threshold."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     method: ClassVar[str] = "ifd"
-
-    max_length: int = Field(1024, gt=1, description="[prompt; response] is cut to its first max_length ids")
-    min_response_tokens: int = Field(1, ge=1, description="fewer scored response ids: excluded short_response")
 
 
 def ifd_ratio(conditional: torch.Tensor, unconditional: torch.Tensor) -> float:
@@ -89,6 +86,6 @@ def _result(item: WindowInput, ratio: float | None) -> BaselineResult:
 
 def ifd_scorer(spec: IfdSpec) -> IfdScorer:
     """The IFD scorer for the spec's LM."""
-    info = describe_lm(spec.model)
-    config = IfdConfig(max_length=spec.max_length, prompt_format=lm_prompt_format(spec.model, info))
+    info = spec.model.describe()
+    config = IfdConfig(max_length=spec.max_length, prompt_format=spec.model.resolved_prompt_format(info))
     return IfdScorer(config, info, spec.batch_size)

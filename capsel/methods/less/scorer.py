@@ -23,8 +23,8 @@ from capsel.methods.less.lora_gradients import GradientSketcher, LoraSpec, attac
 from capsel.models.loading import ModelInfo
 from capsel.scorers.base import Table
 from capsel.scorers.baseline import BaselineResult
-from capsel.scorers.lm_scorer import LmConfig, LmScorer, describe_lm, lm_prompt_format
-from capsel.scorers.window import window_inputs
+from capsel.scorers.lm_scorer import LmScorer
+from capsel.scorers.window import WindowConfig, window_inputs
 
 FEATURES_METHOD = "less_features"
 NON_FINITE = "non_finite"
@@ -32,14 +32,12 @@ ZERO_GRADIENT = "zero_gradient"
 QKVO = ("q_proj", "k_proj", "v_proj", "o_proj")
 
 
-class LessConfig(LmConfig):
+class LessConfig(WindowConfig):
     """Everything that fixes a gradient feature; its hash keys the stored features."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     method: ClassVar[str] = FEATURES_METHOD
 
-    max_length: int = Field(1024, gt=1, description="[prompt; response] is cut to its first max_length ids")
-    min_response_tokens: int = Field(1, ge=1, description="fewer response ids in the window: excluded")
     lora_rank: int = Field(8, gt=0, description="LoRA rank r")
     lora_alpha: float = Field(16.0, gt=0, description="LoRA scaling numerator (scale alpha / r)")
     lora_dropout: float = Field(0.0, ge=0, le=0, description="0: the gradient must be deterministic")
@@ -102,6 +100,6 @@ def _feature(candidate_id: str, loss: float, sketched: torch.Tensor) -> Baseline
 
 def less_scorer(spec: LessSpec) -> LessFeatureScorer:
     """The LESS feature scorer for the spec's LM (its target is scored after the features)."""
-    info = describe_lm(spec.model)
-    config = LessConfig(max_length=spec.max_length, prompt_format=lm_prompt_format(spec.model, info))
+    info = spec.model.describe()
+    config = LessConfig(max_length=spec.max_length, prompt_format=spec.model.resolved_prompt_format(info))
     return LessFeatureScorer(config, info, spec.batch_size)

@@ -23,7 +23,7 @@ from capsel.cap_engine.vision_batch import vision_batches
 from capsel.methods.ppl import PplSpec
 from capsel.models.loading import LoadedModel
 from capsel.scorers.baseline import BaselineResult
-from capsel.scorers.lm_scorer import LmConfig, LmScorer, describe_lm, lm_prompt_format
+from capsel.scorers.lm_scorer import LmConfig, LmScorer
 
 
 class PplConfig(LmConfig):
@@ -126,7 +126,7 @@ def response_perplexity(
 
 def ppl_scorer(spec: PplSpec) -> PplScorer:
     """The PPL scorer for the spec's LM (weights load only if something must be computed)."""
-    info = describe_lm(spec.model)
+    info = spec.model.describe()
     config = PplConfig(prompt_tokens=spec.prompt_tokens, horizon=spec.horizon,
-                       prompt_format=lm_prompt_format(spec.model, info))
+                       prompt_format=spec.model.resolved_prompt_format(info))
     return PplScorer(config, info, spec.batch_size)
