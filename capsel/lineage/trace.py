@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import duckdb
@@ -42,6 +42,9 @@ class SelectionLineage:
     finetunes: list[Record] = field(default_factory=list)
 
 
+_CANDIDATE_LISTS = tuple(item.name for item in fields(CandidateLineage) if item.name != "candidate")
+
+
 def trace(con: duckdb.DuckDBPyConnection, identifier: str) -> CandidateLineage | SelectionLineage:
     """Lineage of `identifier`, a candidate id or a selection id."""
     selection = fetch_records(con, "lineage/lineage_selection", {"selection_id": identifier})
@@ -57,16 +60,9 @@ def trace(con: duckdb.DuckDBPyConnection, identifier: str) -> CandidateLineage |
         )
     candidate = fetch_records(con, "lineage/lineage_candidate", {"candidate_id": identifier})
     if candidate:
-        params = {"candidate_id": identifier}
-        return CandidateLineage(
-            candidate=candidate[0],
-            duplicates=fetch_records(con, "lineage/lineage_candidate_duplicates", params),
-            generations=fetch_records(con, "lineage/lineage_candidate_generations", params),
-            scores=fetch_records(con, "lineage/lineage_candidate_scores", params),
-            selections=fetch_records(con, "lineage/lineage_candidate_selections", params),
-            baseline_scores=fetch_records(con, "lineage/lineage_candidate_baseline_scores", params),
-            images=_with_paths(con, fetch_records(con, "lineage/lineage_candidate_images", params)),
-        )
+        # one row: the candidate's own columns, then one list column per CandidateLineage list field
+        nested = {name: candidate[0].pop(name) for name in _CANDIDATE_LISTS}
+        return CandidateLineage(candidate=candidate[0], **{**nested, "images": _with_paths(con, nested["images"])})
     raise CapselError(
         f"{identifier!r} is neither a candidate id nor a selection id in this database; "
         "ids are listed by `capsel export-scores` and `capsel selections`"
