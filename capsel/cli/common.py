@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Iterator, NoReturn, Optional
+from typing import TYPE_CHECKING, Annotated, Iterator, NoReturn, Optional
 
 import orjson
 import typer
@@ -14,6 +14,9 @@ from rich.console import Console
 from capsel.config import Settings, load_settings
 from capsel.errors import CapselError
 from capsel.safe_text import json_text
+
+if TYPE_CHECKING:
+    import duckdb
 
 
 class StdoutClosed(SystemExit):
@@ -51,6 +54,19 @@ class Interrupted(Exception):
 def settings_for(db: Path | None = None, **overrides: object) -> Settings:
     """Settings with the command's explicit options applied on top of env and .env."""
     return load_settings(db_path=db, **overrides)
+
+
+@contextmanager
+def read_store(db_path: Path) -> Iterator[duckdb.DuckDBPyConnection]:
+    """The store at `db_path` opened read-only (a missing file is an error, not a new empty store), closed however
+    the block ends."""
+    from capsel.db import open_db  # duckdb loads for the commands that read the store, not for every --help
+
+    con = open_db(db_path, read_only=True)
+    try:
+        yield con
+    finally:
+        con.close()
 
 
 def print_json(payload: object) -> None:

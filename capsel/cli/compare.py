@@ -8,10 +8,9 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from capsel.cli.common import DbOption, JsonOption, console, json_output, settings_for
+from capsel.cli.common import DbOption, JsonOption, console, json_output, read_store, settings_for
 from capsel.cli.tables import print_table
 from capsel.cli.wrapping import print_unbroken
-from capsel.db import open_db
 from capsel.methods.selectors import Order
 from capsel.paths import typed_or_default
 from capsel.selection.budget import parse_budget
@@ -51,13 +50,10 @@ def compare(
     from capsel.stages.context import RunContext
 
     request = CompareRequest(parse_budget(budget), directory, seed, ppl_direction)
-    con = open_db(settings.db_path, read_only=True)
     with json_output(json_out) as output:
-        try:
+        with read_store(settings.db_path) as con:
             with console.status("selecting with every scored method and writing the report"):
                 compared = compare_stage(request, RunContext(con, settings))
-        finally:
-            con.close()
         comparison, numbers, files = compared.comparison, compared.numbers, compared.files
         report = directory / "index.html"
         output.emit({**report_payload(comparison, numbers, compared.title), "report": report, "files": files})

@@ -6,9 +6,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from capsel.cli.common import DbOption, JsonOption, console, json_output, settings_for
+from capsel.cli.common import DbOption, JsonOption, console, json_output, read_store, settings_for
 from capsel.cli.tables import interval_text, print_table
-from capsel.db import open_db
 from capsel.db.records import fetch_records
 from capsel.terminal_text import TextTable
 
@@ -25,15 +24,11 @@ def evaluations(
     db: DbOption = None,
 ) -> None:
     """List stored evaluations newest first, or compare each target with one (--against), with paired 95% intervals."""
-    settings = settings_for(db)
-    con = open_db(settings.db_path, read_only=True, must_exist=True)
-    try:
+    with read_store(settings_for(db).db_path) as con:
         if against is not None:
             _print_comparisons(con, against, eval_spec, json_out)
             return
         rows = fetch_records(con, "evaluation/evaluations_list")
-    finally:
-        con.close()
     with json_output(json_out) as output:
         output.emit({"evaluations": rows})
         if not rows:

@@ -8,9 +8,8 @@ from typing import Annotated, Optional
 import typer
 
 from capsel.cap_engine.export import export_scores as write_scores
-from capsel.cli.common import DbOption, JsonOption, console, json_output, settings_for
+from capsel.cli.common import DbOption, JsonOption, console, json_output, read_store, settings_for
 from capsel.cli.scoring_options import DomainOption
-from capsel.db import open_db
 from capsel.paths import typed_path
 from capsel.selection.scoring_key import resolve_scoring_key
 from capsel.terminal_text import markup
@@ -28,14 +27,10 @@ def export_scores(
     db: DbOption = None,
 ) -> None:
     """Export candidate, exclusion, n_aligned, D_early, D_late, the D_l profile, PPL, CAP and z."""
-    settings = settings_for(db)
     target = typed_path(out)
-    con = open_db(settings.db_path, read_only=True)
-    try:
+    with read_store(settings_for(db).db_path) as con:
         key = resolve_scoring_key(con, model, config_hash)
         n_rows = write_scores(con, target, key.model_fingerprint, key.config_hash, domain)
-    finally:
-        con.close()
     with json_output(json_out) as output:
         output.emit({"path": target, "n_rows": n_rows, "model_fingerprint": key.model_fingerprint,
                      "config_hash": key.config_hash, "domain": domain})

@@ -6,8 +6,7 @@ from typing import Annotated
 
 import typer
 
-from capsel.cli.common import DbOption, JsonOption, console, json_output, settings_for
-from capsel.db import open_db
+from capsel.cli.common import DbOption, JsonOption, console, json_output, read_store, settings_for
 from capsel.lineage import trace
 from capsel.lineage.render import lineage_tree
 
@@ -18,12 +17,8 @@ def lineage(
     db: DbOption = None,
 ) -> None:
     """Where a candidate came from (source, row, runs, model, config, scores, selections), or a selection's basis."""
-    settings = settings_for(db)
-    con = open_db(settings.db_path, read_only=True)
-    try:
+    with read_store(settings_for(db).db_path) as con:
         found = trace(con, identifier)
-    finally:
-        con.close()
     with json_output(json_out) as output:
         output.emit(found.__dict__)
         console.print(lineage_tree(found))

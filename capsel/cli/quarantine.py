@@ -7,9 +7,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from capsel.cli.common import DbOption, JsonOption, console, json_output, settings_for
+from capsel.cli.common import DbOption, JsonOption, console, json_output, read_store, settings_for
 from capsel.cli.tables import print_table
-from capsel.db import open_db
 from capsel.ingest.reasons import REASON_HELP, Reason
 from capsel.quarantine import quarantined_rows
 from capsel.terminal_text import TextTable
@@ -31,12 +30,8 @@ def quarantine(
     db: DbOption = None,
 ) -> None:
     """Show quarantined rows with their file, row number, reason, detail and raw text."""
-    settings = settings_for(db)
-    con = open_db(settings.db_path, read_only=True, must_exist=True)
-    try:
+    with read_store(settings_for(db).db_path) as con:
         listing = quarantined_rows(con, reason.value if reason else None, _source_key(source), limit)
-    finally:
-        con.close()
     with json_output(json_out) as output:
         output.emit({"n_matching": listing.n_matching, "n_shown": len(listing.rows), "rows": listing.rows})
         if not listing.rows:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from capsel.cli.common import DbOption, JsonOption, console, json_output, settings_for
+from capsel.cli.common import DbOption, JsonOption, console, json_output, read_store, settings_for
 from capsel.cli.tables import print_table
 from capsel.db import open_db
 from capsel.db.records import fetch_records
@@ -24,11 +24,8 @@ def selections(json_out: JsonOption = False, db: DbOption = None) -> None:
     """
     settings = settings_for(db)
     reconciled = _reconcile_if_needed(settings.db_path)
-    con = open_db(settings.db_path, read_only=True)
-    try:
+    with read_store(settings.db_path) as con:
         rows = fetch_records(con, "publish/selections_list")
-    finally:
-        con.close()
     with json_output(json_out) as output:
         output.emit({"selections": [{**row, "present": is_present(destination(row["out_dir"]))} for row in rows],
                      "reconciled": reconciled.as_dict()})
@@ -41,13 +38,10 @@ def _reconcile_if_needed(db_path: Path) -> Reconciled:
     from capsel.publish.reconcile import find_disagreements, reconcile_selections  # pandas: not for --help
 
     # a listing opens the store read-only; only a store that needs repair is opened to write
-    con = open_db(db_path, read_only=True)
-    try:
+    with read_store(db_path) as con:
         found = find_disagreements(con)
         if not found:
             return found  # nothing to repair; what it left alone is still worth saying
-    finally:
-        con.close()
     con = open_db(db_path, must_exist=True)
     try:
         return reconcile_selections(con)

@@ -7,10 +7,9 @@ from pathlib import Path
 
 from rich import box
 
-from capsel.cli.common import DbOption, JsonOption, console, json_output, settings_for
+from capsel.cli.common import DbOption, JsonOption, console, json_output, read_store, settings_for
 from capsel.cli.tables import print_table
 from capsel.cli.wrapping import print_unbroken
-from capsel.db import open_db
 from capsel.db.connection import DatabaseLockedError
 from capsel.publish.funnel import funnel_lines
 from capsel.quarantine import quarantine_reasons
@@ -25,17 +24,15 @@ def status(json_out: JsonOption = False, db: DbOption = None) -> None:
     """
     settings = settings_for(db)
     try:
-        con = open_db(settings.db_path, read_only=True)
+        # only opening can find the store locked: the queries run on an open read-only connection
+        with read_store(settings.db_path) as con:
+            totals = source_totals(con)
+            domains = domain_status(con)
+            reasons = quarantine_reasons(con)
+            latest = latest_funnel(con)
     except DatabaseLockedError as locked:
         print_writer(settings.db_path, locked, json_out)
         return
-    try:
-        totals = source_totals(con)
-        domains = domain_status(con)
-        reasons = quarantine_reasons(con)
-        latest = latest_funnel(con)
-    finally:
-        con.close()
     with json_output(json_out) as output:
         output.emit({"db": settings.db_path, "sources": asdict(totals), "domains": [asdict(row) for row in domains],
                      "quarantine_reasons": reasons, "latest_selection": None if latest is None else asdict(latest)})
