@@ -22,9 +22,9 @@ def top_residual_z(con: duckdb.DuckDBPyConnection, quotas: Sequence[Quota], key:
                    selector: object) -> pd.DataFrame:
     """The highest z of CAP's per-domain residual; `score` is CAP."""
     assert key is not None  # selection needs the method's own scores before it gets here
-    ranked = run_sql(con, "selection/select_top", {
-        "quotas": _quota_rows(quotas), "model_fingerprint": key.model_fingerprint,
-        "config_hash": key.config_hash, "ppl_guard": draw.ppl_guard, "ppl_guard_z": draw.ppl_guard_z,
+    ranked = run_sql(con, "selection/select_cap_pool", {
+        "quotas": _quota_rows(quotas), "use_scores": True, "model_fingerprint": key.model_fingerprint,
+        "config_hash": key.config_hash, "seed": None, "ppl_guard": draw.ppl_guard, "ppl_guard_z": draw.ppl_guard_z,
         **key.layer_params(),
     }).df()
     ranked["score"] = ranked["cap"]
@@ -34,7 +34,7 @@ def top_residual_z(con: duckdb.DuckDBPyConnection, quotas: Sequence[Quota], key:
 def seeded_draw(con: duckdb.DuckDBPyConnection, quotas: Sequence[Quota], key: ScoringKey | None, draw: Draw,
                 selector: object) -> pd.DataFrame:
     """md5(seed:candidate_id) order per domain over the key's eligible pool (every candidate when `key` is None)."""
-    ranked = run_sql(con, "selection/select_random", {
+    ranked = run_sql(con, "selection/select_cap_pool", {
         "quotas": _quota_rows(quotas), "use_scores": key is not None,
         "model_fingerprint": key.model_fingerprint if key else None,
         "config_hash": key.config_hash if key else None, "seed": int(draw.seed),

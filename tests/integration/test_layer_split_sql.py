@@ -73,9 +73,9 @@ def test_a_new_split_equals_numpy_on_the_stored_profile(store, early, late, earl
     exported = run_sql(con, "scoring/cap_scores", {"model_fingerprint": MODEL, "config_hash": key.config_hash,
                                                    "domains": None, **key.layer_params()}).df()
     np.testing.assert_allclose(exported.set_index("candidate_id").sort_index()["z"], expected["z"], rtol=1e-9)
-    split = run_sql(con, "selection/select_top", {
-        "quotas": [{"domain": domain, "k": 10_000} for domain in SIZES], "model_fingerprint": MODEL,
-        "config_hash": key.config_hash, "ppl_guard": None, "ppl_guard_z": None, **key.layer_params(),
+    split = run_sql(con, "selection/select_cap_pool", {
+        "quotas": [{"domain": domain, "k": 10_000} for domain in SIZES], "use_scores": True, "model_fingerprint": MODEL,
+        "config_hash": key.config_hash, "seed": None, "ppl_guard": None, "ppl_guard_z": None, **key.layer_params(),
     }).df().set_index("candidate_id").sort_index()
     assert list(split.index) == list(expected.index)
     for column in ("d_early", "d_late", "cap", "z"):

@@ -1,4 +1,4 @@
-"""Members from sql/selection/select_top.sql and select_random.sql against independent references."""
+"""Members from sql/selection/select_cap_pool.sql (top z and seeded random) against independent references."""
 
 import hashlib
 

@@ -1,7 +1,8 @@
--- Seeded random control: k per domain in md5(seed:candidate_id) order, the same on every machine.
--- With $use_scores it draws from the scored eligible pool of (model, config), less what the PPL guard
--- holds back ($ppl_guard, null: nothing), else from all candidates. Its cap and z read the blocks
--- $early_first..$early_last, $late_first..$late_last of the stored profile (null: as stored).
+-- k members per domain of CAP's scored pool of (model, config), less what the PPL guards hold back ($ppl_guard,
+-- $ppl_guard_z; null: nothing): highest z first, or with a $seed in md5(seed:candidate_id) order, the seeded
+-- random control, the same on every machine; ties by candidate_id. Without $use_scores (random only) the pool is
+-- every candidate. D_early and D_late average the stored profile's blocks $early_first..$early_last and
+-- $late_first..$late_last (null: as scoring stored them).
 with quotas as (
     select unnest($quotas::struct(domain varchar, k bigint)[], recursive := true)
 ),
@@ -35,11 +36,16 @@ pool as (
 final as (
     select
         pool.*,
-        md5($seed::varchar || ':' || pool.candidate_id) as draw,
-        row_number() over (partition by pool.domain order by draw, pool.candidate_id) as rank
+        row_number() over (
+            partition by pool.domain
+            order by
+                case when $seed is null then pool.z end desc,
+                md5($seed::varchar || ':' || pool.candidate_id),
+                pool.candidate_id
+        ) as rank
     from pool
     join quotas on quotas.domain = pool.domain
     qualify rank <= quotas.k
 )
-select * exclude (draw) from final
+select * from final
 order by domain, rank;
