@@ -12,17 +12,7 @@ import subprocess
 import sys
 import time
 
-from capsel.cli.main import COMMANDS, GROUPS, _group
-
-
-def commands() -> list[list[str]]:
-    """Every command and group subcommand, as typed."""
-    found = [[name] for name in COMMANDS]
-    for group in GROUPS:
-        found.append([group])
-        found += [[group, command.name or command.callback.__name__.replace("_", "-")]
-                  for command in _group(group).registered_commands]
-    return found
+from capsel.cli.command_list import typed_commands
 
 
 def help_seconds(args: list[str], repeats: int) -> float:
@@ -40,7 +30,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
-    seconds = {" ".join(command): round(help_seconds(command, args.repeats), 3) for command in commands()}
+    seconds = {" ".join(command): round(help_seconds(command, args.repeats), 3) for command in typed_commands()}
     print(json.dumps({"repeats": args.repeats, "median_s": seconds, "slowest_s": max(seconds.values())}, indent=1))
 
 

@@ -9,20 +9,11 @@ import sys
 
 import pytest
 
-from capsel.cli.main import COMMANDS, GROUPS, _group
+from capsel.cli.command_list import typed_commands
 
 HEAVY = ("torch", "transformers")
 LAB = ("demo", "lab")  # the lab's own commands live in capsel_lab
 IMPORTED = re.compile(r"^import time:\s+\d+ \|\s+\d+ \|\s*([\w.]+)$", re.MULTILINE)
-
-
-def _commands() -> list[list[str]]:
-    found = [[name] for name in COMMANDS]
-    for group in GROUPS:
-        found.append([group])
-        found += [[group, command.name or command.callback.__name__.replace("_", "-")]
-                  for command in _group(group).registered_commands]
-    return found
 
 
 def _imports_of(args: list[str]) -> set[str]:
@@ -32,7 +23,7 @@ def _imports_of(args: list[str]) -> set[str]:
     return {name.split(".")[0] for name in IMPORTED.findall(done.stderr)}
 
 
-@pytest.mark.parametrize("args", _commands(), ids=" ".join)
+@pytest.mark.parametrize("args", typed_commands(), ids=" ".join)
 def test_help_imports_nothing_heavy(args):
     imported = _imports_of([*args, "--help"])
     assert not imported & set(HEAVY), sorted(imported & set(HEAVY))
