@@ -4,21 +4,13 @@ deleting anything (`--reingest`), and `capsel quarantine` to see why rows were s
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import duckdb
 import pytest
 
+from tests.support.capsel_cli import run_capsel
+
 pytestmark = pytest.mark.e2e
-
-
-def capsel(*args, cwd):
-    env = {key: value for key, value in os.environ.items() if not key.startswith("CAPSEL_")}
-    env["COLUMNS"] = "200"
-    return subprocess.run([sys.executable, "-m", "capsel", *args], cwd=cwd, capture_output=True, text=True,
-                          env=env, timeout=120)
 
 
 def problems(n):
@@ -44,7 +36,7 @@ def counts(db):
 
 def test_a_wrong_map_quarantines_everything_exits_3_and_names_the_fields(tmp_path):
     write_jsonl(tmp_path / "gsm.jsonl", problems(12))
-    first = capsel("ingest", "gsm.jsonl", "--domain", "math", "--db", "pool.duckdb", cwd=tmp_path)
+    first = run_capsel(tmp_path, "ingest", "gsm.jsonl", "--domain", "math", "--db", "pool.duckdb")
     assert first.returncode == 3, first.stderr
     assert "every row of" in first.stderr and "gsm.jsonl" in first.stderr and "Traceback" not in first.stderr
     hint = " ".join(first.stderr.split())  # the error line names the hint
@@ -54,7 +46,7 @@ def test_a_wrong_map_quarantines_everything_exits_3_and_names_the_fields(tmp_pat
     # the rows are kept (nothing lost), so the fix needs no deleted database
     assert counts(tmp_path / "pool.duckdb")["quarantine"] == 12
 
-    as_json = capsel("ingest", "gsm.jsonl", "--domain", "math", "--db", "other.duckdb", "--json", cwd=tmp_path)
+    as_json = run_capsel(tmp_path, "ingest", "gsm.jsonl", "--domain", "math", "--db", "other.duckdb", "--json")
     assert as_json.returncode == 3
     report = json.loads(as_json.stdout)  # one object, even for a failure
     assert report["ok"] is False and report["exit_code"] == 3 and report["files"][0]["all_quarantined"] is True
@@ -72,18 +64,18 @@ def test_reingest_retries_only_quarantined_rows_and_counts_add_up(tmp_path):
     write_jsonl(tmp_path / "mixed.jsonl", rows, extra_lines=["{broken"])
     db = tmp_path / "pool.duckdb"
 
-    first = capsel("ingest", "mixed.jsonl", "--domain", "math", "--db", "pool.duckdb", cwd=tmp_path)
+    first = run_capsel(tmp_path, "ingest", "mixed.jsonl", "--domain", "math", "--db", "pool.duckdb")
     assert first.returncode == 0, first.stderr  # not every row was quarantined
     assert counts(db)["candidates"] == 3 and counts(db)["quarantine"] == 7
     assert "hint:" in first.stdout  # 6 of 10 rows lack an instruction: more than half
 
-    plain = capsel("ingest", "mixed.jsonl", "--domain", "math", "--map", "instruction=problem,response=solution",
-                   "--db", "pool.duckdb", cwd=tmp_path)
+    plain = run_capsel(tmp_path, "ingest", "mixed.jsonl", "--domain", "math", "--map",
+                       "instruction=problem,response=solution", "--db", "pool.duckdb")
     assert plain.returncode == 0 and "skipped" in plain.stdout and "--reingest" in plain.stdout
     assert counts(db)["quarantine"] == 7  # a skip changes nothing
 
-    fixed = capsel("ingest", "mixed.jsonl", "--domain", "math", "--map", "instruction=problem,response=solution",
-                   "--reingest", "--db", "pool.duckdb", "--json", cwd=tmp_path)
+    fixed = run_capsel(tmp_path, "ingest", "mixed.jsonl", "--domain", "math", "--map",
+                       "instruction=problem,response=solution", "--reingest", "--db", "pool.duckdb", "--json")
     assert fixed.returncode == 0, fixed.stderr
     report = json.loads(fixed.stdout)
     assert report["files"][0]["n_retried"] == 7
@@ -102,8 +94,8 @@ def test_reingest_retries_only_quarantined_rows_and_counts_add_up(tmp_path):
     con.close()
     assert orphans == 0 and retried_by == [(report["run_id"],)]
 
-    again = capsel("ingest", "mixed.jsonl", "--domain", "math", "--map", "instruction=problem,response=solution",
-                   "--reingest", "--db", "pool.duckdb", cwd=tmp_path)
+    again = run_capsel(tmp_path, "ingest", "mixed.jsonl", "--domain", "math", "--map",
+                       "instruction=problem,response=solution", "--reingest", "--db", "pool.duckdb")
     assert again.returncode == 0, again.stderr
     assert "retried 1 quarantined rows" in " ".join(again.stdout.split())
     final = counts(db)
@@ -116,9 +108,9 @@ def test_quarantine_lists_rows_by_reason_and_source(tmp_path):
     write_jsonl(tmp_path / "a.jsonl", [{"instruction": "q", "response": ""}, {"instruction": "", "response": "r"},
                                        {"instruction": "ok?", "response": "ok"}], extra_lines=["[1, 2]", "nope"])
     write_jsonl(tmp_path / "b.jsonl", [{"instruction": "x"}])
-    assert capsel("ingest", "a.jsonl", "b.jsonl", "--domain", "d", cwd=tmp_path).returncode == 3  # b: all quarantined
+    assert run_capsel(tmp_path, "ingest", "a.jsonl", "b.jsonl", "--domain", "d").returncode == 3  # b: all quarantined
 
-    every = capsel("quarantine", "--json", cwd=tmp_path)
+    every = run_capsel(tmp_path, "quarantine", "--json")
     assert every.returncode == 0, every.stderr
     listing = json.loads(every.stdout)
     found = [(row["path"].rsplit("/", 1)[-1], row["source_row"], row["reason"]) for row in listing["rows"]]
@@ -126,15 +118,15 @@ def test_quarantine_lists_rows_by_reason_and_source(tmp_path):
                      ("a.jsonl", 4, "not_an_object"), ("a.jsonl", 5, "not_json"), ("b.jsonl", 1, "missing_response")]
     assert listing["n_matching"] == 5 and listing["rows"][3]["raw_text"] == "nope"
 
-    one = json.loads(capsel("quarantine", "--reason", "not_json", "--json", cwd=tmp_path).stdout)
+    one = json.loads(run_capsel(tmp_path, "quarantine", "--reason", "not_json", "--json").stdout)
     assert [row["source_row"] for row in one["rows"]] == [5]
-    of_b = json.loads(capsel("quarantine", "--source", "b.jsonl", "--json", cwd=tmp_path).stdout)
+    of_b = json.loads(run_capsel(tmp_path, "quarantine", "--source", "b.jsonl", "--json").stdout)
     assert [row["reason"] for row in of_b["rows"]] == ["missing_response"]
-    cut = capsel("quarantine", "--limit", "2", cwd=tmp_path)
+    cut = run_capsel(tmp_path, "quarantine", "--limit", "2")
     assert cut.returncode == 0 and "2 of 5 quarantined rows" in cut.stdout and "3 more" in cut.stdout
     assert "empty_response: the response is empty" in cut.stdout
 
-    status = capsel("status", cwd=tmp_path)
+    status = run_capsel(tmp_path, "status")
     assert "quarantined by reason:" in status.stdout and "capsel quarantine --reason" in status.stdout
-    bogus = capsel("quarantine", "--reason", "bogus", cwd=tmp_path)
+    bogus = run_capsel(tmp_path, "quarantine", "--reason", "bogus")
     assert bogus.returncode == 2 and "not_json" in bogus.stderr
