@@ -10,12 +10,13 @@ import pyarrow.parquet as pq
 import pytest
 
 from capsel.db import open_db
-from capsel.publish.publish import GateFailedError, publish_selection
+from capsel.publish.publish import publish_selection
 from capsel.publish.selection_id import members_digest, new_selection_id
 from capsel.selection.budget import parse_budget
 from capsel.selection.plan import SelectionRequest, build_selection
 from capsel.selection.scoring_key import resolve_scoring_key
 from capsel.versioning import file_sha256
+from tests.support.gate_refusal import refused
 from tests.support.scored_pool import make_pool
 
 
@@ -115,20 +116,16 @@ def test_gate_failure_publishes_nothing_and_keeps_the_report(store):
     con, _, selection, out_dir = store
     members = pd.concat([selection.members, selection.members.iloc[[0]]], ignore_index=True)
     members.loc[3, "z"] = float("nan")
-    selection.members = members
-    with pytest.raises(GateFailedError) as caught:
-        publish_selection(con, selection, out_dir)
-    message = str(caught.value)
-    assert "expect_column_values_to_be_unique(column='candidate_id')" in message
-    assert "expect_column_values_to_not_be_null(column='z')" in message
+    failure = refused(con, selection, members, out_dir, "expect_column_values_to_be_unique(column='candidate_id')",
+                      "expect_column_values_to_not_be_null(column='z')")
     assert visible(out_dir) == [] and leftovers(out_dir) == []
-    kept = caught.value.kept_at
+    kept = failure.kept_at
     assert kept.parent == out_dir / "rejected"
     assert sorted(p.name for p in (kept / "gate").rglob("*")) == ["index.html", "validation.json"]
     validation = orjson.loads((kept / "gate" / "validation.json").read_bytes())
     assert validation["run_name"] == kept.name and validation["success"] is False
     assert kept.name in (kept / "gate" / "index.html").read_text()
-    assert orjson.loads((kept / "failures.json").read_bytes()) == caught.value.gate.failures
+    assert orjson.loads((kept / "failures.json").read_bytes()) == failure.gate.failures
     assert n_rows(con, "selections") == 0 and n_rows(con, "selection_members") == 0
 
 
