@@ -14,6 +14,7 @@ from capsel.db.sqlfiles import sql_text
 DEFINITIONS = (
     "store/candidates_in_scope",
     "store/results_done",
+    "store/candidates_pending",
     "selection/ppl_guarded",
     "selection/cap_pool",
     "selection/cap_domain_fits",

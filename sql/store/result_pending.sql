@@ -6,15 +6,8 @@
 -- $upto_candidate_id] that result_pending_bounds ended; every table is read inside it only.
 with pending as (
     select candidate_id, instruction, input, response
-    from candidates_in_scope($domain, $after_candidate_id)
-    where candidate_id <= $upto_candidate_id
-),
-
-done as (
-    select candidate_id
-    from results_done($method, $model_fingerprint, $config_hash)
-    where candidate_id > $after_candidate_id
-        and candidate_id <= $upto_candidate_id
+    from candidates_pending($domain, $after_candidate_id, $upto_candidate_id, $method, $model_fingerprint,
+                            $config_hash)
 ),
 
 generated as (
@@ -51,7 +44,6 @@ final as (
         cap.ppl as cap_ppl,
         cap.excluded_reason as cap_excluded_reason
     from pending
-    anti join done on pending.candidate_id = done.candidate_id
     left join generated on generated.candidate_id = pending.candidate_id
     left join cap on cap.candidate_id = pending.candidate_id
     order by pending.candidate_id

@@ -1,23 +1,12 @@
 -- The last candidate id of each page of the candidates in scope with no result yet for ($method, model, config),
 -- pages of $page_size in candidate-id order, at most $n_limit candidates in all (null: no cap). One sort per run:
 -- each page then reads only its own id window instead of everything above its cursor.
-with in_scope as (
-    select candidate_id
-    from candidates_in_scope($domain, '')
-),
-
-done as (
-    select candidate_id
-    from results_done($method, $model_fingerprint, $config_hash)
-),
-
-pending as (
+with pending as (
     select
-        in_scope.candidate_id,
-        row_number() over (order by in_scope.candidate_id) as n_through,
+        candidate_id,
+        row_number() over (order by candidate_id) as n_through,
         count(*) over () as n_pending
-    from in_scope
-    anti join done on in_scope.candidate_id = done.candidate_id
+    from candidates_pending($domain, '', null, $method, $model_fingerprint, $config_hash)
 ),
 
 final as (

@@ -1,20 +1,20 @@
--- How much of the scope already has a result for ($method, model, config).
+-- How much of the scope already has a result for ($method, model, config): what is in scope and not pending.
 with in_scope as (
-    select candidate_id
+    select count(*) as n_in_scope
     from candidates_in_scope($domain, '')
 ),
 
-done as (
-    select candidate_id
-    from results_done($method, $model_fingerprint, $config_hash)
+pending as (
+    select count(*) as n_pending
+    from candidates_pending($domain, '', null, $method, $model_fingerprint, $config_hash)
 ),
 
 final as (
     select
-        count(*) as n_in_scope,
-        count(done.candidate_id) as n_done
+        in_scope.n_in_scope,
+        in_scope.n_in_scope - pending.n_pending as n_done
     from in_scope
-    left join done on done.candidate_id = in_scope.candidate_id
+    cross join pending
 )
 
 select * from final
