@@ -20,14 +20,11 @@ from capsel.cli.metavars import ReadableTyper
 from capsel.cli.model_options import OptionBundle, OptionGroup, generated_options, validated
 from capsel.cli.prefect_server import run_long_lived_server
 from capsel.cli.scoring_options import (
-    BatchSizeOption,
-    DeviceOption,
-    DtypeOption,
     EarlyOption,
     HorizonOption,
     LateOption,
     MaybePromptFormatOption,
-    ModelOption,
+    ModelLoad,
     PromptTokensOption,
     batch_setting,
 )
@@ -62,18 +59,15 @@ SCOPE = OptionGroup(ScoreFlowConfig, skip=frozenset({"db_path", "scoring", "runn
 
 
 @dataclass(frozen=True)
-class ScoringTyped:
-    """The scoring options of a flow command (None: not typed, so the config file or the spec decides)."""
+class ScoringTyped(ModelLoad):
+    """The scoring options of a flow command (None: not typed, so the config file or the spec decides): the
+    model's, as the scoring commands take them, and the other methods' models and limits."""
 
-    model: ModelOption = None
     encoder: EncoderOption = None
     rater: RaterOption = None
     target: TargetOption = None
     target_max: TargetMaxOption = None
     max_length: MaxLengthOption = None
-    batch_size: BatchSizeOption = None
-    device: DeviceOption = None
-    dtype: DtypeOption = None
     prompt_format: MaybePromptFormatOption = None
 
     def trusted(self) -> tuple:

@@ -2,52 +2,30 @@
 
 from __future__ import annotations
 
-from capsel.cap_engine.config import HORIZON, PROMPT_TOKENS
-from capsel.cap_engine.generators import check_generator
 from capsel.cli.after_commit import committed_work
 from capsel.cli.common import DbOption, console
 from capsel.cli.model_options import generated_options
 from capsel.cli.progress import CandidateProgress, print_summary
-from capsel.cli.scoring_options import (
-    MODEL_RUN,
-    GeneratorOption,
-    HorizonOption,
-    ModelOption,
-    ModelRun,
-    PromptFormatOption,
-    PromptTokensOption,
-    described,
-    scoring_db,
-)
+from capsel.cli.scoring_options import GENERATION, MODEL_RUN, Generation, ModelRun, described, scoring_db
 from capsel.cli.specs import build_spec, spec_values
 from capsel.stages.context import RunContext
 
 
-@generated_options(run=MODEL_RUN)
-def generate(
-    model: ModelOption = None,
-    horizon: HorizonOption = HORIZON,
-    prompt_tokens: PromptTokensOption = PROMPT_TOKENS,
-    prompt_format: PromptFormatOption = "auto",
-    generator: GeneratorOption = "hf",
-    *,
-    run: ModelRun,
-    db: DbOption = None,
-) -> None:
+@generated_options(run=MODEL_RUN, generation=GENERATION)
+def generate(*, run: ModelRun, generation: Generation, db: DbOption = None) -> None:
     """Generate y-hat (greedy, at most R tokens, stopping before EOS) for candidates that lack one."""
     from capsel.stages.generate import GenerateRequest, yhat_generator
     from capsel.stages.generate import generate as generate_stage
 
-    check_generator(generator)
     settings = run.settings(db)
-    spec = build_spec(spec_values("cap", run.model(settings, model, prompt_format),
-                                  prompt_tokens=prompt_tokens, horizon=horizon, batch_size=settings.score_batch_size))
+    spec = build_spec(spec_values("cap", run.model_part(settings), prompt_tokens=run.prompt_tokens,
+                                  horizon=generation.horizon, batch_size=settings.score_batch_size))
     # The database first: a second writer fails here, before any model file is read.
     with committed_work() as commit:
         with scoring_db(settings) as con:
             scorer = described(spec)
-            console.print(f"starting {generator}")
-            backend = yhat_generator(generator, settings, scorer)
+            console.print(f"starting {generation.generator}")
+            backend = yhat_generator(generation.generator, settings, scorer)
             with CandidateProgress("generating") as progress:
                 summary = generate_stage(GenerateRequest(scorer, backend, run.scope()),
                                          RunContext(con, settings, progress))

@@ -2,22 +2,17 @@
 
 from __future__ import annotations
 
-from capsel.cap_engine.config import HORIZON, PROMPT_TOKENS
-from capsel.cap_engine.generators import check_generator
 from capsel.cli.after_commit import committed_work
 from capsel.cli.common import DbOption, JsonOption, json_output
 from capsel.cli.model_options import generated_options
 from capsel.cli.progress import CandidateProgress, print_summary, summary_json
 from capsel.cli.scoring_options import (
+    GENERATION,
     MODEL_RUN,
     EarlyOption,
-    GeneratorOption,
-    HorizonOption,
+    Generation,
     LateOption,
-    ModelOption,
     ModelRun,
-    PromptFormatOption,
-    PromptTokensOption,
     described,
     scoring_db,
 )
@@ -25,17 +20,13 @@ from capsel.cli.specs import build_spec, spec_values
 from capsel.stages.context import RunContext
 
 
-@generated_options(run=MODEL_RUN)
+@generated_options(run=MODEL_RUN, generation=GENERATION)
 def score(
-    model: ModelOption = None,
-    horizon: HorizonOption = HORIZON,
-    prompt_tokens: PromptTokensOption = PROMPT_TOKENS,
-    prompt_format: PromptFormatOption = "auto",
-    early: EarlyOption = 0.33,
-    late: LateOption = 0.66,
-    generator: GeneratorOption = "hf",
     *,
     run: ModelRun,
+    generation: Generation,
+    early: EarlyOption = 0.33,
+    late: LateOption = 0.66,
     json_out: JsonOption = False,
     db: DbOption = None,
 ) -> None:
@@ -44,22 +35,21 @@ def score(
     from capsel.stages.score import ScoreRequest
     from capsel.stages.score import score as score_stage
 
-    check_generator(generator)
     with json_output(json_out) as output:
         settings = run.settings(db)
         spec = build_spec(spec_values(
-            "cap", run.model(settings, model, prompt_format),
-            prompt_tokens=prompt_tokens, horizon=horizon, early=early, late=late, batch_size=settings.score_batch_size,
+            "cap", run.model_part(settings), prompt_tokens=run.prompt_tokens, horizon=generation.horizon,
+            early=early, late=late, batch_size=settings.score_batch_size,
         ))
         # The database first: a second writer fails here, before any model file is read.
         with committed_work() as commit:
             with scoring_db(settings) as con:
                 scorer = described(spec)
                 # vLLM writes every missing y-hat first; the HF scorer then finds them all stored
-                pre_pass = pre_pass_for(generator, settings, scorer)
+                pre_pass = pre_pass_for(generation.generator, settings, scorer)
                 with CandidateProgress("scoring") as progress:
-                    outcome = score_stage(ScoreRequest(spec, run.scope(), pre_pass, scorer),
-                                          RunContext(con, settings, progress, run_config={"generator": generator}))
+                    ctx = RunContext(con, settings, progress, run_config={"generator": generation.generator})
+                    outcome = score_stage(ScoreRequest(spec, run.scope(), pre_pass, scorer), ctx)
                     commit.done(f"score run {outcome.scoring.run_id} committed {outcome.scoring.n_processed} "
                                 "candidates")
             output.emit({

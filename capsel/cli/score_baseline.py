@@ -8,20 +8,12 @@ from typing import Annotated, Optional
 import orjson
 import typer
 
-from capsel.cap_engine.config import HORIZON, PROMPT_TOKENS
+from capsel.cap_engine.config import HORIZON
 from capsel.cli.after_commit import committed_work
 from capsel.cli.common import DbOption, console
 from capsel.cli.model_options import generated_options
 from capsel.cli.progress import CandidateProgress, print_summary
-from capsel.cli.scoring_options import (
-    MODEL_RUN,
-    ModelOption,
-    ModelRun,
-    PromptFormatOption,
-    PromptTokensOption,
-    described,
-    scoring_db,
-)
+from capsel.cli.scoring_options import MODEL_RUN, ModelRun, described, scoring_db
 from capsel.cli.specs import BaselineChoice, build_spec, spec_values
 from capsel.errors import OptionError
 from capsel.methods.less import TARGET_MAX
@@ -37,7 +29,7 @@ def score_baseline(
     method: Annotated[BaselineChoice, typer.Option(
         "--method", help=methods_help(baseline_methods()) + ".",
     )],
-    model: ModelOption = None,
+    run: ModelRun,
     rater: Annotated[Optional[Path], typer.Option(
         "--rater", help="qurating: local folder of a QuRater-style sequence classifier.", show_default=False,
     )] = None,
@@ -60,11 +52,8 @@ def score_baseline(
         "--max-length", min=2, show_default=False,
         help="Token window: ifd and less 1024 (\\[prompt; response]), qurating 512, kcenter 256 (the paper's values).",
     )] = None,
-    prompt_tokens: PromptTokensOption = PROMPT_TOKENS,
-    prompt_format: PromptFormatOption = "auto",
     horizon: Annotated[int, typer.Option("--horizon", help="ppl: R, keep the first R response tokens.")] = HORIZON,
     *,
-    run: ModelRun,
     db: DbOption = None,
 ) -> None:
     """Score candidates that have no result yet for this method, scorer and config (resumable).
@@ -84,13 +73,13 @@ def score_baseline(
         raise OptionError(f"--target applies to {_targeting_methods()} only")
     settings = run.settings(db)
     field = declared.model_field()
-    model_path = {"rater": rater, "encoder": encoder}.get(field or "", model or settings.model)
+    model_path = {"rater": rater, "encoder": encoder}.get(field or "", run.model or settings.model)
     model_path = str(model_path) if model_path else None
     # options with a default of their own go to the methods whose spec has them; the others are checked by it
-    defaulted = {"rater_label": rater_label, "prompt_tokens": prompt_tokens, "horizon": horizon,
+    defaulted = {"rater_label": rater_label, "prompt_tokens": run.prompt_tokens, "horizon": horizon,
                  "target_max": target_max}
     spec = build_spec(spec_values(
-        name, {**run.model(settings, None, prompt_format), "path": model_path},
+        name, {**run.model_part(settings), "path": model_path},
         **_spec_options(declared.spec, defaulted), max_length=max_length, target=str(target) if target else None,
         batch_size=_batch_size(declared, run.batch_size, settings.score_batch_size),
     ))

@@ -1,4 +1,5 @@
-"""Options shared by the commands that run a model (generate, score, score-baseline), and their common setup."""
+"""Options shared by the commands that run a model (generate, score, score-baseline, and the flow commands'
+scoring options), and their common setup."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ import duckdb
 import typer
 from pydantic import ValidationError
 
+from capsel.cap_engine.config import HORIZON, PROMPT_TOKENS
+from capsel.cap_engine.generators import check_generator
 from capsel.cli.common import Interrupted, checked_model_name, console, settings_for
 from capsel.cli.model_options import OptionBundle
 from capsel.cli.wrapping import print_unbroken
@@ -69,13 +72,23 @@ LimitOption = Annotated[Optional[int], typer.Option(
 
 
 @dataclass(frozen=True)
-class ModelRun:
-    """The options of every command that runs a model over the pool (generate, score, score-baseline): how the
-    model loads and runs, and which candidates it takes."""
+class ModelLoad:
+    """Which model and how it loads, for a command (None: the settings decide) and a flow command (None: its config
+    file, else the spec, decides) alike."""
 
+    model: ModelOption = None
     dtype: DtypeOption = None
     device: DeviceOption = None
     batch_size: BatchSizeOption = None
+
+
+@dataclass(frozen=True)
+class ModelRun(ModelLoad):
+    """The options of every command that runs a model over the pool (generate, score, score-baseline): how the
+    model loads, reads prompts and runs, and which candidates it takes."""
+
+    prompt_tokens: PromptTokensOption = PROMPT_TOKENS
+    prompt_format: PromptFormatOption = "auto"
     trust_remote_code: TrustRemoteCodeOption = False
     allow_pickle: AllowPickleOption = False
     threads: ThreadsOption = None
@@ -86,9 +99,11 @@ class ModelRun:
         """Settings with these options applied, torch's threads set from them."""
         return scoring_settings(db, self.dtype, self.device, self.batch_size, self.threads)
 
-    def model(self, settings: Settings, path: str | None, prompt_format: str | None) -> dict:
-        """The model part of a spec: `path` (else $CAPSEL_MODEL) loaded as these options say."""
-        return model_options(settings, path, self.trust_remote_code, prompt_format, self.allow_pickle)
+    def model_part(self, settings: Settings) -> dict:
+        """The model part of a spec: --model (else $CAPSEL_MODEL) loaded as these options say."""
+        return {"path": self.model or settings.model, "dtype": settings.dtype, "device": settings.device,
+                "trust_remote_code": self.trust_remote_code, "allow_pickle": self.allow_pickle,
+                "prompt_format": self.prompt_format}
 
     def scope(self) -> Scope:
         """The candidates in scope."""
@@ -96,6 +111,21 @@ class ModelRun:
 
 
 MODEL_RUN = OptionBundle(ModelRun)
+
+
+@dataclass(frozen=True)
+class Generation:
+    """How y-hat is generated, for the commands that generate it (generate, and score when y-hat is missing)."""
+
+    horizon: HorizonOption = HORIZON
+    generator: GeneratorOption = "hf"
+
+    def __post_init__(self) -> None:
+        # a misspelt backend is refused as the options are read, before the database or a model is opened
+        check_generator(self.generator)
+
+
+GENERATION = OptionBundle(Generation)
 
 
 def scoring_settings(
@@ -130,15 +160,6 @@ def batch_setting(text: str | None) -> int | str | None:
     if not text.isdigit() or int(text) < 1:
         raise OptionError(f"--batch-size takes a positive count or auto, got {text!r}")
     return int(text)
-
-
-def model_options(
-    settings: Settings, model: str | None, trust_remote_code: bool, prompt_format: str | None,
-    allow_pickle: bool = False,
-) -> dict:
-    """The model part of a spec from the command line and the settings (--model, else $CAPSEL_MODEL)."""
-    return {"path": model or settings.model, "dtype": settings.dtype, "device": settings.device,
-            "trust_remote_code": trust_remote_code, "allow_pickle": allow_pickle, "prompt_format": prompt_format}
 
 
 def described(spec: ScorerSpec) -> Scorer:
