@@ -20,6 +20,7 @@ DEFINITIONS = (
     "selection/cap_domain_fits",
     "selection/cap_scores_at",
     "selection/cap_views",
+    "selection/selection_pool",
     "selection/kcenter_pool",
     "lineage/run_origins",
 )

@@ -7,20 +7,11 @@
 with members as (
     select unnest($member_ids::varchar[]) as candidate_id
 ),
-pool_candidates as (
+pool as (
     -- ids only: the window below materialises its input, and the texts join back after it
-    select candidate_id, domain
-    from candidates
-    where $domains::varchar[] is null or list_contains($domains::varchar[], domain)
-),
-results as (
-    select candidate_id, score, excluded_reason
-    from method_results
-    where method = $key_method and model_fingerprint = $model_fingerprint and config_hash = $config_hash
-),
-guarded as (
-    select candidate_id
-    from ppl_guarded($model_fingerprint, $config_hash, $ppl_guard::double, $ppl_guard_z::double)
+    select candidate_id, domain, is_scored, score, excluded_reason, is_guarded
+    from selection_pool($domains::varchar[], $key_method, $model_fingerprint, $config_hash, $ppl_guard::double,
+                        $ppl_guard_z::double)
 ),
 cap as (
     select candidate_id, cap, z
@@ -31,20 +22,19 @@ cap as (
 ),
 classified as (
     select
-        pool_candidates.*,
+        pool.candidate_id,
+        pool.domain,
         case
             when $key_method is null then 'eligible'
-            when results.candidate_id is null then 'unscored'
-            when results.excluded_reason is not null or guarded.candidate_id is not null then 'excluded'
+            when not pool.is_scored then 'unscored'
+            when pool.excluded_reason is not null or pool.is_guarded then 'excluded'
             else 'eligible'
         end as pool_stage,
-        case when guarded.candidate_id is not null then 'ppl_guard' else results.excluded_reason end as excluded_by,
-        coalesce(results.score, cap.cap) as score,
+        case when pool.is_guarded then 'ppl_guard' else pool.excluded_reason end as excluded_by,
+        coalesce(pool.score, cap.cap) as score,
         cap.z
-    from pool_candidates
-    left join results on results.candidate_id = pool_candidates.candidate_id
-    left join guarded on guarded.candidate_id = pool_candidates.candidate_id
-    left join cap on cap.candidate_id = pool_candidates.candidate_id
+    from pool
+    left join cap on cap.candidate_id = pool.candidate_id
 ),
 ranked as (
     select
