@@ -15,10 +15,7 @@ features as (
 ),
 done as (
     select candidate_id
-    from method_scores
-    where method = 'less'
-        and model_fingerprint = $model_fingerprint
-        and config_hash = $target_fingerprint
+    from results_done('less', $model_fingerprint, $target_fingerprint)
 ),
 final as (
     select
