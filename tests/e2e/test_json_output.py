@@ -4,39 +4,25 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 
-import duckdb
 import pandas as pd
 import pytest
 
 from capsel.db import open_db
 from tests.fixtures.candidates import mixed_candidates
 from tests.fixtures.pool import append_candidates, tiny_model_dir
+from tests.support.capsel_cli import query, run_capsel
 from tests.support.scored_pool import make_pool
 
 pytestmark = pytest.mark.e2e
 
 
 def capsel_json(tmp_path, *args) -> dict:
-    env = {key: value for key, value in os.environ.items() if not key.startswith("CAPSEL_")}
-    env.update(CAPSEL_DB_PATH=str(tmp_path / "capsel.duckdb"), CAPSEL_OUTPUT_ROOT=str(tmp_path / "out"),
-               OMP_NUM_THREADS="1", COLUMNS="200")
-    done = subprocess.run([sys.executable, "-m", "capsel", *args, "--json"], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=300)
+    done = run_capsel(tmp_path, *args, "--json", timeout=300)
     assert done.returncode == 0, done.stderr
     payload = json.loads(done.stdout)  # fails on a table, a progress line or a second object
     assert payload["ok"] is True
     return payload
-
-
-def query(tmp_path, sql: str):
-    con = duckdb.connect(str(tmp_path / "capsel.duckdb"), read_only=True)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
 
 
 def test_score_json_counts_match_the_stored_results(tmp_path):

@@ -8,9 +8,7 @@ import os
 import resource
 import signal
 import subprocess
-import sys
 
-import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -19,6 +17,7 @@ import torch
 from capsel.db import open_db
 from tests.fixtures.candidates import mixed_candidates
 from tests.fixtures.pool import append_candidates, tiny_model_dir
+from tests.support.capsel_cli import query, run_capsel
 from tests.support.scored_pool import make_pool
 
 pytestmark = pytest.mark.e2e
@@ -26,17 +25,13 @@ pytestmark = pytest.mark.e2e
 
 def capsel(tmp_path, *args, max_file_bytes: int | None = None):
     """`capsel ARGS` in tmp_path; with max_file_bytes, every write past that size fails with EFBIG (a full disk)."""
-    env = {key: value for key, value in os.environ.items() if not key.startswith("CAPSEL_")}
-    env.update(CAPSEL_DB_PATH=str(tmp_path / "capsel.duckdb"), CAPSEL_OUTPUT_ROOT=str(tmp_path / "out"),
-               COLUMNS="200", OMP_NUM_THREADS="1")
 
     def limit_file_size() -> None:
         # without the signal ignored, the kernel kills the writer (SIGXFSZ) instead of failing the write
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         resource.setrlimit(resource.RLIMIT_FSIZE, (max_file_bytes, max_file_bytes))
 
-    return subprocess.run([sys.executable, "-m", "capsel", *args], cwd=tmp_path, env=env, capture_output=True,
-                          text=True, timeout=300, preexec_fn=limit_file_size if max_file_bytes else None)
+    return run_capsel(tmp_path, *args, timeout=300, preexec_fn=limit_file_size if max_file_bytes else None)
 
 
 def one_line_error(done: subprocess.CompletedProcess, code: int) -> str:
@@ -45,14 +40,6 @@ def one_line_error(done: subprocess.CompletedProcess, code: int) -> str:
     errors = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
     assert len(errors) == 1, done.stderr
     return " ".join(done.stderr.split())
-
-
-def query(tmp_path, sql: str) -> list[tuple]:
-    con = duckdb.connect(str(tmp_path / "capsel.duckdb"), read_only=True)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
 
 
 def test_broken_parquet_files_are_one_line_each_and_commit_nothing(tmp_path):
