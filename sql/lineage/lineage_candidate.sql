@@ -58,59 +58,82 @@ generated as (
     left join run_origins as runs on runs.run_id = generations.run_id
 ),
 
-diverged as (
+results as (
+    -- every result for the candidate, CAP's and each baseline's, with its model, config and run
     select
-        divergences.model_fingerprint,
-        models.name_or_path as model_name,
-        models.dtype as model_dtype,
-        divergences.config_hash,
-        scoring_configs.config as scoring_config,
-        divergences.excluded_reason,
-        divergences.n_aligned,
-        divergences.d_early,
-        divergences.d_late,
-        divergences.ppl,
-        cap_scores.cap,
-        cap_scores.z,
-        divergences.run_id as score_run_id,
-        runs.status as score_run_status,
-        runs.code_version as score_code_version,
-        runs.kind as score_run_kind,
-        runs.parent_run_id as score_parent_run_id,
-        runs.prefect_flow_run_id as score_prefect_flow_run_id,
-        divergences.created_at as scored_at
-    from candidate
-    join divergences on divergences.candidate_id = candidate.candidate_id
-    left join models on models.model_fingerprint = divergences.model_fingerprint
-    left join scoring_configs on scoring_configs.config_hash = divergences.config_hash
-    left join cap_scores
-        on cap_scores.candidate_id = divergences.candidate_id
-        and cap_scores.model_fingerprint = divergences.model_fingerprint
-        and cap_scores.config_hash = divergences.config_hash
-    left join run_origins as runs on runs.run_id = divergences.run_id
-),
-
-baseline_scored as (
-    -- ppl, ifd, qurating scores; kcenter embeddings
-    select
+        method_results.candidate_id,
         method_results.method,
         method_results.model_fingerprint,
         models.name_or_path as model_name,
         models.dtype as model_dtype,
         method_results.config_hash,
-        scoring_configs.config as method_config,
+        scoring_configs.config,
         method_results.score,
         method_results.excluded_reason,
         method_results.run_id as score_run_id,
         runs.status as score_run_status,
         runs.code_version as score_code_version,
+        runs.kind as score_run_kind,
+        runs.parent_run_id as score_parent_run_id,
+        runs.prefect_flow_run_id as score_prefect_flow_run_id,
         method_results.created_at as scored_at
     from candidate
     join method_results on method_results.candidate_id = candidate.candidate_id
     left join models on models.model_fingerprint = method_results.model_fingerprint
     left join scoring_configs on scoring_configs.config_hash = method_results.config_hash
     left join run_origins as runs on runs.run_id = method_results.run_id
-    where method_results.method <> 'cap'
+),
+
+diverged as (
+    select
+        results.model_fingerprint,
+        results.model_name,
+        results.model_dtype,
+        results.config_hash,
+        results.config as scoring_config,
+        results.excluded_reason,
+        divergences.n_aligned,
+        divergences.d_early,
+        divergences.d_late,
+        divergences.ppl,
+        cap_scores.cap,
+        cap_scores.z,
+        results.score_run_id,
+        results.score_run_status,
+        results.score_code_version,
+        results.score_run_kind,
+        results.score_parent_run_id,
+        results.score_prefect_flow_run_id,
+        results.scored_at
+    from results
+    join divergences
+        on divergences.candidate_id = results.candidate_id
+        and divergences.model_fingerprint = results.model_fingerprint
+        and divergences.config_hash = results.config_hash
+    left join cap_scores
+        on cap_scores.candidate_id = results.candidate_id
+        and cap_scores.model_fingerprint = results.model_fingerprint
+        and cap_scores.config_hash = results.config_hash
+    where results.method = 'cap'
+),
+
+baseline_scored as (
+    -- ppl, ifd, qurating scores; kcenter embeddings
+    select
+        results.method,
+        results.model_fingerprint,
+        results.model_name,
+        results.model_dtype,
+        results.config_hash,
+        results.config as method_config,
+        results.score,
+        results.excluded_reason,
+        results.score_run_id,
+        results.score_run_status,
+        results.score_code_version,
+        results.scored_at
+    from results
+    where results.method <> 'cap'
 ),
 
 selected as (

@@ -28,6 +28,6 @@ final as (
     from selection
     left join models on models.model_fingerprint = selection.model_fingerprint
     left join scoring_configs on scoring_configs.config_hash = selection.config_hash
-    left join runs on runs.run_id = selection.run_id
+    left join run_origins as runs on runs.run_id = selection.run_id
 )
 select * from final;

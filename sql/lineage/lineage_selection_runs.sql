@@ -79,19 +79,11 @@ listed as (
 ),
 final as (
     select
-        runs.run_id,
-        runs.kind,
-        runs.status,
-        runs.code_version,
-        runs.model_fingerprint,
-        runs.prefect_flow_run_id,
-        runs.parent_run_id,
-        runs.started_at,
-        runs.finished_at,
+        runs.*,
         listed.n_members,
         listed.n_shards
     from listed
-    join runs on runs.run_id = listed.run_id
+    join run_origins as runs on runs.run_id = listed.run_id
 )
 select * from final
 order by started_at;
