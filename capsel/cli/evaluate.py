@@ -7,40 +7,26 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.progress import TaskID
 
 from capsel.cap_engine.config import PROMPT_TOKENS, ScoringConfig
 from capsel.cli.after_commit import committed_work
 from capsel.cli.common import DbOption, JsonOption, console, json_output
-from capsel.cli.finetune_options import (
-    ConfigFileOption,
-    FinetuneModelOption,
-    OutOption,
-    ProfileOption,
-    SeedOption,
-    TrainingBar,
-)
-from capsel.cli.progress import progress_bar
-from capsel.cli.scoring_options import (
-    DeviceOption,
-    DtypeOption,
-    PromptFormatOption,
-    PromptTokensOption,
-    scoring_settings,
-)
+from capsel.cli.finetune_options import FINETUNING, Finetuning, TrainingBar
+from capsel.cli.model_options import generated_options
+from capsel.cli.progress import EvalBars
+from capsel.cli.scoring_options import DeviceOption, DtypeOption, PromptTokensOption, scoring_settings
 from capsel.cli.tables import interval_text, print_table
 from capsel.db import open_db
-from capsel.errors import OptionError
 from capsel.evaluation.eval_files import stage_file, staging_folder
 from capsel.evaluation.eval_spec import parse_eval_spec
 from capsel.evaluation.options import EvalOptions
 from capsel.evaluation.targets import BASE_PREFIX
 from capsel.ingest.records import parse_field_map
-from capsel.safe_text import visible
 from capsel.stages.context import RunContext
 from capsel.terminal_text import TextTable, plain
 
 
+@generated_options(tuning=FINETUNING)
 def evaluate(
     targets: Annotated[list[str], typer.Argument(
         help="What to evaluate: a fine-tune id (`capsel finetune`), a selection id (fine-tuned first with "
@@ -55,7 +41,6 @@ def evaluate(
     domain: Annotated[Optional[str], typer.Option(
         "--domain", help="loss files: every row's domain (default: each row's domain field, else 'all').",
         show_default=False)] = None,
-    prompt_format: PromptFormatOption = "auto",
     prompt_tokens: PromptTokensOption = PROMPT_TOKENS,
     fewshot: Annotated[Optional[Path], typer.Option(
         "--fewshot", help="gsm8k: the file whose first 5 rows are the demonstrations.", show_default=False,
@@ -70,11 +55,8 @@ def evaluate(
         "bubblewrap sandbox (no network, no writes outside its folder, its own processes only, limits and a "
         "timeout); refused where the sandbox cannot start.")] = False,
     batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Rows per model batch.")] = 8,
-    model: FinetuneModelOption = None,
-    profile: ProfileOption = "cpu-small",
-    config: ConfigFileOption = None,
-    seed: SeedOption = 0,
-    out: OutOption = None,
+    *,
+    tuning: Finetuning,
     dtype: DtypeOption = None,
     device: DeviceOption = None,
     json_out: JsonOption = False,
@@ -86,14 +68,14 @@ def evaluate(
 
     with json_output(json_out) as output:
         settings = scoring_settings(db, dtype, device, None)
-        out_root = out or settings.output_root
+        out_root = tuning.out_root(settings)
         # each file is read once, now: what the evaluation reads later is this copy
         staging = staging_folder(out_root)
         specs = tuple(parse_eval_spec(text, staging) for text in evals)
         fewshot = stage_file(fewshot, staging, "[[fewshot]]")[0] if fewshot is not None else None
         options = EvalOptions(
             fields=parse_field_map(field_map or []), domain=domain,
-            scoring=ScoringConfig(prompt_tokens=prompt_tokens, prompt_format=prompt_format),
+            scoring=ScoringConfig(prompt_tokens=prompt_tokens, prompt_format=tuning.prompt_format),
             batch_size=batch_size, fewshot_file=fewshot, limit=limit, max_new_tokens=max_new_tokens,
             allow_code_execution=allow_code_execution, dtype=settings.dtype, device=settings.device,
         )
@@ -102,9 +84,8 @@ def evaluate(
         with committed_work() as commit:
             try:
                 ctx = RunContext(con, settings)
-                resolved = [_finetuned_if_selection(ctx, target, model or settings.model, profile, config, seed,
-                                                    prompt_format, out_root) for target in targets]
-                with _EvalBars() as bars:
+                resolved = [_finetuned_if_selection(ctx, target, tuning) for target in targets]
+                with EvalBars() as bars:
                     summary = evaluate_stage(EvaluateRequest(tuple(resolved), specs, out_root, options),
                                              replace(ctx, on_count=bars.update, on_notice=bars.notice))
                     commit.done(f"evaluation run {summary.run_id} stored {len(summary.results)} results")
@@ -114,43 +95,17 @@ def evaluate(
             print_table(console, _table(summary.results))
 
 
-def _finetuned_if_selection(ctx: RunContext, target: str, model: str | None, profile: str, config: Path | None,
-                            seed: int, prompt_format: str, out_root: Path) -> str:
+def _finetuned_if_selection(ctx: RunContext, target: str, tuning: Finetuning) -> str:
     """A selection id becomes the id of the model fine-tuned on it; other targets stay as given."""
-    from capsel.stages.finetune import FinetuneStageRequest, finetune_selection
+    from capsel.stages.finetune import finetune_selection
 
     if target.startswith(BASE_PREFIX) or not target.startswith("sel-"):
         return target
-    if not model:
-        raise OptionError(f"{target} is a selection: name the base model to fine-tune with [[model]]")
+    request = tuning.request(target, ctx.settings)
     with TrainingBar(f"fine-tuning on {target}") as bar:
-        summary = finetune_selection(FinetuneStageRequest(target, model, out_root, profile, config, seed,
-                                                          prompt_format), replace(ctx, on_training=bar.callback))
+        summary = finetune_selection(request, replace(ctx, on_training=bar.callback))
     console.print(plain(f"{target}: {'reused' if summary.reused else 'trained'} {summary.finetune_id}"))
     return summary.finetune_id
-
-
-class _EvalBars:
-    """One bar per evaluation under way (rows for loss, samples for the harness)."""
-
-    def __init__(self) -> None:
-        self.progress = progress_bar(console, "row")
-        self.tasks: dict[str, TaskID] = {}
-
-    def __enter__(self) -> "_EvalBars":
-        self.progress.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.progress.stop()
-
-    def update(self, what: str, done: int, total: int | None) -> None:
-        if what not in self.tasks:
-            self.tasks[what] = self.progress.add_task(visible(what), total=total)
-        self.progress.update(self.tasks[what], completed=done, total=total)
-
-    def notice(self, line: str) -> None:
-        self.progress.console.print(plain(line))
 
 
 def _table(results: list) -> TextTable:

@@ -8,30 +8,18 @@ import typer
 
 from capsel.cli.after_commit import committed_work
 from capsel.cli.common import DbOption, JsonOption, console, json_output, settings_for
-from capsel.cli.finetune_options import (
-    ConfigFileOption,
-    FinetuneModelOption,
-    OutOption,
-    ProfileOption,
-    SeedOption,
-    TrainingBar,
-)
-from capsel.cli.scoring_options import PromptFormatOption
+from capsel.cli.finetune_options import FINETUNING, Finetuning, TrainingBar
+from capsel.cli.model_options import generated_options
 from capsel.cli.wrapping import print_unbroken
 from capsel.db import open_db
-from capsel.errors import OptionError
 from capsel.stages.context import RunContext
 from capsel.terminal_text import markup, plain
 
 
+@generated_options(tuning=FINETUNING)
 def finetune(
     selection_id: Annotated[str, typer.Argument(help="A published selection's id (`capsel selections`).")],
-    model: FinetuneModelOption = None,
-    profile: ProfileOption = "cpu-small",
-    config: ConfigFileOption = None,
-    seed: SeedOption = 0,
-    prompt_format: PromptFormatOption = "auto",
-    out: OutOption = None,
+    tuning: Finetuning,
     json_out: JsonOption = False,
     db: DbOption = None,
 ) -> None:
@@ -39,14 +27,10 @@ def finetune(
 
     The last line printed is the model folder (with --json: one object with finetune_id and model_dir).
     """
-    from capsel.stages.finetune import FinetuneStageRequest, finetune_selection
+    from capsel.stages.finetune import finetune_selection
 
     settings = settings_for(db)
-    base = model or settings.model
-    if not base:
-        raise OptionError("name the base model to fine-tune with [[model]] (or set CAPSEL_MODEL)")
-    request = FinetuneStageRequest(selection_id, base, out or settings.output_root, profile, config, seed,
-                                   prompt_format)
+    request = tuning.request(selection_id, settings)
     con = open_db(settings.db_path, must_exist=True)
     with json_output(json_out) as output, committed_work() as commit:
         try:

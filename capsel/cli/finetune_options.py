@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
 from capsel.cli.common import checked_model_name
+from capsel.cli.model_options import OptionBundle
 from capsel.cli.progress import LiveBar
+from capsel.cli.scoring_options import PromptFormatOption
+from capsel.config import Settings
+from capsel.errors import OptionError
 from capsel.safe_text import visible
 from capsel.stages.context import TrainProgress
+
+if TYPE_CHECKING:  # the stage describes models: --help does not load it
+    from capsel.stages.finetune import FinetuneStageRequest
 
 ProfileOption = Annotated[str, typer.Option(
     "--profile", help="The training recipe: cpu-small (a small model on CPU, docs/closed-loop.md: Fine-tuning) or "
@@ -25,6 +33,37 @@ OutOption = Annotated[Optional[Path], typer.Option(
 FinetuneModelOption = Annotated[Optional[str], typer.Option(
     "--model", help="Base model to fine-tune: an installed model's name or a folder (default: $CAPSEL_MODEL).",
     show_default=False, callback=checked_model_name)]
+
+
+@dataclass(frozen=True)
+class Finetuning:
+    """How a selection is fine-tuned: `capsel finetune`'s options, and `capsel evaluate`'s for a selection it is
+    given to evaluate."""
+
+    model: FinetuneModelOption = None
+    profile: ProfileOption = "cpu-small"
+    config: ConfigFileOption = None
+    seed: SeedOption = 0
+    prompt_format: PromptFormatOption = "auto"
+    out: OutOption = None
+
+    def out_root(self, settings: Settings) -> Path:
+        """--out, else the settings' output root."""
+        return self.out or settings.output_root
+
+    def request(self, selection_id: str, settings: Settings) -> FinetuneStageRequest:
+        """The fine-tune of `selection_id` these options ask for (the base model: --model, else $CAPSEL_MODEL)."""
+        from capsel.stages.finetune import FinetuneStageRequest
+
+        base = self.model or settings.model
+        if not base:
+            raise OptionError(f"to fine-tune on {selection_id}, name the base model with [[model]] (or set "
+                              "CAPSEL_MODEL)")
+        return FinetuneStageRequest(selection_id, base, self.out_root(settings), self.profile, self.config,
+                                    self.seed, self.prompt_format)
+
+
+FINETUNING = OptionBundle(Finetuning)
 
 
 class TrainingBar(LiveBar):

@@ -21,7 +21,7 @@ from rich.text import Text
 from capsel.cli.common import console
 from capsel.runner.progress import BatchReport, RunSummary
 from capsel.safe_text import visible
-from capsel.terminal_text import TextTable, markup
+from capsel.terminal_text import TextTable, markup, plain
 
 # Small models on a shared CPU: one torch thread is fast, more threads contending with other
 # processes can be several times slower (measured here: 13 vs 1.6 candidates/s).
@@ -109,6 +109,27 @@ class CandidateProgress(LiveBar):
         """Move the bar by one committed batch."""
         if self.task is not None:
             self.progress.advance(self.task, report.n_candidates)
+
+
+class EvalBars(LiveBar):
+    """One bar per evaluation under way (rows for loss, samples for the harness), each named by what it
+    evaluates."""
+
+    unit = "row"
+
+    def __init__(self) -> None:
+        super().__init__("evaluations")  # each bar is named by its own evaluation instead
+        self.tasks: dict[str, TaskID] = {}
+
+    def update(self, what: str, done: int, total: int | None) -> None:
+        """Move `what`'s bar, adding it at its first count."""
+        if what not in self.tasks:
+            self.tasks[what] = self.progress.add_task(visible(what), total=total)
+        self.progress.update(self.tasks[what], completed=done, total=total)
+
+    def notice(self, line: str) -> None:
+        """A line printed above the bars."""
+        self.progress.console.print(plain(line))
 
 
 def summary_json(summary: RunSummary) -> dict:
