@@ -10,7 +10,7 @@ from typing import Any, Iterator
 import duckdb
 import orjson
 
-from capsel.db import run_sql
+from capsel.db import one_row, run_sql
 from capsel.db.progress_file import report_stage
 from capsel.processes import this_host
 from capsel.versioning import code_version
@@ -91,4 +91,4 @@ def recorded_run(
 
 def recorded_seconds(con: duckdb.DuckDBPyConnection) -> float:
     """Seconds of every finished top-level run in the database, summed (idle time between runs not counted)."""
-    return float(run_sql(con, "runs/runs_recorded_seconds").fetchone()[0])
+    return float(one_row(con, "runs/runs_recorded_seconds")[0])
