@@ -13,16 +13,20 @@ import json
 import sys
 import tempfile
 import time
-from dataclasses import replace
 from pathlib import Path
 
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from synthetic_llama import SWITCH, PoolShape, model_info, pool_texts, random_model, synthetic_pool  # noqa: E402
-
-from capsel.models.loading import KV_LAYOUTS  # noqa: E402
+from synthetic_llama import (  # noqa: E402
+    PoolShape,
+    add_engine_flags,
+    engine_model,
+    model_info,
+    pool_texts,
+    synthetic_pool,
+)
 
 
 def synced() -> float:
@@ -82,13 +86,7 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=256)
     parser.add_argument("--batches", type=int, default=2)
     parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--kv", choices=KV_LAYOUTS, default="auto",
-                        help="the KV cache: the engine's choice for the device (auto), the pooled buffers on any "
-                             "device (attention on their filled part, or on the whole buffer; graphed: whole, with "
-                             "the greedy step captured as a CUDA graph), or transformers' growing DynamicCache")
-    parser.add_argument("--compile-norms-and-mlps", choices=["auto", "on", "off"], default="auto",
-                        help="torch.compile the model's norms and MLPs (their elementwise work fused): auto (the "
-                             "engine's choice: on for a text model on CUDA), on or off")
+    add_engine_flags(parser)
     parser.add_argument("--tiny", action="store_true", help="the tiny Llama on CPU: checks the script, in seconds")
     args = parser.parse_args()
 
@@ -100,8 +98,7 @@ def main() -> None:
     report: dict = {"engine": branches.__file__, "device": torch.cuda.get_device_name(0) if cuda else "cpu"}
     with tempfile.TemporaryDirectory() as root:
         info = model_info(Path(root) / "model", args.tiny, "bfloat16" if cuda else "float32", "cuda" if cuda else "cpu")
-        loaded = replace(random_model(info, "sdpa"), kv_layout=args.kv,
-                         compile_norms_and_mlps=SWITCH[args.compile_norms_and_mlps])
+        loaded = engine_model(info, "sdpa", args)
         report["kv_layout"] = forward.kv_layout(loaded)
         report["compile_norms_and_mlps"] = compiled_norms.compiles(loaded)
         n = args.batch_size * args.batches

@@ -24,7 +24,6 @@ import platform
 import sys
 import tempfile
 import time
-from dataclasses import replace
 from pathlib import Path
 
 import orjson
@@ -38,11 +37,11 @@ from gpu_monitor import GpuMonitor  # noqa: E402
 from saved_results import RESULTS, save  # noqa: E402
 from synthetic_llama import (  # noqa: E402
     MAX_LENGTHS,
-    SWITCH,
     PoolShape,
+    add_engine_flags,
+    engine_model,
     model_info,
     pool_texts,
-    random_model,
     synthetic_pool,
 )
 
@@ -58,7 +57,7 @@ from capsel.db.records import fetch_records  # noqa: E402
 from capsel.ingest.pipeline import IngestOptions, ingest  # noqa: E402
 from capsel.methods.cap.scorer import CapScorer
 from capsel.methods.cap.yhat import YhatScorer
-from capsel.models.loading import KV_LAYOUTS, attention_implementation
+from capsel.models.loading import attention_implementation
 from capsel.runner.job import PAGE_SIZE, default_page_size, run_scorer
 from capsel.runner.progress import RunSummary
 from capsel.versioning import code_version  # noqa: E402
@@ -85,16 +84,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--max-num-seqs", type=int, default=None, help="vLLM's concurrent sequences")
     parser.add_argument("--enforce-eager", action="store_true", help="vLLM without CUDA graphs")
     parser.add_argument("--profile", action="store_true", help="add a torch.profiler table of two scoring batches")
-    parser.add_argument("--kv-layout", choices=KV_LAYOUTS, default="auto",
-                        help="the HF engine's KV cache: auto (its choice for the device), dynamic (growing), buffered "
-                             "(preallocated, attention on the filled part), whole (attention on the whole buffer) or "
-                             "graphed (whole, each batch's greedy step captured as a CUDA graph)")
-    parser.add_argument("--prefill-groups", choices=["auto", "on", "off"], default="auto",
-                        help="prefill each batch's prompts in length groups: auto (the engine's choice: on CPU only), "
-                             "on or off")
-    parser.add_argument("--compile-norms-and-mlps", choices=["auto", "on", "off"], default="auto",
-                        help="torch.compile the model's norms and MLPs (their elementwise work fused): auto (the "
-                             "engine's choice: on for a text model on CUDA), on or off")
+    add_engine_flags(parser)
     parser.add_argument("--shard-size", type=int, default=None,
                         help="candidates per page, sorted by length before they are cut into batches (default: the "
                              "runner's, 16 batches and at least 1024)")
@@ -104,12 +94,6 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--save", action="store_true", help="also write benchmarks/results/<device>-<date>.json")
     parser.add_argument("--results-dir", type=Path, default=RESULTS, help="where --save writes")
     return parser.parse_args()
-
-
-def layout_model(info, attn: str, args: argparse.Namespace):
-    """The random-weight HF model, its engine set to build `--kv-layout` caches and `--prefill-groups`."""
-    return replace(random_model(info, attn), kv_layout=args.kv_layout, prefill_groups=SWITCH[args.prefill_groups],
-                   compile_norms_and_mlps=SWITCH[args.compile_norms_and_mlps])
 
 
 def timed(function, *args):
@@ -238,7 +222,7 @@ def main() -> None:
         attn = attention_implementation(info, args.attn)
         phases, startup, loaded = {}, {}, None
         if generator != "vllm":
-            loaded, startup["hf_model_init_s"] = timed(layout_model, info, attn, args)
+            loaded, startup["hf_model_init_s"] = timed(engine_model, info, attn, args)
         if generator != "fused":
             with monitor.phase("generation"):
                 backend, startup["generator_start_s"] = timed(make_generator, generator, info, config, args, loaded)
@@ -248,7 +232,7 @@ def main() -> None:
                     _, startup["generator_stop_s"] = timed(backend.close)
         with monitor.phase("scoring"):
             if loaded is None:
-                loaded, startup["hf_model_init_s"] = timed(layout_model, info, attn, args)
+                loaded, startup["hf_model_init_s"] = timed(engine_model, info, attn, args)
             engine = ScoringEngine(loaded, config, resolve_batch_size(args.batch_size, loaded, config))
             if compiles(loaded):
                 # Compiling is start-up, like loading the weights: a small batch outside the timed run pays it (the

@@ -7,16 +7,17 @@ device, and the word-level tokenizer (one word per id) lives in memory.
 
 from __future__ import annotations
 
+import argparse
 import math
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import orjson
 import torch
 
 from capsel.cap_engine.inputs import CandidateText
-from capsel.models.loading import ModelInfo, wrap_model
+from capsel.models.loading import KV_LAYOUTS, LoadedModel, ModelInfo, wrap_model
 from capsel.models.source import ModelSource
 from capsel.versioning import file_sha256
 
@@ -82,6 +83,29 @@ def random_model(info: ModelInfo, attn_implementation: str):
             config, dtype=getattr(torch, info.dtype), attn_implementation=attn_implementation,
         )
     return wrap_model(info, model)
+
+
+def add_engine_flags(parser: argparse.ArgumentParser) -> None:
+    """The HF engine's settings a benchmark may force, each `auto` (the engine's choice) by default."""
+    # --kv is the name decode_profile.py had: gpu_check.sh and the README's recipes still type it
+    parser.add_argument("--kv-layout", "--kv", choices=KV_LAYOUTS, default="auto",
+                        help="the HF engine's KV cache: auto (its choice for the device), dynamic (transformers' "
+                             "growing DynamicCache), buffered (preallocated, attention on the filled part), whole "
+                             "(attention on the whole buffer) or graphed (whole, each batch's greedy step captured "
+                             "as a CUDA graph)")
+    parser.add_argument("--prefill-groups", choices=["auto", "on", "off"], default="auto",
+                        help="prefill each batch's prompts in length groups: auto (the engine's choice: on CPU only), "
+                             "on or off")
+    parser.add_argument("--compile-norms-and-mlps", choices=["auto", "on", "off"], default="auto",
+                        help="torch.compile the model's norms and MLPs (their elementwise work fused): auto (the "
+                             "engine's choice: on for a text model on CUDA), on or off")
+
+
+def engine_model(info: ModelInfo, attn_implementation: str, args: argparse.Namespace) -> LoadedModel:
+    """The random-weight model, its engine set as the flags of `add_engine_flags` ask."""
+    return replace(random_model(info, attn_implementation), kv_layout=args.kv_layout,
+                   prefill_groups=SWITCH[args.prefill_groups],
+                   compile_norms_and_mlps=SWITCH[args.compile_norms_and_mlps])
 
 
 @dataclass(frozen=True)
