@@ -4,6 +4,8 @@
 #   1. the CUDA tests (pytest -m gpu: vLLM against HF greedy, GPU memory freed, bf16 scoring, batch sizing),
 #   2. the bf16-vs-float32 rank correlation (tests/integration/test_bf16_ranks.py, CPU and CUDA cases),
 #   3. benchmarks/gpu_throughput.py on the Llama-3-8B-shaped model, --generator vllm and --generator fused,
+#   4. benchmarks/peer_pipeline.py: the paper-style pipeline (vLLM or HF generate for y-hat, two full forwards
+#      with output_hidden_states) beside the engine on the same model and pool, their ratio and rank agreement,
 # and writes each benchmark's JSON under benchmarks/results/ (<device>-<date>.json).
 #
 #   bash benchmarks/gpu_check.sh              # the GPU run
@@ -25,7 +27,7 @@
 # DECODE_PROFILE (e.g. "dynamic graphed+compiled": decode_profile.py, one fused batch's synced phases and top kernels,
 # once per KV layout named, "+compiled" or "+eager" with the norms and MLPs compiled or not), VLM=1
 # (benchmarks/multimodal_throughput.py, Llava-1.5-7B shape, once per KV layout in VLM_KV_LAYOUTS, default "auto"),
-# N_CANDIDATES (pool size of each benchmark run, default 2048), VLLM_SPEC (default vllm==0.32.0, the
+# PEER=0 (leave out step 4), N_PEER (its pool size, default 1024), N_CANDIDATES (pool size of each benchmark run, default 2048), VLLM_SPEC (default vllm==0.32.0, the
 # release whose CPU build passes the parity tests here; capsel is installed within infra/vllm-constraints.txt),
 # GPU_VENV (default .venv-gpu), WHEELS (a folder of wheels: install from it alone, for a machine without a registry),
 # GPU_PY (use this Python instead of building a venv), RESULTS_DIR (where the benchmark JSON goes, default
@@ -148,6 +150,29 @@ variants() {
     done
 }
 
+# The paper-style peer beside the engine: its JSON saved in $1, the headline printed; where the peer's vLLM route
+# fails, the run is made again with HF generate for its y-hat (the JSON says which was used).
+peer() {
+    local results=$1 saved
+    shift
+    if ! "$PY" benchmarks/peer_pipeline.py "$@" --save --results-dir "$results" > "$LOGS/peer.log" 2>&1; then
+        tail -30 "$LOGS/peer.log"
+        echo "peer with y-hat from vLLM FAILED; again with HF generate"
+        "$PY" benchmarks/peer_pipeline.py "$@" --paper-yhat hf --save --results-dir "$results" > "$LOGS/peer.log" 2>&1 \
+            || { tail -30 "$LOGS/peer.log"; return 1; }
+    fi
+    saved=$(sed -n 's/^saved //p' "$LOGS/peer.log")
+    "$PY" - "$saved" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+e, p, a = r["engine"], r["paper_style"], r["agreement"]
+print(f"{sys.argv[1]}: {r['pool']['candidates']} candidates on {r['device']['name']}")
+print(f"  engine {e['candidates_per_s']} cand/s (batch {e['batch_size']}); paper-style {p['candidates_per_s']} cand/s "
+      f"(y-hat by {p['yhat']}, batch {p['batch_size']} of {list(p['seconds_per_candidate_tried'])}): {r['ratio_engine_over_paper']}x")
+print(f"  CAP z Spearman {a['spearman_cap_z']}; rows with another y-hat {a['rows_with_other_yhat']} of {a['candidates_both_scored']}")
+PY
+}
+
 if [[ "$MODE" == dry ]]; then
     # The 8B-shaped runs need a GPU; the tiny Llama runs the same script end to end on CPU (JSON in $LOGS).
     step "gpu_throughput.py --tiny, vllm route (vLLM's CPU build where $PY has it)"
@@ -159,6 +184,8 @@ if [[ "$MODE" == dry ]]; then
     step "gpu_throughput.py --tiny, fused HF route"
     throughput tiny-fused "$LOGS" --tiny --threads 1 --n-candidates 128 --generator fused
     variants "gpu_throughput.py --tiny" "$LOGS" --tiny --threads 1 --n-candidates 128
+    step "peer_pipeline.py --tiny: the paper-style pipeline beside the engine"
+    peer "$LOGS" --tiny --threads 1 --n-candidates 64 || echo "peer FAILED"
 else
     step "gpu_throughput.py, Llama-3-8B shape, vllm route, $N_CANDIDATES candidates"
     if "$PY" -c 'import vllm' 2>/dev/null; then
@@ -168,6 +195,10 @@ else
     fi
     step "gpu_throughput.py, Llama-3-8B shape, fused HF route, $N_CANDIDATES candidates"
     throughput fused "$RESULTS_DIR" --n-candidates "$N_CANDIDATES" --generator fused
+    if [[ "${PEER:-1}" == 1 ]]; then
+        step "peer_pipeline.py: the paper-style pipeline beside the engine, Llama-3-8B shape, ${N_PEER:-1024} candidates"
+        peer "$RESULTS_DIR" --n-candidates "${N_PEER:-1024}" || echo "peer FAILED"
+    fi
     variants "gpu_throughput.py, Llama-3-8B shape, $N_CANDIDATES candidates" "$RESULTS_DIR" --n-candidates "$N_CANDIDATES"
     if [[ -n "${BEFORE_TREE:-}" ]]; then
         step "the same run on the earlier tree in $BEFORE_TREE (${BEFORE_LABEL:-before})"

@@ -38,15 +38,14 @@ from pathlib import Path
 
 import orjson
 import torch
-import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from paper_style import paper_style  # noqa: E402
 from run_agreement import agreement  # noqa: E402
 
-from capsel.cap_engine.batching import left_padded, length_sorted_batches, right_padded  # noqa: E402
-from capsel.cap_engine.config import ScoringConfig, layer_split  # noqa: E402
+from capsel.cap_engine.config import ScoringConfig  # noqa: E402
 from capsel.cap_engine.engine import ScoringEngine  # noqa: E402
 from capsel.cap_engine.forward import kv_layout  # noqa: E402
 from capsel.cap_engine.inputs import CandidateText  # noqa: E402
@@ -89,44 +88,6 @@ def synthetic_pool(n: int, seed: int = 0) -> list[CandidateText]:
     return [
         CandidateText(f"c{i:05d}", words(rng.randint(240, 255)), "", words(60)) for i in range(n)
     ]
-
-
-def paper_style(loaded, inputs, horizon: int, batch_size: int) -> dict[str, list[float]]:
-    """Generate with HF generate, then one full forward per branch with output_hidden_states=True."""
-    model, device = loaded.model, loaded.input_device
-    eos = sorted(loaded.info.eos_token_ids)
-    pad = loaded.info.tokenizer.pad_token_id
-    _, late = layer_split(len(loaded.blocks), 0.33, 0.66)
-    profiles = {}
-    with torch.inference_mode():
-        for batch in length_sorted_batches(inputs, batch_size, lambda item: len(item.prompt_ids)):
-            ids, mask = left_padded([item.prompt_ids for item in batch], pad, device)
-            out = model.generate(
-                input_ids=ids, attention_mask=mask, max_new_tokens=horizon, do_sample=False, num_beams=1,
-                eos_token_id=eos, pad_token_id=pad,
-            )
-            generated = []
-            for row in out[:, ids.shape[1]:].tolist():
-                stop = next((i for i, token in enumerate(row) if token in eos), len(row))
-                generated.append(row[:stop])
-            real_ids, real_mask = right_padded([b.prompt_ids + b.response_ids for b in batch], pad, device)
-            gen_ids, gen_mask = right_padded([b.prompt_ids + g for b, g in zip(batch, generated)], pad, device)
-            real = model(input_ids=real_ids, attention_mask=real_mask, output_hidden_states=True)
-            gen = model(input_ids=gen_ids, attention_mask=gen_mask, output_hidden_states=True)
-            for row, (item, g) in enumerate(zip(batch, generated)):
-                start, n = len(item.prompt_ids), min(len(item.response_ids), len(g))
-                if n == 0:
-                    continue
-                aligned = slice(start, start + n)
-                profile = [
-                    float((1 - F.cosine_similarity(hr[row, aligned], hg[row, aligned], dim=-1)).mean())
-                    for hr, hg in zip(real.hidden_states[1:], gen.hidden_states[1:])
-                ]
-                predicting = real.logits[row, start - 1:start - 1 + len(item.response_ids)]
-                nll = -predicting.float().log_softmax(-1).gather(-1, torch.tensor(item.response_ids)[:, None]).mean()
-                d_late = sum(profile[layer - 1] for layer in late) / len(late)
-                profiles[item.candidate_id] = profile + [d_late, float(nll.exp())]
-    return profiles
 
 
 def real_pool(n: int) -> list[CandidateText]:
