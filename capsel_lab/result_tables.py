@@ -90,7 +90,7 @@ def real_sft_null(summaries: list[dict]) -> str:
         arm = f"{summary['spec']['junk_share']:.0%} junk"
         rank = (f"{null['rank']} of {null['n_random'] + 1} (p = {null['p']:.2f})", f"{null['loss']:.4f}",
                 f"{null['random_median']:.4f} ({null['random_losses'][0]:.4f}–{null['random_losses'][-1]:.4f})"
-                ) if null else ("", "", "")
+                ) if null else ("not drawn (--null-draws 0)", "", "")
         rows.append([_model(summary), arm, str(summary["spec"]["pools"]), *rank, _lab_time(summary)])
     return _table(["model", "pools", "n", "CAP among random subsets of pool 0", "CAP's loss",
                    "random: median (range)", "time"], rows)
