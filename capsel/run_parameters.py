@@ -96,9 +96,10 @@ def check_run(parameters: BaseModel, allowed: Settings, *, db_path: str | None =
 # (parameter, model path, allow_pickle, trust_remote_code): a model a run loads, with its checkpoint-code switches
 NamedModel = tuple[str, "str | None", bool, bool]
 
-# what each kind of place may be besides a folder under its roots: a storage URL (outputs and sources only)
+# the settings that name each kind of place's roots, for the refusal to point at
 _ROOTS_NAMED = {"database": "CAPSEL_OUTPUT_ROOT", "output": "CAPSEL_OUTPUT_ROOT",
                 "source": "CAPSEL_INCOMING_DIR, CAPSEL_SOURCE_ROOTS", "model": "CAPSEL_MODELS_DIR, CAPSEL_MODEL_ROOTS"}
+# the kinds that may also be a storage URL (under CAPSEL_STORAGE_ROOTS)
 _STORED = ("output", "source")
 
 
@@ -113,15 +114,15 @@ def _refusal(parameter: str, value: str, kind: str, allowed: Settings) -> str | 
             # an existing path is loaded as a path, whatever its name: it must pass the folder check
             not Path(value).expanduser().exists() and (is_packaged(value) or is_install_name(value)))):
         return None
-    roots = [Path(local_path_text(str(root))).expanduser().resolve() for root in {
+    roots = [_resolved(root) for root in {
         "database": [allowed.output_root], "output": [allowed.output_root],
         "source": ([allowed.incoming_dir] if allowed.incoming_dir else []) + [Path(r) for r in allowed.source_roots],
         "model": [allowed.models_dir, *map(Path, allowed.model_roots)],
     }[kind]]
     variable = _ROOTS_NAMED[kind]
     if not is_url(value):
-        target = Path(local_path_text(value)).expanduser().resolve()
-        own = Path(local_path_text(str(allowed.db_path))).expanduser().resolve() if kind == "database" else None
+        target = _resolved(value)
+        own = _resolved(allowed.db_path) if kind == "database" else None
         if target == own or any(target == root or root in target.parents for root in roots):
             return None
         if not roots:
@@ -140,3 +141,8 @@ def _refusal(parameter: str, value: str, kind: str, allowed: Settings) -> str | 
         return (f"run parameter {parameter} {value!r} is not an installed model, the deployment's CAPSEL_MODEL or a "
                 f"folder under {', '.join(repr(str(root)) for root in roots)} ({variable})")
     return f"run parameter {parameter} {value!r} is outside {str(roots[0])!r} ({variable})"
+
+
+def _resolved(path: str | Path) -> Path:
+    # resolved, so `..` and symlinks pointing out of a root do not count as inside it
+    return Path(local_path_text(str(path))).expanduser().resolve()
