@@ -40,6 +40,7 @@ from capsel.cap_engine.batch_memory import resolve_batch_size  # noqa: E402
 from capsel.cap_engine.compiled_norms import compiles  # noqa: E402
 from capsel.cap_engine.config import ScoringConfig, layer_split  # noqa: E402
 from capsel.cap_engine.engine import ScoringEngine  # noqa: E402
+from capsel.cap_engine.vllm_generation import vllm_build  # noqa: E402
 from capsel.models.loading import attention_implementation  # noqa: E402
 from capsel.versioning import code_version  # noqa: E402
 
@@ -163,7 +164,8 @@ def main() -> None:
         _, engine_warm_s = timed(engine.generate_and_score, warm)
         scored, engine_s = timed(engine.generate_and_score, inputs)
 
-        use_vllm = args.paper_yhat == "vllm" or (args.paper_yhat == "auto" and device == "cuda" and _has_vllm())
+        use_vllm = args.paper_yhat == "vllm" or (args.paper_yhat == "auto" and device == "cuda"
+                                                 and vllm_build() == "cuda")
         if use_vllm:
             # the forwards alone are tuned, over ŷ of the warm-up slice made once
             warm_hats = hf_generate(loaded, warm, config.horizon, max(sizes))
@@ -201,14 +203,6 @@ def main() -> None:
     print(text)
     if args.save:
         print(f"saved {save(text, device_name, args.results_dir, 'peer-')}", file=sys.stderr)
-
-
-def _has_vllm() -> bool:
-    try:
-        import vllm  # noqa: F401
-    except ImportError:
-        return False
-    return True
 
 
 if __name__ == "__main__":
