@@ -23,8 +23,8 @@ import psutil
 
 from capsel.db import open_db
 from capsel.publish.excluded import write_excluded
-from capsel.selection.budget import parse_budget
-from capsel.selection.plan import SelectionRequest, build_selection
+from capsel.selection.params import SelectionParams
+from capsel.selection.plan import build_selection
 from capsel.selection.scoring_key import resolve_scoring_key
 
 FILL = """
@@ -85,7 +85,7 @@ def main() -> None:
         params = {"n": args.candidates, "domains": args.domains, "chars": args.text_chars}
         for statement in filter(str.strip, FILL.split(";")):
             con.execute(statement, {name: value for name, value in params.items() if f"${name}" in statement})
-        selection = build_selection(con, SelectionRequest(parse_budget("10%")), resolve_scoring_key(con))
+        selection = build_selection(con, SelectionParams(budget="10%"), resolve_scoring_key(con))
         path = Path(scratch) / "excluded.parquet"
         started = time.perf_counter()
         funnel, before, peak = peak_rss_during(lambda: write_excluded(con, selection, path))

@@ -38,8 +38,7 @@ from capsel.ingest.pipeline import IngestOptions
 from capsel.methods.cap.keys import CapKeys
 from capsel.runner.job import run_scorer
 from capsel.scorers.base import Scorer, ScorerIdentity
-from capsel.selection.budget import parse_budget
-from capsel.selection.plan import SelectionRequest
+from capsel.selection.params import SelectionParams
 from capsel.stages.context import RunContext
 from capsel.stages.ingest import IngestRequest, ingest
 from capsel.stages.residualize import ResidualizeRequest, residualize
@@ -180,7 +179,7 @@ def run_stages(pool: Path, args: argparse.Namespace, ctx: RunContext) -> dict:
     scored, line = measured("score", lambda: run_scorer(con, StandInScorer(args.batch_size),
                                                          page_size=args.page_size))
     lines.append({**line, "scored": scored.n_processed})
-    request = SelectRequest(SelectionRequest(parse_budget("10%")), args.workdir / "out" / "selections")
+    request = SelectRequest(SelectionParams(budget="10%"), args.workdir / "out" / "selections")
     key = selection_key(ctx, request)
     assert key is not None
     residuals, line = measured("residualize", lambda: residualize(ResidualizeRequest(key), ctx))

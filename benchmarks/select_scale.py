@@ -18,8 +18,8 @@ from capsel.db import open_db
 from capsel.publish.publish import publish_selection
 from capsel.quality.expectations import GateSpec
 from capsel.quality.gate import check_selection
-from capsel.selection.budget import parse_budget
-from capsel.selection.plan import SelectionRequest, build_selection
+from capsel.selection.params import SelectionParams
+from capsel.selection.plan import build_selection
 from capsel.selection.scoring_key import resolve_scoring_key
 
 
@@ -62,7 +62,7 @@ def main() -> None:
         print(f"fill {args.candidates} candidates: {time.perf_counter() - started:.1f} s")
         key = resolve_scoring_key(con)
         started = time.perf_counter()
-        selection = build_selection(con, SelectionRequest(parse_budget(args.budget)), key)
+        selection = build_selection(con, SelectionParams(budget=args.budget), key)
         selected = time.perf_counter() - started
         started = time.perf_counter()
         spec = GateSpec({q.domain: q.k for q in selection.quotas}, scored=True)

@@ -5,30 +5,26 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Literal, Sequence, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from capsel.config import Settings, load_settings
-from capsel.dataset_license import DEFAULT_LICENSE, LICENSE_HELP, LICENSE_PATTERN, check_license
-from capsel.errors import CapselError, OptionError
+from capsel.errors import CapselError
 from capsel.ingest.dedup_key import DedupKeyMode
 from capsel.ingest.image_access import image_access
 from capsel.ingest.records import parse_field_map
-from capsel.methods.registry import DEFAULT_METHOD, all_methods, method, method_names, methods_help
+from capsel.methods.registry import DEFAULT_METHOD, method
 from capsel.methods.scorer_spec import ScorerSpec
 from capsel.object_storage.remote_folder import RemoteFolder
 from capsel.object_storage.urls import is_url
 from capsel.paths import inside_destination
 from capsel.run_parameters import check_run
-from capsel.selection.budget import parse_budget
-from capsel.selection.guard_bounds import check_ppl_guard, check_ppl_guard_z
-from capsel.selection.layer_split import parse_blocks
+from capsel.selection.params import SelectionParams
 from capsel.store.scope import Scope
 from capsel.threads import use_torch_threads
 
 if TYPE_CHECKING:  # the stages load the engine (torch) and the selection pandas: parameters are checked before
     from capsel.ingest.inputs import InputFile
     from capsel.ingest.pipeline import IngestOptions
-    from capsel.selection.plan import SelectionRequest
     from capsel.stages.pipeline import SelectionPlan
     from capsel.stages.select import SelectRequest
 
@@ -73,100 +69,6 @@ class SourceParams(BaseModel):
             image_access=image_access(settings), max_images_per_row=settings.max_images_per_row,
             max_row_image_bytes=settings.max_row_image_bytes,
         )
-
-
-class SelectionParams(BaseModel):
-    """The selection's options (`capsel select`, `capsel flow select|rescore` and the flows' `selection`): budget,
-    method, domains and where the selection is published."""
-
-    model_config = _STRICT
-
-    budget: str = Field("10%", description="members per domain (or in total): a count like 800 or a share like 10%")
-    total: bool = Field(False, description="split the budget across domains in proportion to their eligible pools "
-                        "instead of applying it in each domain (the paper's setting)")
-    method: Literal[method_names()] = Field(  # type: ignore[valid-type]
-        DEFAULT_METHOD, description=f"{methods_help(all_methods().values())}; baselines are scored first "
-        "(`capsel score-baseline`)",
-    )
-    order: Literal["high", "low", "middle"] | None = Field(
-        None, description="score baselines (ppl) only: keep the highest perplexity (the paper's PPL baseline, which "
-        "ranks high-loss text such as its injected junk first), the lowest, or the middle band around the domain "
-        "median (Marion et al. found middle or low best for pretraining data); default high",
-    )
-    seed: int = Field(0, description="seed of the random control")
-    ppl_guard: float | None = Field(
-        None, description="cap and random only: within each domain, candidates whose reference PPL (stored by CAP "
-        "scoring) lies above this percentile are not eligible, e.g. 95; off by default, which is the paper's method "
-        "(on small models CAP can rank high-perplexity junk near the top: capsel_lab/README.md)",
-    )
-    ppl_guard_z: float | None = Field(
-        None, description="cap and random only: within each domain, candidates whose log reference PPL lies more "
-        "than this many robust standard deviations (1.4826 x MAD) above the domain's median are not eligible, e.g. "
-        "3.5; unlike ppl_guard it needs no guess of the junk share; off by default",
-    )
-    early: str | None = Field(
-        None, description="cap and random only: the blocks D_early averages, re-averaged in SQL from the stored "
-        "per-layer profile (no rescore): a fraction like 0.33 (blocks 1..floor(0.33*L)), first:K, or a range like "
-        "1-8 (1-indexed, inclusive); default: as scored",
-    )
-    late: str | None = Field(
-        None, description="cap and random only: the blocks D_late averages, like early: a fraction like 0.66 "
-        "(blocks ceil(0.66*L)..L), last:K or a range like 12-18; default: as scored",
-    )
-    domains: list[str] | None = Field(None, description="only these domains (repeat the option); default: every "
-                                      "domain")
-    out: str = Field("selections", description="folder inside the output root that receives <selection_id>/ (a "
-                     "flow's parameter comes from a run, so it stays inside the root; `capsel select --out`, typed "
-                     "by its user, takes any folder or a storage URL)")
-    # the form checks the pattern as it is typed; the validator refuses it in check_license's words
-    license: str = Field(DEFAULT_LICENSE, description=LICENSE_HELP, json_schema_extra={"pattern": LICENSE_PATTERN})
-
-    def request(self, model_fingerprint: str | None = None, config_hash: str | None = None) -> SelectionRequest:
-        """The selection request over the scores of one (model, config) pair; a PPL direction applies to the score
-        baselines only (the others keep their method's order whatever was asked)."""
-        from capsel.selection.plan import SelectionRequest
-
-        return SelectionRequest(
-            budget=parse_budget(self.budget, "total" if self.total else "per_domain"),
-            method=self.method,
-            domains=tuple(self.domains) if self.domains else None,
-            seed=self.seed,
-            model=model_fingerprint,
-            config_hash=config_hash,
-            order=self.order if method(self.method).ppl == "scores" else None,
-            ppl_guard=self.ppl_guard,
-            ppl_guard_z=self.ppl_guard_z,
-            license=self.license,
-            early=self.early,
-            late=self.late,
-        )
-
-    @field_validator("early", "late")
-    @classmethod
-    def _blocks(cls, value: str | None, info: ValidationInfo) -> str | None:
-        if value is not None:
-            _as_value_error(parse_blocks, value, info.field_name)
-        return value
-
-    @field_validator("license")
-    @classmethod
-    def _license(cls, value: str) -> str:
-        _as_value_error(check_license, value)
-        return value
-
-    @field_validator("ppl_guard", "ppl_guard_z")
-    @classmethod
-    def _guard(cls, value: float | None, info: ValidationInfo) -> float | None:
-        _as_value_error(check_ppl_guard if info.field_name == "ppl_guard" else check_ppl_guard_z, value)
-        return value
-
-
-def _as_value_error(check: Callable, *args: object) -> None:
-    """Run a SelectionRequest's own check, so a form or an option is refused in the same words before a run."""
-    try:
-        check(*args)
-    except OptionError as error:
-        raise ValueError(error.render(lambda field: field)) from None
 
 
 class RunnerParams(BaseModel):
@@ -251,6 +153,9 @@ class PipelineConfig(BaseModel):
         if wanted != self.scoring.method:
             raise ValueError(f"selection.method {self.selection.method} selects by {wanted} scores, but scoring.method "
                              f"is {self.scoring.method}: score {wanted} (random draws from CAP's scored pool)")
+        if self.selection.model is not None or self.selection.config_hash is not None:
+            raise ValueError("selection.model and selection.config_hash are `capsel select`'s: a flow selects from "
+                             "the scores its scoring step made")
         if selecting.target is not None and not self.scoring.sources():
             raise ValueError(f"selection.method {selecting.name} selects by the scores against a target: set "
                              "scoring.target")
@@ -312,7 +217,7 @@ class PipelineConfig(BaseModel):
 
         root, target = self.publish_root(settings), getattr(self.scoring, "target", None)
         out_dir = inside_destination(root, self.selection.out)
-        return SelectRequest(self.selection.request(), out_dir, Path(target) if target else None,
+        return SelectRequest(self.selection, out_dir, Path(target) if target else None,
                              getattr(self.scoring, "target_max", None))
 
 

@@ -9,7 +9,8 @@ from prefect.states import State
 from capsel.flows.deployment_defaults import with_deployment_part
 from capsel.flows.pipeline import run_pipeline
 from capsel.methods.scorer_spec import ScorerSpec
-from capsel.pipeline_config import PipelineConfig, RunnerParams, SelectionParams, SourceParams, documented_parameters
+from capsel.pipeline_config import PipelineConfig, RunnerParams, SourceParams, documented_parameters
+from capsel.selection.params import SelectionParams
 
 
 def pipeline_flow(flow_key: str, module: str, doc: str, *, check_profile: bool, publish_unchanged: bool) -> Flow:

@@ -32,8 +32,9 @@ from capsel.cli.specs import MethodChoice, spec_values
 from capsel.errors import CapselError
 from capsel.methods.registry import DEFAULT_METHOD
 from capsel.methods.registry import method as method_named
-from capsel.pipeline_config import PipelineConfig, RunnerParams, ScoreFlowConfig, SelectionParams, SourceParams
+from capsel.pipeline_config import PipelineConfig, RunnerParams, ScoreFlowConfig, SourceParams
 from capsel.run_parameters import trust_typed
+from capsel.selection.params import SelectionParams
 
 app = ReadableTyper(help="Run the Prefect flows directly (a Prefect server, or a temporary one, records them).",
                   no_args_is_help=True)
@@ -53,7 +54,8 @@ ProfileOption = Annotated[Optional[bool], typer.Option(
     "warn without the U-shape (default: on for select, off for rescore).")]
 # The options of the flows' parameter models: the same fields, flags, help and checks as `capsel select`'s
 SOURCES = OptionGroup(SourceParams, "sources")
-SELECTION = OptionGroup(SelectionParams, "selection")
+# a flow selects from the scores its own scoring step made, so it takes no model or config hash of its own
+SELECTION = OptionGroup(SelectionParams, "selection", frozenset({"model", "config_hash"}))
 RUNNER = OptionGroup(RunnerParams, "runner")
 SCOPE = OptionGroup(ScoreFlowConfig, skip=frozenset({"db_path", "scoring", "runner"}))
 

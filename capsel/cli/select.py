@@ -15,7 +15,7 @@ from capsel.cli.tables import print_table
 from capsel.cli.wrapping import print_unbroken
 from capsel.db import open_db
 from capsel.paths import typed_destination
-from capsel.pipeline_config import SelectionParams
+from capsel.selection.params import SelectionParams
 from capsel.terminal_text import TextTable, markup, plain
 
 if TYPE_CHECKING:  # selecting and publishing load pandas and matplotlib: --help and option checks must not
@@ -41,13 +41,6 @@ def select(
         "--target-max", min=1, show_default=False,
         help="less only: the --target-max the target was scored with (needed when several were).",
     )] = None,
-    model: Annotated[Optional[str], typer.Option(
-        "--model", help="Fingerprint or name/path of the model (baselines: LM, encoder or rater) whose scores "
-        "to use (needed when several are scored).",
-    )] = None,
-    config_hash: Annotated[Optional[str], typer.Option(
-        "--config-hash", help="Scoring config hash of the method to use (needed when several are scored).",
-    )] = None,
     json_out: JsonOption = False,
     db: DbOption = None) -> None:
     """Select a subset under a budget, check it with the data-quality gate and publish it."""
@@ -56,7 +49,7 @@ def select(
 
     settings = settings_for(db)
     out_dir = typed_destination(out)
-    request = validated(SelectionParams, typed, "options").request(model, config_hash)
+    request = validated(SelectionParams, typed, "options")
     con = open_db(settings.db_path, must_exist=True)
     with json_output(json_out) as output, committed_work() as commit:
         try:
@@ -97,7 +90,8 @@ def _stages() -> Progress:
 
 
 def _summary(selection: Selection, manifest: dict) -> TextTable:
-    table = TextTable(title=plain(f"{selection.request.method} selection, budget {selection.request.budget.text}"),
+    request = selection.request
+    table = TextTable(title=plain(f"{request.method} selection, budget {request.parsed_budget.text}"),
                       caption=plain(selection.rule))
     fitted = bool(selection.fits)
     extra = ("alpha", "beta", "r²", "cut z") if fitted else ("excluded", "last score")

@@ -13,7 +13,8 @@ from capsel.errors import CapselError
 from capsel.methods.registry import CONTROL_METHOD, method, scored_methods
 from capsel.methods.selectors import Order
 from capsel.selection.budget import Budget
-from capsel.selection.plan import Selection, SelectionRequest, build_selection
+from capsel.selection.params import SelectionParams
+from capsel.selection.plan import Selection, build_selection
 from capsel.selection.scoring_key import ScoringKey, scored_pairs
 
 
@@ -63,7 +64,7 @@ def gather(con: duckdb.DuckDBPyConnection, budget: Budget, seed: int = 0, ppl_or
         label = name if key is None or per_method[name] == 1 else \
             f"{name}:{key.model_fingerprint[:6]}/{key.config_hash[:6]}"
         order = ppl_order if method(name).ppl == "scores" else None
-        request = SelectionRequest(budget, method=name, seed=seed, order=order)
+        request = SelectionParams(budget=budget.text, total=budget.mode == "total", method=name, seed=seed, order=order)
         try:
             selection = build_selection(con, request, key)
         except CapselError as exc:

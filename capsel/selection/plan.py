@@ -1,4 +1,4 @@
-"""Turn a selection request into its members: resolve scores, fit domains, size quotas, select."""
+"""Turn the selection's options into its members: resolve scores, fit domains, size quotas, select."""
 
 from __future__ import annotations
 
@@ -8,74 +8,22 @@ from typing import Sequence
 import duckdb
 import pandas as pd
 
-from capsel.dataset_license import DEFAULT_LICENSE, check_license
 from capsel.errors import CapselError, OptionError
-from capsel.methods.registry import DEFAULT_METHOD, method
-from capsel.methods.selectors import Order, Selector
+from capsel.methods.registry import method
+from capsel.methods.selectors import Selector
 from capsel.selection.budget import Budget, Quota, domain_quotas
-from capsel.selection.guard_bounds import check_ppl_guard, check_ppl_guard_z
-from capsel.selection.layer_split import parse_blocks
+from capsel.selection.params import SelectionParams
 from capsel.selection.pool import DomainPool, domain_pools
 from capsel.selection.residualize import DomainFit, fit_domains, fit_stats
 from capsel.selection.scoring_key import ScoringKey, with_layer_split
 from capsel.selection.select import select_members, selection_rule
 
 
-@dataclass(frozen=True)
-class SelectionRequest:
-    """What the user asked for (the `capsel select` options)."""
-
-    budget: Budget
-    method: str = DEFAULT_METHOD
-    domains: tuple[str, ...] | None = None
-    seed: int = 0
-    model: str | None = None
-    config_hash: str | None = None
-    order: Order | None = None
-    # percentile of PPL per domain above which CAP's candidates are not eligible (None: the paper's method)
-    ppl_guard: float | None = None
-    # robust z of log PPL per domain above which CAP's candidates are not eligible: a guard that needs no junk share
-    ppl_guard_z: float | None = None
-    # the licence the published dataset card declares (a Hugging Face licence id)
-    license: str = DEFAULT_LICENSE
-    # the blocks CAP's D_early / D_late average, re-averaged from the stored profile (None: as scoring stored it)
-    early: str | None = None
-    late: str | None = None
-
-    def __post_init__(self) -> None:
-        # refused where the request is made, before a run is recorded or anything scored
-        check_license(self.license)
-        check_ppl_guard(self.ppl_guard)
-        check_ppl_guard_z(self.ppl_guard_z)
-        if self.early is not None:
-            parse_blocks(self.early, "early")
-        if self.late is not None:
-            parse_blocks(self.late, "late")
-
-    def as_dict(self) -> dict:
-        """Plain dict for the run record and the manifest."""
-        return {
-            "budget": self.budget.text,
-            "budget_mode": self.budget.mode,
-            "method": self.method,
-            "order": self.order,
-            "domains": list(self.domains) if self.domains else None,
-            "seed": self.seed,
-            "model": self.model,
-            "config_hash": self.config_hash,
-            "ppl_guard": self.ppl_guard,
-            "ppl_guard_z": self.ppl_guard_z,
-            "license": self.license,
-            "early": self.early,
-            "late": self.late,
-        }
-
-
 @dataclass
 class Selection:
     """A computed selection, not yet checked or published."""
 
-    request: SelectionRequest
+    request: SelectionParams
     key: ScoringKey | None
     pools: list[DomainPool]
     fits: list[DomainFit]
@@ -125,7 +73,7 @@ class Selection:
 
 
 def build_selection(
-    con: duckdb.DuckDBPyConnection, request: SelectionRequest, key: ScoringKey | None,
+    con: duckdb.DuckDBPyConnection, request: SelectionParams, key: ScoringKey | None,
     fits: Sequence[DomainFit] | None = None,
 ) -> Selection:
     """Fit every domain of `key`'s scores, size the quotas and pick the members.
@@ -134,9 +82,6 @@ def build_selection(
     `early`/`late` reads CAP's D_early/D_late over those blocks of the stored profile (`with_layer_split`).
     `fits`: the domains' fits of this key when a step before fitted them (a flow's residualize), not fitted again.
     """
-    declared = method(request.method)
-    if request.order is not None and declared.selector.default_order is None:
-        raise OptionError(f"an order (high/low/middle) applies to score baselines, not to {request.method}")
     _check_guard(request, key)
     if request.early is not None or request.late is not None:
         if key is None:
@@ -167,14 +112,15 @@ def build_selection(
         fits = [fit for fit in fits if fit.domain in fitted]
     else:
         fits = fit_domains(con, key, [pool.domain for pool in pools])
-    quotas = domain_quotas(request.budget, {pool.domain: pool.size for pool in pools})
-    notes += _budget_notes(request.budget, quotas)
+    budget = request.parsed_budget
+    quotas = domain_quotas(budget, {pool.domain: pool.size for pool in pools})
+    notes += _budget_notes(budget, quotas)
     members = select_members(con, request.method, quotas, key, request.seed, request.order, request.ppl_guard,
                              request.ppl_guard_z)
     return Selection(request, key, pools, fits, quotas, members, notes)
 
 
-def _check_guard(request: SelectionRequest, key: ScoringKey | None) -> None:
+def _check_guard(request: SelectionParams, key: ScoringKey | None) -> None:
     if request.ppl_guard is None and request.ppl_guard_z is None:
         return
     if key is None or not method(key.method).residualized:
@@ -183,7 +129,7 @@ def _check_guard(request: SelectionRequest, key: ScoringKey | None) -> None:
                           "that CAP scoring stored; score the pool with `capsel score` first")
 
 
-def _guard_notes(request: SelectionRequest, pools: list[DomainPool]) -> list[str]:
+def _guard_notes(request: SelectionParams, pools: list[DomainPool]) -> list[str]:
     guards = ([f"PPL above its {request.ppl_guard:g}th percentile"] if request.ppl_guard is not None else []) + (
         [f"robust z of log PPL above {request.ppl_guard_z:g}"] if request.ppl_guard_z is not None else [])
     if not guards:

@@ -123,7 +123,8 @@ def _select_request(plan: SelectionPlan, scored: ScoreSummary) -> SelectRequest:
     """The selection over what this run scored: by the scores' key, or (LESS) by those against the target."""
     assert plan.select is not None
     config_hash = None if plan.select.target else scored.key.config_hash
-    wanted = replace(plan.select.selection, model=scored.key.model_fingerprint, config_hash=config_hash)
+    wanted = plan.select.selection.model_copy(update={"model": scored.key.model_fingerprint,
+                                                      "config_hash": config_hash})
     return replace(plan.select, selection=wanted)
 
 

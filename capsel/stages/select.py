@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from capsel.db.progress_file import report_stage
@@ -14,7 +14,8 @@ from capsel.publish.destination import Destination
 from capsel.publish.publish import PublishedSelection, publish_selection
 from capsel.publish.reconcile import Reconciled, reconcile_selections
 from capsel.runs import recorded_run
-from capsel.selection.plan import Selection, SelectionRequest, build_selection
+from capsel.selection.params import SelectionParams
+from capsel.selection.plan import Selection, build_selection
 from capsel.selection.residualize import DomainFit
 from capsel.selection.scoring_key import ScoringKey, resolve_scoring_key, with_layer_split
 from capsel.stages.context import RunContext
@@ -29,7 +30,7 @@ class SelectRequest:
     made them, so they are fitted once.
     """
 
-    selection: SelectionRequest
+    selection: SelectionParams
     out_dir: Destination
     target: Path | None = None
     target_max: int | None = None
@@ -57,8 +58,8 @@ def selection_key(ctx: RunContext, request: SelectRequest) -> ScoringKey | None:
             raise OptionError("[[target]] (and [[target_max]]) select with a [[method]] that scores against a "
                               "target (LESS)")
         scores_hash = load_object(declared.target.scores_hash)
-        wanted = replace(wanted, config_hash=wanted.config_hash
-                         or scores_hash(ctx.con, request.target, request.target_max))
+        wanted = wanted.model_copy(update={"config_hash": wanted.config_hash
+                                           or scores_hash(ctx.con, request.target, request.target_max)})
     # random draws from CAP's eligible pool when there is one; every other method needs its own scores
     key = resolve_scoring_key(ctx.con, wanted.model, wanted.config_hash, required=declared.scores_of is None,
                               method=declared.scored_by)
@@ -76,7 +77,7 @@ def select_and_publish(request: SelectRequest, ctx: RunContext) -> SelectSummary
     key = request.key if request.key is not None else selection_key(ctx, request)
     on_step = ctx.on_step
     counters: dict = {}
-    with recorded_run(ctx.con, "select", counters, config=request.selection.as_dict(),
+    with recorded_run(ctx.con, "select", counters, config=request.selection.record(),
                       model_fingerprint=key.model_fingerprint if key else None, parent_run_id=ctx.parent_run_id,
                       prefect_flow_run_id=ctx.prefect_flow_run_id) as run_id:
         reconciled = reconcile_selections(ctx.con, [request.out_dir])

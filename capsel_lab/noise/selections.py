@@ -17,8 +17,8 @@ from capsel.methods.ppl import PplSpec
 from capsel.methods.ppl.scorer import PplConfig, PplScorer
 from capsel.methods.spec import ModelSpec
 from capsel.models.loading import ModelInfo
-from capsel.selection.budget import parse_budget
-from capsel.selection.plan import SelectionRequest, build_selection
+from capsel.selection.params import SelectionParams
+from capsel.selection.plan import build_selection
 from capsel.selection.scoring_key import ScoringKey, resolve_scoring_key
 from capsel.stages.context import RunContext
 from capsel.stages.score import ScoreRequest, score
@@ -55,10 +55,10 @@ def junk_in_selections(
 ) -> dict:
     """Per method: members, junk members by kind and clean members, for a per-domain `budget`."""
     requests = {
-        "cap": (SelectionRequest(parse_budget(budget), "cap"), cap),
-        "cap_guard": (SelectionRequest(parse_budget(budget), "cap", ppl_guard=ppl_guard), cap),
-        "ppl": (SelectionRequest(parse_budget(budget), "ppl"), ppl),
-        "random": (SelectionRequest(parse_budget(budget), "random", seed=seed), cap),
+        "cap": (SelectionParams(budget=budget, method="cap"), cap),
+        "cap_guard": (SelectionParams(budget=budget, method="cap", ppl_guard=ppl_guard), cap),
+        "ppl": (SelectionParams(budget=budget, method="ppl"), ppl),
+        "random": (SelectionParams(budget=budget, method="random", seed=seed), cap),
     }
     out = {}
     for method, (request, key) in requests.items():

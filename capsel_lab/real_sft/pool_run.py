@@ -28,8 +28,7 @@ from capsel.methods.ifd import IfdSpec
 from capsel.methods.ppl import PplSpec
 from capsel.methods.spec import ModelSpec
 from capsel.runs import recorded_seconds
-from capsel.selection.budget import parse_budget
-from capsel.selection.plan import SelectionRequest
+from capsel.selection.params import SelectionParams
 from capsel.stages.context import RunContext
 from capsel.stages.evaluate import EvaluateRequest
 from capsel.stages.finetune import FinetuneStageRequest
@@ -128,7 +127,7 @@ def _publish_selections(ctx: RunContext, plan: PoolPlan, folder: Path, say: Call
     for name, options, seed in _asked(plan):
         key = f"{name}|{seed}"
         if key not in known or not (folder / "selections" / known[key]["selection_id"]).is_dir():
-            request = SelectionRequest(parse_budget(plan.budget, "per_domain"), seed=seed, **options)
+            request = SelectionParams(budget=plan.budget, seed=seed, **options)
             summary = select_and_publish(SelectRequest(request, folder / "selections"), ctx)
             members = summary.selection.members["candidate_id"]
             known[key] = {"method": name, "selection_seed": seed,

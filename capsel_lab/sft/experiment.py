@@ -13,8 +13,8 @@ import torch
 from capsel.db import open_db
 from capsel.models.loading import load_causal_lm
 from capsel.runner.progress import ProgressSink
-from capsel.selection.budget import parse_budget
-from capsel.selection.plan import SelectionRequest, build_selection
+from capsel.selection.params import SelectionParams
+from capsel.selection.plan import build_selection
 from capsel_lab.evaluate import answer_hits
 from capsel_lab.labels import candidate_labels
 from capsel_lab.pretrain_config import world_spec_of
@@ -87,8 +87,8 @@ def training_sets(db_path: Path, key, spec: SftSpec, labels: pd.DataFrame) -> li
             for method in METHODS:
                 # CAP's members do not depend on the seed; the seed still changes the training order
                 for seed in range(spec.n_seeds):
-                    request = SelectionRequest(budget=parse_budget(budget, "per_domain"), method=method, seed=seed,
-                                               model=key.model_fingerprint, config_hash=key.config_hash)
+                    request = SelectionParams(budget=budget, method=method, seed=seed,
+                                              model=key.model_fingerprint, config_hash=key.config_hash)
                     members = build_selection(con, request, key).members
                     records = members[["candidate_id", "instruction", "input", "response"]].merge(
                         labels[["candidate_id", "lab_label"]], on="candidate_id", how="left")

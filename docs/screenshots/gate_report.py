@@ -21,8 +21,8 @@ sys.path.insert(0, str(ROOT))  # the tests' scored pool and Chromium helper
 from capsel.db import open_db  # noqa: E402
 from capsel.quality.expectations import gate_spec  # noqa: E402
 from capsel.quality.gate import check_selection  # noqa: E402
-from capsel.selection.budget import parse_budget  # noqa: E402
-from capsel.selection.plan import SelectionRequest, build_selection  # noqa: E402
+from capsel.selection.params import SelectionParams  # noqa: E402
+from capsel.selection.plan import build_selection  # noqa: E402
 from capsel.selection.scoring_key import resolve_scoring_key  # noqa: E402
 from tests.support.chromium import render_offline, screenshot_offline  # noqa: E402
 from tests.support.scored_pool import make_pool  # noqa: E402
@@ -36,7 +36,7 @@ def main() -> None:
     con = open_db(":memory:")
     make_pool(con, {"code": 40, "math": 60}, n_excluded=3)
     key = resolve_scoring_key(con)
-    selection = build_selection(con, SelectionRequest(parse_budget("4")), key)
+    selection = build_selection(con, SelectionParams(budget="4"), key)
     members = pd.concat([selection.members, selection.members.iloc[[0]]], ignore_index=True)
     members.loc[1, "z"] = float("nan")
     spec = gate_spec({q.domain: q.k for q in selection.quotas}, residualized=True, scored=True, has_score=True)

@@ -11,8 +11,8 @@ import pytest
 from capsel.db import open_db
 from capsel.object_storage.remote_folder import RemoteFolder
 from capsel.publish.publish import publish_selection
-from capsel.selection.budget import parse_budget
-from capsel.selection.plan import SelectionRequest, build_selection
+from capsel.selection.params import SelectionParams
+from capsel.selection.plan import build_selection
 from capsel.selection.scoring_key import resolve_scoring_key
 from tests.support.image_pool import attach_images
 from tests.support.s3_server import s3_filesystem
@@ -33,7 +33,7 @@ def test_images_are_uploaded_with_the_selection(s3_server, tmp_path, monkeypatch
     con = open_db(db_path)
     make_pool(con, {"code": 5, "math": 5})
     stored = attach_images(con, db_path, IMAGES_OF)
-    selection = build_selection(con, SelectionRequest(parse_budget("100%")), resolve_scoring_key(con))
+    selection = build_selection(con, SelectionParams(budget="100%"), resolve_scoring_key(con))
     published = publish_selection(con, selection, RemoteFolder("s3://mmsels/out"))
     con.close()
 

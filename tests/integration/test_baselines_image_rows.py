@@ -27,8 +27,8 @@ from capsel.methods.spec import LocalModelSpec
 from capsel.publish.publish import publish_selection
 from capsel.runner.job import run_scorer
 from capsel.scorers.baseline import NEEDS_MULTIMODAL_SCORER
-from capsel.selection.budget import parse_budget
-from capsel.selection.plan import SelectionRequest, build_selection
+from capsel.selection.params import SelectionParams
+from capsel.selection.plan import build_selection
 from capsel.selection.scoring_key import resolve_scoring_key
 from capsel.store.scope import Scope
 from tests.fixtures.candidates import mixed_candidates
@@ -118,7 +118,7 @@ def test_ifd_excludes_image_rows_and_the_selection_accounts_for_them(con, info, 
     assert_text_rows_scored_as_alone(results, IfdScorer(config, info, batch_size=4).score(text_rows(con)))
 
     key = resolve_scoring_key(con, method="ifd")
-    selection = build_selection(con, SelectionRequest(parse_budget("3"), method="ifd"), key)
+    selection = build_selection(con, SelectionParams(budget="3", method="ifd"), key)
     assert not IMAGE_IDS & set(selection.members["candidate_id"])
     folder = publish_selection(con, selection, tmp_path / "out").path
     excluded = pd.read_parquet(folder / "excluded.parquet")
@@ -177,7 +177,7 @@ def test_capsel_compare_handles_a_pool_mixing_text_and_image_rows(con, info, tmp
     for row in payload["medians"]:
         method = row["method"]
         key = None if method == "random" else resolve_scoring_key(store, method=method)
-        members = build_selection(store, SelectionRequest(parse_budget("50%"), method=method), key).members
+        members = build_selection(store, SelectionParams(budget="50%", method=method), key).members
         of_domain = set(members.loc[members["domain"] == row["domain"], "candidate_id"])
         assert row["n_with_images"] == len(of_domain & IMAGE_IDS), row
         if method != "random":

@@ -7,8 +7,8 @@ from PIL import Image
 from capsel.db import open_db
 from capsel.ingest.pipeline import IngestOptions, ingest
 from capsel.publish.publish import publish_selection
-from capsel.selection.budget import parse_budget
-from capsel.selection.plan import SelectionRequest, build_selection
+from capsel.selection.params import SelectionParams
+from capsel.selection.plan import build_selection
 from capsel.selection.scoring_key import resolve_scoring_key
 from tests.integration.pool_files import write_jsonl
 from tests.support.card_tables import card_metadata, card_tables
@@ -28,7 +28,7 @@ def published(tmp_path):
     ]) for domain in ("math", "code")]
     con = open_db(tmp_path / "capsel.duckdb")
     ingest(con, [str(path) for path in paths], IngestOptions())
-    request = SelectionRequest(parse_budget("10"), method="random", seed=7, license="cc-by-4.0")
+    request = SelectionParams(budget="10", method="random", seed=7, license="cc-by-4.0")
     selection = build_selection(con, request, resolve_scoring_key(con, required=False))
     yield publish_selection(con, selection, tmp_path / "out")
     con.close()
@@ -84,7 +84,7 @@ def test_the_card_declares_the_licence_and_names_no_local_path(published, tmp_pa
 def test_hostile_domain_names_stay_text_in_their_own_rows(tmp_path, offline_datasets):
     con = open_db(tmp_path / "capsel.duckdb")
     make_pool(con, {name: 30 for name in HOSTILE})
-    selection = build_selection(con, SelectionRequest(parse_budget("10%")), resolve_scoring_key(con))
+    selection = build_selection(con, SelectionParams(budget="10%"), resolve_scoring_key(con))
     published = publish_selection(con, selection, tmp_path / "out")
     con.close()
     card = (published.path / "README.md").read_text()

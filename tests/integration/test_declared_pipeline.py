@@ -14,8 +14,7 @@ from capsel.errors import CapselError
 from capsel.ingest.pipeline import IngestOptions
 from capsel.methods.cap import CapSpec
 from capsel.methods.spec import ModelSpec
-from capsel.selection.budget import parse_budget
-from capsel.selection.plan import SelectionRequest
+from capsel.selection.params import SelectionParams
 from capsel.stages.context import RunContext
 from capsel.stages.ingest import IngestRequest, ingest
 from capsel.stages.pipeline import SELECTION_STEPS, SelectionOutcome, SelectionPlan, call_here, run_steps
@@ -40,7 +39,7 @@ def _plan(pool, model_dir, out_dir, publish_unchanged: bool = True) -> Selection
     spec = CapSpec(model=ModelSpec(path=str(model_dir), dtype="float32", device="cpu", prompt_format="raw"),
                    batch_size=4)
     return SelectionPlan(IngestRequest([str(pool)], IngestOptions()), ScoreRequest(spec),
-                         SelectRequest(SelectionRequest(parse_budget("4", "per_domain")), out_dir),
+                         SelectRequest(SelectionParams(budget="4"), out_dir),
                          publish_unchanged=publish_unchanged)
 
 
@@ -72,8 +71,7 @@ def test_the_declared_pipeline_publishes_what_its_steps_run_one_by_one_publish(t
         ctx = RunContext(con, settings)
         ingest(plan.ingest, ctx)
         scored = score(plan.score, ctx)
-        wanted = SelectionRequest(parse_budget("4", "per_domain"), model=scored.key.model_fingerprint,
-                                  config_hash=scored.key.config_hash)
+        wanted = SelectionParams(budget="4", model=scored.key.model_fingerprint, config_hash=scored.key.config_hash)
         by_hand = select_and_publish(SelectRequest(wanted, tmp_path / "by_hand"), ctx)
     members = sorted(outcome.selected.selection.members["candidate_id"])
     assert len(members) == 8

@@ -10,8 +10,8 @@ import pytest
 from capsel.db import open_db
 from capsel.publish.excluded import EXCLUDED_FILE
 from capsel.publish.publish import publish_selection
-from capsel.selection.budget import parse_budget
-from capsel.selection.plan import SelectionRequest, build_selection
+from capsel.selection.params import SelectionParams
+from capsel.selection.plan import build_selection
 from capsel.selection.scoring_key import resolve_scoring_key
 from tests.support.scored_pool import INGEST_RUN, make_pool
 
@@ -60,7 +60,7 @@ def reference_z(divergences: pd.DataFrame, candidates: pd.DataFrame) -> pd.DataF
 def test_every_pool_row_is_a_member_or_an_excluded_row_with_its_stage(store, tmp_path):
     con, tables = store
     guard = 90.0
-    selection = build_selection(con, SelectionRequest(parse_budget("10%"), ppl_guard=guard), resolve_scoring_key(con))
+    selection = build_selection(con, SelectionParams(budget="10%", ppl_guard=guard), resolve_scoring_key(con))
     published = publish_selection(con, selection, tmp_path / "out")
     excluded = pd.read_parquet(published.path / EXCLUDED_FILE)
     members = set(selection.members["candidate_id"])
@@ -108,7 +108,7 @@ def test_every_pool_row_is_a_member_or_an_excluded_row_with_its_stage(store, tmp
 
 def test_a_random_draw_of_one_domain_lists_that_domain_only_in_draw_order(store, tmp_path):
     con, tables = store
-    request = SelectionRequest(parse_budget("5"), method="random", domains=("math",), seed=7)
+    request = SelectionParams(budget="5", method="random", domains=("math",), seed=7)
     selection = build_selection(con, request, resolve_scoring_key(con))
     excluded = pd.read_parquet(publish_selection(con, selection, tmp_path / "out").path / EXCLUDED_FILE)
     assert set(excluded["domain"]) == {"math"}  # the quarantined row without a domain is outside this pool

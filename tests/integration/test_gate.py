@@ -13,9 +13,9 @@ from capsel.db import open_db
 from capsel.publish.manifest import domain_entries
 from capsel.quality.expectations import GateSpec
 from capsel.quality.gate import check_selection
-from capsel.selection.budget import parse_budget
 from capsel.selection.lineage import member_lineage
-from capsel.selection.plan import SelectionRequest, build_selection
+from capsel.selection.params import SelectionParams
+from capsel.selection.plan import build_selection
 from capsel.selection.residualize import fit_stats
 from capsel.selection.scoring_key import resolve_scoring_key
 from tests.support.chromium import render_offline, screenshot_offline
@@ -29,7 +29,7 @@ def store():
     con = open_db(":memory:")
     make_pool(con, {"code": 40, "math": 60}, n_excluded=3)
     key = resolve_scoring_key(con)
-    selection = build_selection(con, SelectionRequest(parse_budget("8")), key)
+    selection = build_selection(con, SelectionParams(budget="8"), key)
     yield con, key, selection
     con.close()
 

@@ -13,8 +13,8 @@ from capsel.methods.ifd.scorer import IFD_GE_1, IfdConfig, IfdScorer
 from capsel.runner.job import run_scorer
 from capsel.scorers.response_loss import response_token_nll
 from capsel.scorers.window import PROMPT_FILLS_WINDOW, window_inputs
-from capsel.selection.budget import parse_budget
-from capsel.selection.plan import SelectionRequest, build_selection
+from capsel.selection.params import SelectionParams
+from capsel.selection.plan import build_selection
 from capsel.selection.scoring_key import resolve_scoring_key
 from tests.fixtures.candidates import mixed_candidates
 from tests.fixtures.pool import append_candidates
@@ -122,7 +122,7 @@ def test_ifd_ge_1_is_stored_with_its_score_but_never_selected(tmp_path, info):
     assert high and all(score >= 1 for cid, score, reason in rows if reason == IFD_GE_1)
     eligible = sorted(((score, cid) for cid, score, reason in rows if reason is None), key=lambda p: (-p[0], p[1]))
     key = resolve_scoring_key(con, method="ifd")
-    selection = build_selection(con, SelectionRequest(parse_budget("4"), method="ifd"), key)
+    selection = build_selection(con, SelectionParams(budget="4", method="ifd"), key)
     members = selection.members
     assert members["candidate_id"].tolist() == [cid for _, cid in eligible[:4]]
     assert not set(members["candidate_id"]) & high

@@ -22,9 +22,9 @@ from capsel.publish.publish import publish_selection
 from capsel.runner.job import run_scorer
 from capsel.scorers.example_text import example_text
 from capsel.selection import coverage
-from capsel.selection.budget import parse_budget
 from capsel.selection.coverage import select_coverage
-from capsel.selection.plan import SelectionRequest, build_selection
+from capsel.selection.params import SelectionParams
+from capsel.selection.plan import build_selection
 from capsel.selection.scoring_key import resolve_scoring_key
 from tests.fixtures.candidates import mixed_candidates
 from tests.fixtures.pool import append_candidates
@@ -74,7 +74,7 @@ def test_selection_is_greedy_k_center_over_the_stored_embeddings(tmp_path, encod
     summary = run_scorer(con, scorer)
     assert summary.n_processed == 26 and run_scorer(con, scorer).n_processed == 0
     key = resolve_scoring_key(con, method="kcenter")
-    selection = build_selection(con, SelectionRequest(parse_budget("5"), method="kcenter"), key)
+    selection = build_selection(con, SelectionParams(budget="5", method="kcenter"), key)
     for domain, candidates in pools.items():
         ids = sorted(c["candidate_id"] for c in candidates)
         by_id = {c["candidate_id"]: c for c in candidates}

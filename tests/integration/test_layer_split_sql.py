@@ -10,9 +10,8 @@ import pytest
 from capsel.config import load_settings
 from capsel.db import open_db, run_sql
 from capsel.errors import CapselError, OptionError
-from capsel.pipeline_config import SelectionParams
-from capsel.selection.budget import parse_budget
-from capsel.selection.plan import SelectionRequest, build_selection
+from capsel.selection.params import SelectionParams
+from capsel.selection.plan import build_selection
 from capsel.selection.residualize import fit_domains
 from capsel.selection.scoring_key import ScoringKey, resolve_scoring_key, with_layer_split
 from capsel.stages.context import RunContext
@@ -54,7 +53,7 @@ def numpy_cap(tables, early: tuple[int, int], late: tuple[int, int]) -> pd.DataF
 
 def select(con, budget: str = "7", **split):
     key = resolve_scoring_key(con, model=MODEL)
-    return build_selection(con, SelectionRequest(parse_budget(budget), **split), key)
+    return build_selection(con, SelectionParams(budget=budget, **split), key)
 
 
 @pytest.mark.parametrize(
@@ -112,7 +111,7 @@ def test_the_stored_split_however_named_selects_bit_for_bit_as_before(store, ear
 
 def test_random_control_reads_the_split_and_a_baseline_refuses_it(store):
     con, tables = store
-    random = build_selection(con, SelectionRequest(parse_budget("5"), "random", late="last:3"),
+    random = build_selection(con, SelectionParams(budget="5", method="random", late="last:3"),
                              resolve_scoring_key(con, model=MODEL))
     expected = numpy_cap(tables, (1, 3), (10, 12))
     np.testing.assert_allclose(random.members["z"], expected.loc[random.members["candidate_id"], "z"], rtol=1e-9)
@@ -143,7 +142,7 @@ def test_the_split_is_checked_against_the_stored_depth(store):
 def test_the_flows_selection_parameters_fit_and_select_the_split(store, tmp_path):
     con, tables = store
     params = SelectionParams(budget="4", late="last:3")
-    request = SelectRequest(params.request(MODEL), tmp_path / "out")
+    request = SelectRequest(params.model_copy(update={"model": MODEL}), tmp_path / "out")
     ctx = RunContext(con, load_settings(db_path=tmp_path / "capsel.duckdb", output_root=tmp_path))
     key = selection_key(ctx, request)  # what the flow's residualize step and its select step both get
     expected = numpy_cap(tables, (1, 3), (10, 12))

@@ -18,8 +18,8 @@ from capsel.methods.less.scorer import LessConfig, LessFeatureScorer
 from capsel.methods.less.target import TargetFile, stored_target
 from capsel.methods.spec import ModelSpec
 from capsel.scorers.window import PROMPT_FILLS_WINDOW
-from capsel.selection.budget import parse_budget
-from capsel.selection.plan import SelectionRequest, build_selection
+from capsel.selection.params import SelectionParams
+from capsel.selection.plan import build_selection
 from capsel.selection.scoring_key import resolve_scoring_key
 from capsel.stages.context import RunContext
 from capsel.stages.score import ScoreRequest, score
@@ -156,7 +156,7 @@ def test_stored_scores_resume_and_a_new_target_reuses_every_feature(db, tmp_path
     assert (other.features.n_processed, other.target_computed, other.n_scores_written) == (0, True, len(candidates))
 
     key = resolve_scoring_key(db, config_hash=first.target["target_fingerprint"], method="less")
-    selection = build_selection(db, SelectionRequest(parse_budget("3", "per_domain"), method="less"), key)
+    selection = build_selection(db, SelectionParams(budget="3", method="less"), key)
     eligible_scores = scores[scores["excluded_reason"].isna()].sort_values(["score", "candidate_id"],
                                                                         ascending=[False, True])
     assert selection.members["candidate_id"].tolist() == eligible_scores["candidate_id"].head(3).tolist()

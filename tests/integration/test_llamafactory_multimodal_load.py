@@ -18,8 +18,8 @@ from PIL import Image
 from capsel.db import open_db
 from capsel.image_store.store import ImageStore, image_store_dir
 from capsel.publish.publish import publish_selection
-from capsel.selection.budget import parse_budget
-from capsel.selection.plan import SelectionRequest, build_selection
+from capsel.selection.params import SelectionParams
+from capsel.selection.plan import build_selection
 from capsel.selection.scoring_key import resolve_scoring_key
 from tests.support.image_pool import attach_images
 from tests.support.scored_pool import make_pool
@@ -41,7 +41,7 @@ def test_llamafactory_loads_the_published_rows_and_their_images(tmp_path):
     con = open_db(db_path)
     make_pool(con, {"code": 6, "math": 6})
     stored = attach_images(con, db_path, IMAGES_OF)
-    selection = build_selection(con, SelectionRequest(parse_budget("100%")), resolve_scoring_key(con))
+    selection = build_selection(con, SelectionParams(budget="100%"), resolve_scoring_key(con))
     folder = publish_selection(con, selection, tmp_path / "out").path
     members = selection.members  # their text as the DB holds it, placeholders included
     con.close()

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from pydantic import ValidationError
 
 from capsel.db import open_db
 from capsel.errors import CapselError
-from capsel.selection.budget import parse_budget
-from capsel.selection.plan import SelectionRequest, build_selection
+from capsel.selection.params import SelectionParams
+from capsel.selection.plan import build_selection
 from capsel.selection.residualize import fit_domains
 from capsel.selection.scoring_key import resolve_scoring_key
 from tests.support.scored_pool import make_pool
@@ -57,14 +58,14 @@ def numpy_reference(tables, guard: float | None, share: float, guard_z: float | 
 @pytest.mark.parametrize("guard", [50, 90, 97.5])
 def test_guarded_cap_selection_equals_numpy(store, guard):
     con, tables = store
-    selection = build_selection(con, SelectionRequest(parse_budget("20%"), ppl_guard=guard), resolve_scoring_key(con))
+    selection = build_selection(con, SelectionParams(budget="20%", ppl_guard=guard), resolve_scoring_key(con))
     expected = numpy_reference(tables, guard, 0.20)
     for domain, ids in expected.items():
         assert selection.members.loc[selection.members["domain"] == domain, "candidate_id"].tolist() == ids
     for pool in selection.pools:
         eligible = SIZES[pool.domain] - N_EXCLUDED
         assert pool.n_guarded == eligible - pool.n_eligible > 0
-    assert selection.request.as_dict()["ppl_guard"] == guard
+    assert selection.request.record()["ppl_guard"] == guard
     assert "PPL guard" in selection.rule
     assert any("the PPL guard holds back" in note for note in selection.notes)
 
@@ -72,19 +73,19 @@ def test_guarded_cap_selection_equals_numpy(store, guard):
 @pytest.mark.parametrize(("guard", "guard_z"), [(None, 0.5), (None, 0.85), (90, 0.7)])
 def test_robust_z_guard_equals_numpy(store, guard, guard_z):
     con, tables = store
-    request = SelectionRequest(parse_budget("20%"), ppl_guard=guard, ppl_guard_z=guard_z)
+    request = SelectionParams(budget="20%", ppl_guard=guard, ppl_guard_z=guard_z)
     selection = build_selection(con, request, resolve_scoring_key(con))
     expected = numpy_reference(tables, guard, 0.20, guard_z)
     for domain, ids in expected.items():
         assert selection.members.loc[selection.members["domain"] == domain, "candidate_id"].tolist() == ids
     assert sum(pool.n_guarded for pool in selection.pools) > 0
-    assert selection.request.as_dict()["ppl_guard_z"] == guard_z
+    assert selection.request.record()["ppl_guard_z"] == guard_z
     assert "robust PPL guard" in selection.rule and any("robust z of log PPL" in note for note in selection.notes)
 
 
 def test_without_a_guard_the_paper_selection_is_unchanged(store):
     con, tables = store
-    selection = build_selection(con, SelectionRequest(parse_budget("20%")), resolve_scoring_key(con))
+    selection = build_selection(con, SelectionParams(budget="20%"), resolve_scoring_key(con))
     assert all(pool.n_guarded == 0 for pool in selection.pools)
     assert "PPL guard" not in selection.rule
     # with a guard at the 100th percentile nothing would be held back: the reference with guard 100 is the paper's
@@ -94,7 +95,7 @@ def test_without_a_guard_the_paper_selection_is_unchanged(store):
 
 def test_random_control_draws_only_from_the_guarded_pool(store):
     con, tables = store
-    selection = build_selection(con, SelectionRequest(parse_budget("50%"), method="random", ppl_guard=60),
+    selection = build_selection(con, SelectionParams(budget="50%", method="random", ppl_guard=60),
                                 resolve_scoring_key(con))
     scores = tables.divergences.merge(tables.candidates[["candidate_id", "domain"]], on="candidate_id")
     scores = scores[scores["excluded_reason"].isna()]
@@ -107,16 +108,15 @@ def test_random_control_draws_only_from_the_guarded_pool(store):
 
 
 @pytest.mark.parametrize("guard", [0, 100, -5])
-def test_a_guard_outside_0_100_is_refused(store, guard):
-    con, _ = store
-    with pytest.raises(CapselError, match="percentile between 0 and 100"):
-        build_selection(con, SelectionRequest(parse_budget("20%"), ppl_guard=guard), resolve_scoring_key(con))
+def test_a_guard_outside_0_100_is_refused_where_the_selection_is_asked(guard):
+    with pytest.raises(ValidationError, match="percentile between 0 and 100"):
+        SelectionParams(budget="20%", ppl_guard=guard)
 
 
 def test_a_guard_needs_cap_scores(store):
     con, _ = store
     with pytest.raises(CapselError, match="applies to cap and random"):
-        build_selection(con, SelectionRequest(parse_budget("20%"), method="random", ppl_guard=90), None)
+        build_selection(con, SelectionParams(budget="20%", method="random", ppl_guard=90), None)
 
 
 def test_fits_made_by_the_residualize_step_are_used_as_fitted(store):
@@ -125,7 +125,7 @@ def test_fits_made_by_the_residualize_step_are_used_as_fitted(store):
     selection that fitted them itself."""
     con, _ = store
     key = resolve_scoring_key(con)
-    request = SelectionRequest(parse_budget("20%"), ppl_guard=90)
+    request = SelectionParams(budget="20%", ppl_guard=90)
     itself = build_selection(con, request, key)
     handed = build_selection(con, request, key, fit_domains(con, key))
     assert handed.fits == itself.fits and handed.members.equals(itself.members)

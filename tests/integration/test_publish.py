@@ -12,8 +12,8 @@ import pytest
 from capsel.db import open_db
 from capsel.publish.publish import publish_selection
 from capsel.publish.selection_id import members_digest, new_selection_id
-from capsel.selection.budget import parse_budget
-from capsel.selection.plan import SelectionRequest, build_selection
+from capsel.selection.params import SelectionParams
+from capsel.selection.plan import build_selection
 from capsel.selection.scoring_key import resolve_scoring_key
 from capsel.versioning import file_sha256
 from tests.support.gate_refusal import refused
@@ -25,7 +25,7 @@ def store(tmp_path):
     con = open_db(tmp_path / "capsel.duckdb")
     tables = make_pool(con, {"code": 40, "math": 60, "science": 30}, n_excluded=2)
     key = resolve_scoring_key(con)
-    selection = build_selection(con, SelectionRequest(parse_budget("10%")), key)
+    selection = build_selection(con, SelectionParams(budget="10%"), key)
     yield con, tables, selection, tmp_path / "out"
     con.close()
 
@@ -174,7 +174,7 @@ def test_random_control_without_scores_publishes_from_all_candidates(tmp_path):
     con = open_db(tmp_path / "bare.duckdb")
     con.append("sources", tables.sources, by_name=True)
     con.append("candidates", tables.candidates, by_name=True)
-    request = SelectionRequest(parse_budget("5"), method="random", seed=4)
+    request = SelectionParams(budget="5", method="random", seed=4)
     selection = build_selection(con, request, resolve_scoring_key(con, required=False))
     published = publish_selection(con, selection, tmp_path / "out")
     manifest = published.manifest
@@ -191,7 +191,7 @@ def test_names_from_the_data_never_leave_the_selection_folder(tmp_path):
     escapes = ["../../escape", str(tmp_path / "absolute"), "a/b\\c"]
     con = open_db(tmp_path / "capsel.duckdb")
     make_pool(con, {name: 30 for name in escapes})
-    selection = build_selection(con, SelectionRequest(parse_budget("10%")), resolve_scoring_key(con))
+    selection = build_selection(con, SelectionParams(budget="10%"), resolve_scoring_key(con))
     out_dir = tmp_path / "deep" / "out"
     published = publish_selection(con, selection, out_dir)
     con.close()

@@ -10,8 +10,8 @@ import pytest
 from capsel.db import open_db
 from capsel.image_store.store import ImageStore, image_store_dir
 from capsel.publish.publish import GateFailedError, publish_selection
-from capsel.selection.budget import parse_budget
-from capsel.selection.plan import SelectionRequest, build_selection
+from capsel.selection.params import SelectionParams
+from capsel.selection.plan import build_selection
 from capsel.selection.scoring_key import resolve_scoring_key
 from tests.support.image_pool import attach_images
 from tests.support.scored_pool import make_pool
@@ -31,7 +31,7 @@ def store(tmp_path):
 
 
 def select_all(con):
-    return build_selection(con, SelectionRequest(parse_budget("100%")), resolve_scoring_key(con))
+    return build_selection(con, SelectionParams(budget="100%"), resolve_scoring_key(con))
 
 
 def test_members_with_images_publish_in_llamafactory_format(store):

@@ -5,13 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from pydantic import ValidationError
 
 from capsel.db import open_db
 from capsel.errors import CapselError
 from capsel.publish.excluded import EXCLUDED_FILE
 from capsel.publish.publish import publish_selection
-from capsel.selection.budget import parse_budget
-from capsel.selection.plan import SelectionRequest, build_selection
+from capsel.selection.params import SelectionParams
+from capsel.selection.plan import build_selection
 from capsel.selection.scoring_key import resolve_scoring_key
 from tests.support.gate_refusal import refused
 from tests.support.scored_pool import make_pool
@@ -67,7 +68,7 @@ def test_ppl_selection_follows_the_direction_with_ties_by_id(store, order):
     con, scores, _ = store
     key = resolve_scoring_key(con, method="ppl")
     assert (key.model_fingerprint, key.config_hash, key.n_eligible) == (SCORER, CONFIG, 71 - 8)
-    selection = build_selection(con, SelectionRequest(parse_budget("7"), method="ppl", order=order), key)
+    selection = build_selection(con, SelectionParams(budget="7", method="ppl", order=order), key)
     members = selection.members
     for domain, ids in expected_members(scores, order, 7).items():
         chosen = members[members["domain"] == domain].sort_values("rank")
@@ -80,7 +81,7 @@ def test_ppl_selection_follows_the_direction_with_ties_by_id(store, order):
 def test_a_baseline_selection_publishes_through_the_gate_without_z(store):
     con, scores, out_dir = store
     key = resolve_scoring_key(con, method="ppl")
-    selection = build_selection(con, SelectionRequest(parse_budget("10%"), method="ppl", order="middle"), key)
+    selection = build_selection(con, SelectionParams(budget="10%", method="ppl", order="middle"), key)
     assert selection.fits == [] and selection.members["z"].isna().all()
     published = publish_selection(con, selection, out_dir)
     manifest = published.manifest
@@ -98,7 +99,7 @@ def test_a_baseline_selection_publishes_through_the_gate_without_z(store):
 def test_the_gate_still_checks_baseline_scores_and_exclusions(store):
     con, scores, out_dir = store
     key = resolve_scoring_key(con, method="ppl")
-    selection = build_selection(con, SelectionRequest(parse_budget("5"), method="ppl"), key)
+    selection = build_selection(con, SelectionParams(budget="5", method="ppl"), key)
     excluded = scores.loc[scores["excluded_reason"].notna(), "candidate_id"].iloc[0]
     members = selection.members.copy()
     members.loc[0, "candidate_id"] = excluded  # an excluded candidate slipped in, with no score
@@ -114,15 +115,15 @@ def test_each_method_reads_only_its_own_scores(store):
         resolve_scoring_key(con, method="ifd")
     cap_key = resolve_scoring_key(con)  # make_pool's CAP divergences are still the cap pair
     assert cap_key.method == "cap" and cap_key.model_fingerprint != SCORER
-    with pytest.raises(CapselError, match="order .* applies to score baselines"):
-        build_selection(con, SelectionRequest(parse_budget("5"), method="cap", order="low"), cap_key)
+    with pytest.raises(ValidationError, match=r"order \(--ppl-direction\) applies to the ppl baseline only, not to cap"):
+        SelectionParams(budget="5", method="cap", order="low")
 
 
 @pytest.mark.parametrize("order", ["low", "middle"])
 def test_excluded_rows_of_a_baseline_selection_rank_in_its_order(store, order):
     con, scores, out = store
     key = resolve_scoring_key(con, method="ppl")
-    selection = build_selection(con, SelectionRequest(parse_budget("7"), method="ppl", order=order), key)
+    selection = build_selection(con, SelectionParams(budget="7", method="ppl", order=order), key)
     excluded = pd.read_parquet(publish_selection(con, selection, out).path / EXCLUDED_FILE)
     assert set(excluded["stage"]) == {"excluded", "below_cut"}
     assert set(excluded[excluded["stage"] == "excluded"]["candidate_id"]) == set(

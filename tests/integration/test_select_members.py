@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 
 from capsel.db import open_db
-from capsel.selection.budget import Quota, parse_budget
-from capsel.selection.plan import SelectionRequest, build_selection
+from capsel.selection.budget import Quota
+from capsel.selection.params import SelectionParams
+from capsel.selection.plan import build_selection
 from capsel.selection.scoring_key import resolve_scoring_key
 from capsel.selection.select import select_members
 from tests.support.scored_pool import make_pool
@@ -61,7 +62,7 @@ def test_top_k_equals_numpy_with_ties(tied_store, k):
 def test_budget_larger_than_pool_takes_everything(tied_store):
     con, values = tied_store
     key = resolve_scoring_key(con)
-    selection = build_selection(con, SelectionRequest(parse_budget("50")), key)
+    selection = build_selection(con, SelectionParams(budget="50"), key)
     counts = selection.members["domain"].value_counts().to_dict()
     assert counts == {"alpha": 50, "beta": 45}
     assert any("only 45 are eligible: taking all 45" in note for note in selection.notes)
@@ -73,7 +74,7 @@ def test_budget_larger_than_pool_takes_everything(tied_store):
     ("10%", False, None), ("101", False, None)])
 def test_a_count_that_could_be_a_share_says_which_it_is(tied_store, budget, total, note):
     con, _ = tied_store
-    request = SelectionRequest(parse_budget(budget, "total" if total else "per_domain"))
+    request = SelectionParams(budget=budget, total=total)
     notes = build_selection(con, request, resolve_scoring_key(con)).notes
     assert (note in notes) if note else not any("for a share" in line for line in notes)
 
@@ -81,7 +82,7 @@ def test_a_count_that_could_be_a_share_says_which_it_is(tied_store, budget, tota
 def test_fractional_per_domain_budget_counts():
     con = open_db(":memory:")
     make_pool(con, {"code": 57, "math": 203, "science": 16}, n_excluded=2)
-    selection = build_selection(con, SelectionRequest(parse_budget("12.5%")), resolve_scoring_key(con))
+    selection = build_selection(con, SelectionParams(budget="12.5%"), resolve_scoring_key(con))
     counts = selection.members["domain"].value_counts().to_dict()
     # eligible pools 55, 201, 14: 12.5% is 6.875, 25.125, 1.75, rounded half up
     assert counts == {"code": 7, "math": 25, "science": 2}
@@ -91,10 +92,10 @@ def test_total_budget_split_by_largest_remainder():
     con = open_db(":memory:")
     make_pool(con, {"code": 200, "math": 300, "science": 150}, n_excluded=3)
     key = resolve_scoring_key(con)
-    selection = build_selection(con, SelectionRequest(parse_budget("500", "total")), key)
+    selection = build_selection(con, SelectionParams(budget="500", total=True), key)
     # pools 197, 297, 147 (641): shares 153.67, 231.67, 114.66 -> floors 498, +1 to code and math
     assert selection.members["domain"].value_counts().to_dict() == {"code": 154, "math": 232, "science": 114}
-    percent = build_selection(con, SelectionRequest(parse_budget("10%", "total")), key)
+    percent = build_selection(con, SelectionParams(budget="10%", total=True), key)
     # 10% of 641 = 64.1 -> 64; shares 19.669, 29.653, 14.677 -> floors 62, +1 to science and code
     assert percent.members["domain"].value_counts().to_dict() == {"code": 20, "math": 29, "science": 15}
 
@@ -109,7 +110,7 @@ def test_random_is_reproducible_and_seed_dependent():
     tables = make_pool(con, {"code": 80, "math": 120}, n_excluded=5)
     key = resolve_scoring_key(con)
     run = lambda seed: build_selection(  # noqa: E731
-        con, SelectionRequest(parse_budget("20"), method="random", seed=seed), key
+        con, SelectionParams(budget="20", method="random", seed=seed), key
     ).members
     first, again, other = run(7), run(7), run(8)
     assert first["candidate_id"].tolist() == again["candidate_id"].tolist()
@@ -132,7 +133,7 @@ def test_random_without_scores_draws_from_all_candidates():
     bare.append("candidates", tables.candidates, by_name=True)
     key = resolve_scoring_key(bare, required=False)
     assert key is None
-    selection = build_selection(bare, SelectionRequest(parse_budget("10%"), method="random", seed=1), key)
+    selection = build_selection(bare, SelectionParams(budget="10%", method="random", seed=1), key)
     assert selection.members["domain"].value_counts().to_dict() == {"code": 3, "math": 1}
     assert selection.pool_description.startswith("all candidates")
     ids = sorted(cid for cid in tables.candidates["candidate_id"] if cid.startswith("code"))

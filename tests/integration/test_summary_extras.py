@@ -14,8 +14,8 @@ from capsel.orchestration.summary_plots import DPI, FIGURE_SIZE, summary_plots
 from capsel.orchestration.version_diff import version_diff
 from capsel.publish.publish import publish_selection
 from capsel.publish.record import mark_published, record_selection
-from capsel.selection.budget import parse_budget
-from capsel.selection.plan import SelectionRequest, build_selection
+from capsel.selection.params import SelectionParams
+from capsel.selection.plan import build_selection
 from capsel.selection.scoring_key import resolve_scoring_key
 from tests.support.scored_pool import make_pool
 
@@ -24,7 +24,7 @@ from tests.support.scored_pool import make_pool
 def store(tmp_path):
     con = open_db(tmp_path / "capsel.duckdb")
     tables = make_pool(con, {"code": 40, "math": 60}, n_excluded=2)
-    selection = build_selection(con, SelectionRequest(parse_budget("10%")), resolve_scoring_key(con))
+    selection = build_selection(con, SelectionParams(budget="10%"), resolve_scoring_key(con))
     yield con, tables, selection, tmp_path / "out"
     con.close()
 

@@ -6,7 +6,8 @@ from pydantic import TypeAdapter
 
 from capsel.methods.scorer_spec import ScorerSpec
 from capsel.orchestration.deployment_parts import merged_part
-from capsel.pipeline_config import SelectionParams, SourceParams
+from capsel.pipeline_config import SourceParams
+from capsel.selection.params import SelectionParams
 
 DEPLOYED_SOURCES = {"paths": ["/data/incoming"], "field_map": "instruction=q,response=a"}
 

@@ -3,13 +3,12 @@
 import re
 
 import pytest
+from pydantic import ValidationError
 
 from capsel.cap_engine.config import layer_split
 from capsel.errors import OptionError
-from capsel.pipeline_config import SelectionParams
-from capsel.selection.budget import parse_budget
 from capsel.selection.layer_split import parse_blocks, resolve_split
-from capsel.selection.plan import SelectionRequest
+from capsel.selection.params import SelectionParams
 
 
 @pytest.mark.parametrize(
@@ -91,10 +90,10 @@ def test_a_side_equal_to_the_stored_split_reads_the_stored_value():
 
 
 def test_the_request_and_the_flow_parameters_refuse_a_malformed_option_up_front():
-    with pytest.raises(OptionError, match="last:K"):
-        SelectionRequest(parse_budget("10"), late="last")
-    request = SelectionRequest(parse_budget("10"), late="last:3")
-    assert (request.as_dict()["early"], request.as_dict()["late"]) == (None, "last:3")
+    with pytest.raises(ValidationError, match="last:K"):
+        SelectionParams(budget="10", late="last")
+    request = SelectionParams(budget="10", late="last:3")
+    assert (request.record()["early"], request.record()["late"]) == (None, "last:3")
     with pytest.raises(ValueError, match=r"late 'top' is not a fraction"):
         SelectionParams(late="top")
-    assert SelectionParams(early="first:2", late="12-18").request().late == "12-18"
+    assert SelectionParams(early="first:2", late="12-18").record()["late"] == "12-18"

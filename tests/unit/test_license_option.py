@@ -8,9 +8,7 @@ from typer.testing import CliRunner
 from capsel.cli.main import build_app
 from capsel.dataset_license import DEFAULT_LICENSE, LICENSE_HELP
 from capsel.errors import OptionError
-from capsel.pipeline_config import SelectionParams
-from capsel.selection.budget import parse_budget
-from capsel.selection.plan import SelectionRequest
+from capsel.selection.params import SelectionParams
 
 PUBLISHING = [("select",), ("flow", "select"), ("flow", "rescore")]
 
@@ -25,8 +23,8 @@ def test_every_publishing_command_takes_the_one_license_option(path):
 
 
 def test_the_flow_parameter_reaches_the_request_and_a_wrong_one_is_refused_when_parsed():
-    assert SelectionParams().license == SelectionParams().request().license == DEFAULT_LICENSE == "other"
-    assert SelectionParams(license="cc-by-4.0").request("fp", "cfg").license == "cc-by-4.0"
+    assert SelectionParams().license == SelectionParams().record()["license"] == DEFAULT_LICENSE == "other"
+    assert SelectionParams(license="cc-by-4.0").record()["license"] == "cc-by-4.0"
     assert SelectionParams.model_fields["license"].description == LICENSE_HELP
     with pytest.raises(ValidationError, match="license"):
         SelectionParams(license="CC-BY-4.0")
@@ -41,6 +39,6 @@ def test_flow_select_refuses_a_wrong_license_by_its_flag_before_running(tmp_path
 
 
 def test_a_request_with_a_wrong_license_is_refused_where_it_is_made():
-    assert SelectionRequest(parse_budget("5")).as_dict()["license"] == "other"
-    with pytest.raises(OptionError, match="license must be a Hugging Face licence id"):
-        SelectionRequest(parse_budget("5"), license="MIT")
+    assert SelectionParams(budget="5").record()["license"] == "other"
+    with pytest.raises(ValidationError, match="license must be a Hugging Face licence id"):
+        SelectionParams(budget="5", license="MIT")

@@ -2,14 +2,13 @@
 
 import pytest
 import typer.main
+from pydantic import ValidationError
 from typer.testing import CliRunner
 
-from capsel.cli.flags import flag
 from capsel.cli.main import build_app
 from capsel.errors import OptionError
-from capsel.pipeline_config import RunnerParams, SelectionParams, SourceParams
-from capsel.selection.budget import parse_budget
-from capsel.selection.plan import SelectionRequest
+from capsel.pipeline_config import PipelineConfig, RunnerParams, SourceParams
+from capsel.selection.params import SelectionParams
 
 # What one side has and the other has not, each with its reason; anything else is drift.
 RUN_WHERE_ANY = {"--runner", "--shard-size", "--max-workers", "--ray-address", "--ray-num-cpus", "--num-gpus",
@@ -56,10 +55,15 @@ def test_a_command_and_its_flow_differ_only_where_declared(pair):
 @pytest.mark.parametrize("path", ["select", "flow select", "flow rescore"])
 def test_every_selection_field_is_one_option_with_the_fields_words(path):
     options = _options(path)
+    # a flow selects from the scores its scoring step made: the scores' model and config are `select`'s alone
+    # (the flow's --model is the scoring model's)
+    scores = {"model", "config_hash"} if path.startswith("flow") else set()
     for name, info in SelectionParams.model_fields.items():
+        if name in scores:
+            continue
         named = {"order": "--ppl-direction", "domains": "--domain"}.get(name, f"--{name.replace('_', '-')}")
         assert named in options, (path, name)
-        if not (path == "select" and name == "out"):  # the one declared difference: select's --out is typed
+        if not (path == "select" and name == "out"):  # select's --out is typed: any folder or a storage URL
             assert options[named].help.startswith(info.description), (path, name)
 
 
@@ -89,15 +93,36 @@ def test_one_set_of_bounds_and_words_for_the_command_the_flow_and_the_library(tm
         assert isinstance(result.exception, OptionError), (what, result.output)
         assert said in str(result.exception), what
     assert not (tmp_path / "capsel.duckdb").exists() and not (tmp_path / "out").exists()
-    # the library's request refuses the same values in the same words, the flag named by its field
+    # the library selects by the same model, which refuses the same values in the same words, named by the field
     field, value = args[0][2:].replace("-", "_"), args[1]
-    with pytest.raises(OptionError) as refused:
-        SelectionRequest(parse_budget("10%"), **{field: value if field == "early" else float(value)})
-    assert said in refused.value.render(flag)
+    with pytest.raises(ValidationError) as refused:
+        SelectionParams(budget="10%", **{field: value if field == "early" else float(value)})
+    assert said.replace(args[0], field) in str(refused.value)
 
 
 def test_an_option_left_out_is_not_passed_so_the_models_default_or_a_flows_config_file_decides():
     command = _command("select")
     defaults = {param.name: param.default for param in command.params}
     assert all(defaults[f"typed__{name}"] is None for name in SelectionParams.model_fields if name != "out")
-    assert SelectionParams.model_validate({}).request() == SelectionRequest(parse_budget("10%", "per_domain"))
+    assert SelectionParams.model_validate({}).record() == {
+        "budget": "10%", "budget_mode": "per_domain", "method": "cap", "order": None, "domains": None, "seed": 0,
+        "model": None, "config_hash": None, "ppl_guard": None, "ppl_guard_z": None, "license": "other",
+        "early": None, "late": None,
+    }
+
+
+@pytest.mark.parametrize("path", ["select", "flow select"])
+def test_a_ppl_direction_for_a_method_without_one_is_refused_rather_than_dropped(tmp_path, path):
+    command = ["select", "--out", str(tmp_path / "out")] if path == "select" else ["flow", "select", "--model", "m"]
+    result = CliRunner().invoke(build_app(), [*command, "--method", "cap", "--ppl-direction", "low",
+                                              "--db", str(tmp_path / "capsel.duckdb")])
+    assert isinstance(result.exception, OptionError), result.output
+    assert "applies to the ppl baseline only, not to cap" in str(result.exception)
+    assert not (tmp_path / "capsel.duckdb").exists()
+
+
+def test_a_flow_takes_no_scores_model_of_its_own():
+    with pytest.raises(ValidationError, match="a flow selects from the scores its scoring step made"):
+        PipelineConfig.model_validate({"scoring": {"method": "cap", "model": {"path": "m"}},
+                                       "selection": {"model": "other"}})
+    assert "model" not in PipelineConfig.model_json_schema()["$defs"]["SelectionParams"]["properties"]

@@ -9,8 +9,9 @@ from capsel.methods.cap import CapSpec
 from capsel.methods.kcenter import KCenterSpec
 from capsel.methods.ppl import PplSpec
 from capsel.methods.spec import ModelSpec
-from capsel.pipeline_config import PipelineConfig, SelectionParams
+from capsel.pipeline_config import PipelineConfig
 from capsel.runner.work import host_spec, workers_spec
+from capsel.selection.params import SelectionParams
 
 MODEL = {"path": "/models/m"}
 
@@ -34,7 +35,7 @@ def test_defaults_are_the_papers_and_round_trip_through_json():
 def test_the_spec_is_chosen_by_method():
     config = PipelineConfig.model_validate({"scoring": {"method": "ppl", "model": MODEL},
                                             "selection": {"method": "ppl", "order": "low"}})
-    assert isinstance(config.scoring, PplSpec) and config.selection.request().order == "low"
+    assert isinstance(config.scoring, PplSpec) and config.selection.order == "low"
     kcenter = PipelineConfig.model_validate({"scoring": {"method": "kcenter"}, "selection": {"method": "kcenter"}})
     assert isinstance(kcenter.scoring, KCenterSpec) and kcenter.scoring.batch_size == 256
 
@@ -57,10 +58,11 @@ def test_scoring_and_selection_map_to_library_types():
     assert spec.scoring_config() == ScoringConfig(horizon=24, early=0.25, late=0.75)
     with pytest.raises(ValidationError, match="early fraction"):
         CapSpec(model=ModelSpec(**MODEL), early=0.7, late=0.6)
-    request = SelectionParams(budget="10%", total=True, domains=["math"]).request("fp", "cfg")
-    assert (request.budget.mode, request.budget.text, request.domains, request.model) == ("total", "10%", ("math",), "fp")
+    request = SelectionParams(budget=" 10% ", total=True, domains=["math"], model="fp", config_hash="cfg")
+    assert (request.parsed_budget.mode, request.parsed_budget.text, request.record()["domains"]) == ("total", "10%", ["math"])
+    assert (request.record()["model"], request.record()["config_hash"]) == ("fp", "cfg")
     with pytest.raises(CapselError, match="budget"):
-        SelectionParams(budget="lots").request("fp", "cfg")
+        SelectionParams(budget="lots")
 
 
 @pytest.mark.parametrize(("device", "uses_gpus", "local_cuda", "expected"), [
