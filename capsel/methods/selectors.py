@@ -2,7 +2,8 @@
 or middle) score, or greedy k-center coverage. A method's declaration names one of these.
 
 A selector is a declaration: its flags, its rule in words, and `pick`, the `module:function` that selects
-(`pick(con, quotas, key, draw, selector)` -> the ranked members), imported when a selection runs.
+(`pick(con, quotas, key, asked, selector)` -> the ranked members, `asked` the selection's `SelectionParams`),
+imported when a selection runs.
 """
 
 from __future__ import annotations
@@ -18,16 +19,6 @@ ORDER_RULES = {
     "middle": "nearest the domain's median score rank first (the middle band); ties by candidate_id",
 }
 COVERAGE_RULE = "greedy k-center per domain from the point nearest the domain mean; ties by candidate_id"
-
-
-@dataclass(frozen=True)
-class Draw:
-    """What one selection asks of its selector besides the quotas and the scores."""
-
-    seed: int = 0
-    order: Order | None = None
-    ppl_guard: float | None = None
-    ppl_guard_z: float | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

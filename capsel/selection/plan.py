@@ -115,8 +115,7 @@ def build_selection(
     budget = request.parsed_budget
     quotas = domain_quotas(budget, {pool.domain: pool.size for pool in pools})
     notes += _budget_notes(budget, quotas)
-    members = select_members(con, request.method, quotas, key, request.seed, request.order, request.ppl_guard,
-                             request.ppl_guard_z)
+    members = select_members(con, request, quotas, key)
     return Selection(request, key, pools, fits, quotas, members, notes)
 
 

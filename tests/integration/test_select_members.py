@@ -44,7 +44,7 @@ def tied_store():
 def test_top_k_equals_numpy_with_ties(tied_store, k):
     con, values = tied_store
     key = resolve_scoring_key(con)
-    members = select_members(con, "cap", [Quota(d, len(v[0]), k, k) for d, v in values.items()], key)
+    members = select_members(con, SelectionParams(), [Quota(d, len(v[0]), k, k) for d, v in values.items()], key)
     straddled = 0
     for domain, (d_early, d_late) in values.items():
         ids = [f"{domain}-{i:05d}" for i in range(len(d_early))]
