@@ -16,6 +16,7 @@ from typing import Callable, Iterable, Iterator
 import duckdb
 
 from capsel.db import transaction
+from capsel.db.checkpoint import release_indexes
 from capsel.errors import CapselError, OptionError
 from capsel.faults import fault_point
 from capsel.runner.progress import ProgressSink, RunSummary, Tally
@@ -75,6 +76,8 @@ def run_scorer(
             run_window(shards, dispatch,
                        lambda result: _merge_shard(con, tally, key, scorer, result, prefect_flow_run_id), max_in_flight)
     summary = tally.finished()
+    if summary.n_processed:
+        release_indexes(con)
     summary.notes = result_notes(con, scorer, key)
     return summary
 

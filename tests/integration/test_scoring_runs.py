@@ -255,3 +255,13 @@ def test_a_flows_workers_on_a_gpu_get_shards_of_many_batches(info, tiny_vlm_info
                         uses_gpus=uses_gpus, local_cuda=False)
     assert default_shard_size(spec, CapScorer(described, ScoringConfig(), batch_size=256)) == expected
     assert GPU_SHARD_SIZE >= job.BATCHES_PER_PAGE * 256 > SHARD_SIZE
+
+
+def test_a_scoring_run_that_wrote_results_checkpoints_them_into_the_file(con, loaded, tmp_path):
+    # a checkpoint is what makes DuckDB let go of the key index the results' inserts loaded (capsel/db/checkpoint.py)
+    wal = tmp_path / "capsel.duckdb.wal"
+    assert wal.exists() and wal.stat().st_size > 0  # the candidates' insert is still in the log
+    summary = run_scorer(con, CapScorer.of(ScoringEngine(loaded, ScoringConfig(), batch_size=BATCH)))
+    assert summary.n_processed > 0
+    assert not wal.exists() or wal.stat().st_size == 0
+    assert con.execute("select count(*) from divergences").fetchone()[0] == summary.n_processed
