@@ -13,6 +13,9 @@ this process, each timed with the process's RSS sampled every 20 ms:
 - select 10% per domain, gate, publish (members, excluded.parquet, the report, the dataset card).
 
 Prints one JSON line per stage and a summary line. DuckDB gets `--memory-limit` (it spills past it).
+
+`--add-rows N` then runs the nightly increment on a fresh connection: N new rows ingested and scored, the fit, the
+selection and its published files redone over the whole pool; the summary gives its share of the full run's time.
 """
 
 from __future__ import annotations
@@ -156,7 +159,12 @@ def main() -> None:
     summary = {"rows": args.rows, "memory_limit": args.memory_limit, **full}
     if args.add_rows:
         # the nightly case: new rows land beside a scored pool; only they are ingested and scored, while the fit,
-        # the selection and its published files cover the whole pool again
+        # the selection and its published files cover the whole pool again. A nightly flow run opens the store
+        # afresh, and so does this: DuckDB keeps what the full run loaded (the key index among it) for as long
+        # as its connection lives, and the increment's publish then ran out of the 3 GB (2026-11-28)
+        con.close()
+        con = open_db(db, memory_limit=args.memory_limit)
+        ctx = RunContext(con, load_settings(output_root=args.workdir / "out"))
         added = args.workdir / "added.jsonl"
         write_pool(added, args.add_rows, first=args.rows)
         print("increment:", file=sys.stderr, flush=True)
