@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from capsel.selection.budget import parse_budget
-from capsel_lab.real_sft.plan import POOL_RESULT, SCORED_MARK, pool_folder
+from capsel_lab.real_sft.plan import SCORED_MARK, finished_result, pool_folder
 
 # Fitted to the runs the lab's pools recorded on this 2-core machine (each pool's database, `runs` by kind; pools
 # that shared their cores with tests left out): SmolLM2-135M-Instruct scores about 1.4 candidates/s with CAP and
@@ -42,10 +42,9 @@ def estimate(spec, out_dir: Path) -> Estimate:
     share = float(budget.percent) / 100 if budget.percent is not None else (budget.count or 0) / spec.n_pool
     scoring = training = evaluation = 0.0
     for pool_seed in spec.pool_seeds():
-        folder = pool_folder(out_dir, pool_seed)
-        if (folder / POOL_RESULT).is_file():
+        folder, plan = pool_folder(out_dir, pool_seed), spec.pool_plan(pool_seed)
+        if finished_result(folder, plan) is not None:
             continue
-        plan = spec.pool_plan(pool_seed)
         if not (folder / SCORED_MARK).is_file():
             scoring += rows * (SECONDS_PER_ROW["score"] + SECONDS_PER_ROW["baselines"])
         n_models = len(plan.methods) + plan.null_draws

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,7 +35,23 @@ class PoolPlan:
     prompt_format: str = "auto"
     n_gsm8k: int = 0
 
+    def asked(self) -> list[tuple[str, dict, int]]:
+        """(name, select options, selection seed) of every selection: the methods, then the null's random draws."""
+        asked = [(name, options, 0) for name, options in self.methods.items()]
+        return asked + [(NULL, {"method": "random"}, seed) for seed in range(1, self.null_draws + 1)]
+
 
 def pool_folder(out_dir: Path, pool_seed: int) -> Path:
     """Where a pool's files, store, selections and models live."""
     return out_dir / f"pool-{pool_seed}"
+
+
+def finished_result(folder: Path, plan: PoolPlan) -> dict | None:
+    """The pool's result (pool.json) when it holds every model `plan` asks for, else None: a rerun may ask for more
+    than the run that wrote it (the null's draws, another method), and then runs what is missing, reusing the rest."""
+    done = folder / POOL_RESULT
+    if not done.is_file():
+        return None
+    result = json.loads(done.read_text(encoding="utf-8"))
+    held = {(model["method"], model.get("selection_seed")) for model in result["models"]}
+    return result if all((name, seed) in held for name, _, seed in plan.asked()) else None

@@ -56,16 +56,18 @@ from capsel_lab.real_sft.plan import (
     SCORED_MARK,
     SELECTIONS_FILE,
     PoolPlan,
+    finished_result,
 )
 from capsel_lab.real_sft.pool import LabFiles, write_lab_files
 
 
 def run_pool(plan: PoolPlan, folder: Path, settings: Settings, say: Callable[[str], None] = print) -> dict:
     """The pool's result (pool.json): every model's loss with its interval, what each selection holds, and the
-    paired deltas between methods; a finished pool is read back, not run again."""
-    done = folder / POOL_RESULT
-    if done.is_file():
-        return json.loads(done.read_text(encoding="utf-8"))
+    paired deltas between methods; a finished pool is read back, not run again, unless the plan asks for a model
+    its result lacks."""
+    finished = finished_result(folder, plan)
+    if finished is not None:
+        return finished
     folder.mkdir(parents=True, exist_ok=True)
     files = write_lab_files(folder, plan.n_pool, plan.n_heldout, plan.junk_share, plan.pool_seed)
     recipe = folder / RECIPE_FILE
@@ -82,7 +84,7 @@ def run_pool(plan: PoolPlan, folder: Path, settings: Settings, say: Callable[[st
     finally:
         con.close()
     result = pool_result(plan, selections, targets, metrics, rows)
-    done.write_text(json.dumps(result, indent=1, default=str), encoding="utf-8")
+    (folder / POOL_RESULT).write_text(json.dumps(result, indent=1, default=str), encoding="utf-8")
     return result
 
 
@@ -112,11 +114,6 @@ def _score_pool(ctx: RunContext, plan: PoolPlan, files: LabFiles, folder: Path, 
     (folder / SCORED_MARK).write_text("scored\n", encoding="utf-8")
 
 
-def _asked(plan: PoolPlan) -> list[tuple[str, dict, int]]:
-    """(name, select options, selection seed) of every selection: the methods, then the null's random draws."""
-    asked = [(name, options, 0) for name, options in plan.methods.items()]
-    return asked + [(NULL, {"method": "random"}, seed) for seed in range(1, plan.null_draws + 1)]
-
 
 def _publish_selections(ctx: RunContext, plan: PoolPlan, folder: Path, say: Callable[[str], None]) -> list[dict]:
     """Each selection, published once and reused by a rerun (selections.json remembers them)."""
@@ -124,7 +121,7 @@ def _publish_selections(ctx: RunContext, plan: PoolPlan, folder: Path, say: Call
     remembered = folder / SELECTIONS_FILE
     known = json.loads(remembered.read_text()) if remembered.is_file() else {}
     selections = []
-    for name, options, seed in _asked(plan):
+    for name, options, seed in plan.asked():
         key = f"{name}|{seed}"
         if key not in known or not (folder / "selections" / known[key]["selection_id"]).is_dir():
             request = SelectionParams(budget=plan.budget, seed=seed, **options)

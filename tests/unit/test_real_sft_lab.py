@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from capsel_lab.real_sft.estimate import estimate
-from capsel_lab.real_sft.plan import POOL_RESULT, pool_folder
+from capsel_lab.real_sft.plan import BASE, POOL_RESULT, SCORED_MARK, finished_result, pool_folder
 from capsel_lab.real_sft.pool import N_DEMONSTRATIONS, write_lab_files
 from capsel_lab.real_sft.replicates import across_pools, method_means, null_rank, paired_t, sign_test
 from capsel_lab.real_sft.spec import DEFAULT_METHODS, JUNK_FREE_METHODS, METHODS, RealSftSpec
@@ -91,8 +92,7 @@ def test_the_estimate_counts_only_the_work_left(tmp_path):
     spec = RealSftSpec(model="smollm2-135m-instruct", pools=3, null_draws=4)
     fresh = estimate(spec, tmp_path)
     assert fresh.total_s == pytest.approx(fresh.scoring_s + fresh.training_s + fresh.evaluation_s)
-    pool_folder(tmp_path, 1).mkdir()
-    (pool_folder(tmp_path, 1) / POOL_RESULT).write_text("{}")  # pool 1 finished: a plain pool's share goes
+    _finish(tmp_path, spec, 1)  # pool 1 finished: a plain pool's share goes
     left = estimate(spec, tmp_path)
     assert left.scoring_s == pytest.approx(fresh.scoring_s * 2 / 3) and left.total_s < fresh.total_s
     gemma = estimate(RealSftSpec(model="gemma3-270m", pools=3, null_draws=4), tmp_path / "none")
@@ -116,3 +116,31 @@ def test_the_methods_follow_the_arm_and_a_late_split_adds_one():
     plans = [RealSftSpec(model="m", pools=3, first_pool=5).pool_plan(seed) for seed in (5, 6, 7)]
     assert [plan.null_draws for plan in plans] == [20, 0, 0] and [p.pool_seed for p in plans] == [5, 6, 7]
     assert {plan.train_seed for plan in plans} == {0}  # the trainer's seed is not the pool's
+
+
+def _finish(out_dir: Path, spec: RealSftSpec, pool_seed: int, null_draws: int | None = None) -> None:
+    """A pool.json holding each model `spec` (with `null_draws` instead of its own, if given) asks of the pool."""
+    plan = spec.pool_plan(pool_seed)
+    if null_draws is not None:
+        plan = replace(plan, null_draws=null_draws)
+    models = [{"method": name, "selection_seed": seed} for name, _, seed in plan.asked()] + [{"method": BASE}]
+    pool_folder(out_dir, pool_seed).mkdir(parents=True)
+    (pool_folder(out_dir, pool_seed) / POOL_RESULT).write_text(json.dumps({"models": models}))
+
+
+def test_a_pool_finished_without_the_null_is_run_again_for_it(tmp_path):
+    spec = RealSftSpec(model="smollm2-135m-instruct", pools=2, null_draws=3)
+    _finish(tmp_path, spec, 0, null_draws=0)  # pool 0 ran without the null; pool 1 has none to run
+    _finish(tmp_path, spec, 1)
+    assert finished_result(pool_folder(tmp_path, 0), spec.pool_plan(0)) is None
+    assert finished_result(pool_folder(tmp_path, 1), spec.pool_plan(1)) is not None
+    (pool_folder(tmp_path, 0) / SCORED_MARK).write_text("scored\n")
+    for name, _, seed in replace(spec.pool_plan(0), null_draws=0).asked():  # each method's model is trained
+        model = pool_folder(tmp_path, 0) / "models" / f"ft-{name}-{seed}"
+        model.mkdir(parents=True)
+        (model / "manifest.json").write_text("{}")
+    one = estimate(RealSftSpec(model="smollm2-135m-instruct", pools=1, null_draws=0), tmp_path / "none")
+    per_model = one.training_s / len(spec.pool_plan(0).methods)
+    left = estimate(spec, tmp_path)
+    assert left.scoring_s == 0 and left.training_s == pytest.approx(3 * per_model)  # only the null's three
+    assert finished_result(pool_folder(tmp_path, 0), replace(spec.pool_plan(0), null_draws=0)) is not None
