@@ -200,6 +200,7 @@ def main() -> None:
     ]
     n = len(inputs)
     report = {
+        "command": " ".join(["python", *sys.argv]),
         "machine": {"cpus": os.cpu_count(), "torch_threads": torch.get_num_threads(),
                     "load_average_1m_at_end": os.getloadavg()[0], "platform": platform.platform(),
                     "torch": torch.__version__},
