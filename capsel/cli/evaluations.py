@@ -50,18 +50,16 @@ def _print_comparisons(con, against: str, eval_spec: str | None, json_out: bool)
 
 
 def comparison_table(comparisons) -> TextTable:
-    """Each target against the reference: value, delta, paired 95% CI, rows and verdict."""
+    """Each target against the reference: what selected it, value, delta, paired 95% CI, rows and verdict."""
+    from capsel.evaluation.comparison_cells import COLUMNS, TEXT_COLUMNS, comparison_cells
+
     first = comparisons[0]
     seeds = f" ({first.against_seeds} seeds)" if first.against_seeds > 1 else ""
     table = TextTable(title=f"against {first.against}{seeds}: delta = value - its value, paired bootstrap 95% CI")
-    for name in ("target", "seeds", "eval", "domain", "metric", "value", "against", "delta", "95% CI", "n",
-                 "verdict"):
-        table.add_column(name, justify="left" if name in ("target", "eval", "domain", "metric", "verdict")
-                         else "right")
+    for name in COLUMNS:
+        table.add_column(name, justify="left" if name in TEXT_COLUMNS else "right")
     for row in comparisons:
-        table.add_row(row.target, str(row.seeds), row.eval, row.domain, row.metric, f"{row.value:.4f}",
-                      f"{row.against_value:.4f}", f"{row.delta:+.4f}", interval_text(row.ci95), str(row.n),
-                      row.verdict)
+        table.add_row(*comparison_cells(row))
     return table
 
 

@@ -14,6 +14,7 @@ from matplotlib.figure import Figure
 
 from capsel.compare.contenders import Comparison
 from capsel.compare.metrics import ALL_DOMAINS, jaccard_matrix, spearman_matrices
+from capsel.evaluation.comparison_cells import COLUMNS, comparison_cells
 from capsel.evaluation.forest_plot import forest_figure
 
 
@@ -164,13 +165,9 @@ def _paired_page(directory: Path, paired: list) -> list[Path]:
     image = _save(forest_figure(paired), directory / "paired.png")
     page = directory / "paired.html"
     against = html.escape(paired[0].against)
-    header = "".join(f"<th>{name}</th>" for name in ("target", "seeds", "eval", "domain", "metric", "value",
-                                                        "against", "delta", "95% CI", "n", "verdict"))
-    rows = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(str(cell))}</td>" for cell in (
-            c.target, c.seeds, c.eval, c.domain, c.metric, f"{c.value:.4f}", f"{c.against_value:.4f}",
-            f"{c.delta:+.4f}", "" if c.ci95 is None else f"[{c.ci95[0]:+.4f}, {c.ci95[1]:+.4f}]", c.n, c.verdict))
-        + "</tr>" for c in paired)
+    header = "".join(f"<th>{name}</th>" for name in COLUMNS)
+    rows = "".join("<tr>" + "".join(f"<td>{html.escape(cell)}</td>" for cell in comparison_cells(c)) + "</tr>"
+                   for c in paired)
     page.write_text(
         "<!doctype html><html><head><meta charset='utf-8'><title>paired comparisons</title>"
         "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"

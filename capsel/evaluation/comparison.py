@@ -10,9 +10,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from capsel.db.records import fetch_records
-
-BASE_LABEL = "base model"
-FULL_POOL_BUDGET = "100%"
+from capsel.evaluation.method_label import BASE_LABEL, method_label
 
 
 def metric_rows(con: duckdb.DuckDBPyConnection, targets: Sequence[str]) -> pd.DataFrame:
@@ -21,20 +19,8 @@ def metric_rows(con: duckdb.DuckDBPyConnection, targets: Sequence[str]) -> pd.Da
     if rows.empty:
         return pd.DataFrame(columns=["target", "selection_id", "method", "budget", "seed", "eval_spec", "metric",
                                      "value", "n", "label"])
-    rows["label"] = [_label(row) for row in rows.to_dict(orient="records")]
+    rows["label"] = [method_label(row) for row in rows.to_dict(orient="records")]
     return rows.drop(columns=["ppl_guard", "ppl_guard_z", "late"])
-
-
-def _label(row: dict) -> str:
-    """base model, full pool, or the method and budget with what else set its selection apart."""
-    method = row["method"]
-    if method is None or method != method:
-        return BASE_LABEL
-    if row["budget"] == FULL_POOL_BUDGET:
-        return "full pool"
-    extras = [f"{name} {row[key]}" for key, name in (("ppl_guard", "PPL guard"), ("ppl_guard_z", "PPL guard z"),
-                                                    ("late", "late")) if row.get(key) is not None]
-    return f"{method} {row['budget']}" + (f" ({', '.join(extras)})" if extras else "")
 
 
 def by_method(rows: pd.DataFrame) -> pd.DataFrame:

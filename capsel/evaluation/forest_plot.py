@@ -7,19 +7,20 @@ from typing import Sequence
 
 from matplotlib.figure import Figure
 
+from capsel.evaluation.method_label import BASE_LABEL
 from capsel.evaluation.paired import LOWER_IS_BETTER, Comparison
 from capsel.evaluation.row_outcomes import OVERALL
 
 COLOURS = {"better": "tab:green", "worse": "tab:red", "indistinguishable": "tab:grey"}
 
 
-def forest_figure(comparisons: Sequence[Comparison], width: float = 6.4) -> Figure:
+def forest_figure(comparisons: Sequence[Comparison], width: float = 8.0) -> Figure:
     """One panel per evaluation and metric (overall rows): a point at each delta, a bar for its interval, 0 marked."""
     overall = [c for c in comparisons if c.domain == OVERALL]
     panels: dict[tuple[str, str], list[Comparison]] = {}
     for comparison in overall:
         panels.setdefault((comparison.eval, comparison.metric), []).append(comparison)
-    heights = [0.9 + 0.35 * len(rows) for rows in panels.values()] or [1.5]
+    heights = [1.0 + 0.5 * len(rows) for rows in panels.values()] or [1.5]
     figure = Figure(figsize=(width, sum(heights) + 0.4), layout="constrained")
     grid = figure.add_gridspec(max(1, len(panels)), 1, height_ratios=heights)
     for index, ((eval_text, metric), rows) in enumerate(sorted(panels.items())):
@@ -42,4 +43,8 @@ def forest_figure(comparisons: Sequence[Comparison], width: float = 6.4) -> Figu
 
 
 def _label(row: Comparison) -> str:
-    return f"{row.target} ({row.seeds} seeds)" if row.seeds > 1 else row.target
+    # what selected the rows first, the id under it (a base model's id already says what it is)
+    seeds = f", {row.seeds} seeds" if row.seeds > 1 else ""
+    if row.label in ("", BASE_LABEL):
+        return f"{row.target}{seeds}"
+    return f"{row.label}{seeds}\n{row.target}"

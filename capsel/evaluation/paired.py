@@ -17,6 +17,7 @@ import pandas as pd
 from capsel.db.records import fetch_records
 from capsel.errors import CapselError
 from capsel.evaluation.bootstrap import RESAMPLES, SEED, paired_delta_interval, ratio_of_sums
+from capsel.evaluation.method_label import method_label
 from capsel.evaluation.row_outcomes import OVERALL
 from capsel.finetune.recipe import CAPSEL_OWNED
 from capsel.versioning import config_hash
@@ -24,6 +25,7 @@ from capsel.versioning import config_hash
 LOWER_IS_BETTER = frozenset({"loss"})
 BETTER, WORSE, INDISTINGUISHABLE = "better", "worse", "indistinguishable"
 _EVAL_KEY = ["eval_kind", "eval_file_sha256", "eval_config_hash"]
+_SELECTED_BY = ["method", "budget", "ppl_guard", "ppl_guard_z", "late"]
 
 
 @dataclass(frozen=True)
@@ -43,13 +45,19 @@ class Comparison:
     verdict: str
     seeds: int
     against_seeds: int
+    # what selected the target's rows: method and budget (None for a base model, or a selection this store lacks),
+    # and the label `capsel compare` gives it ("cap 10% (PPL guard z 3.5)", "base model"; empty where unknown)
+    method: str | None
+    budget: str | None
+    label: str
 
     def as_dict(self) -> dict:
         """JSON-ready, in the interface's field order."""
         return {"target": self.target, "against": self.against, "eval": self.eval, "domain": self.domain,
                 "metric": self.metric, "value": self.value, "against_value": self.against_value,
                 "delta": self.delta, "ci95": list(self.ci95) if self.ci95 is not None else None, "n": self.n,
-                "verdict": self.verdict, "seeds": self.seeds, "against_seeds": self.against_seeds}
+                "verdict": self.verdict, "seeds": self.seeds, "against_seeds": self.against_seeds,
+                "method": self.method, "budget": self.budget, "label": self.label}
 
 
 def verdict(metric: str, ci95: tuple[float, float] | None) -> str:
@@ -117,8 +125,16 @@ def compare(rows: pd.DataFrame, against: str, eval_filter: str | None = None, re
         for unit in sorted(averaged):
             if unit != reference:
                 comparisons += _compared(averaged[unit], averaged[reference], (unit, reference),
-                                         (eval_text, str(metric)), resamples, seed)
+                                         (eval_text, str(metric)), resamples, seed, _selected_by(evaluation, unit))
     return comparisons
+
+
+def _selected_by(evaluation: pd.DataFrame, unit: str) -> tuple[str | None, str | None, str]:
+    first = evaluation.loc[evaluation["unit"] == unit, ["target", "selection_id", *_SELECTED_BY]].iloc[0]
+    row = {key: None if pd.isna(value) else str(value) for key, value in first.items()}
+    # a fine-tune of a selection published in another store: its method is not known here
+    known = row["method"] is not None or row["selection_id"] is None
+    return row["method"], row["budget"], method_label(row) if known else ""
 
 
 def _averaged_over_seeds(evaluation: pd.DataFrame) -> dict[str, pd.DataFrame]:
@@ -134,7 +150,8 @@ def _averaged_over_seeds(evaluation: pd.DataFrame) -> dict[str, pd.DataFrame]:
 
 
 def _compared(unit_rows: pd.DataFrame, reference_rows: pd.DataFrame, units: tuple[str, str],
-              evaluation: tuple[str, str], resamples: int, seed: int) -> list[Comparison]:
+              evaluation: tuple[str, str], resamples: int, seed: int,
+              selected_by: tuple[str | None, str | None, str]) -> list[Comparison]:
     (unit, reference), (eval_text, metric) = units, evaluation
     common = unit_rows.index.intersection(reference_rows.index).sort_values()
     ours, theirs = unit_rows.loc[common], reference_rows.loc[common]
@@ -150,7 +167,7 @@ def _compared(unit_rows: pd.DataFrame, reference_rows: pd.DataFrame, units: tupl
         compared.append(Comparison(unit_label(unit), unit_label(reference), eval_text, domain, metric, value,
                                    against_value, value - against_value, ci95, int(mask.sum()),
                                    verdict(metric, ci95), int(ours["seeds"].iloc[0]) if len(ours) else 0,
-                                   int(theirs["seeds"].iloc[0]) if len(theirs) else 0))
+                                   int(theirs["seeds"].iloc[0]) if len(theirs) else 0, *selected_by))
     return compared
 
 

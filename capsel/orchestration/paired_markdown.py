@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from capsel.evaluation.comparison_cells import COLUMNS, TEXT_COLUMNS, comparison_cells
 from capsel.evaluation.forest_plot import forest_figure
 from capsel.evaluation.paired import Comparison
 from capsel.orchestration.summary_plots import png_markdown
@@ -20,12 +21,8 @@ def paired_markdown(comparisons: Sequence[Comparison]) -> str:
              "delta = value - the reference's value on the same rows; the 95% interval is a paired bootstrap "
              "over rows; a selection's seeds count as one target (each row averaged over them).", "",
              png_markdown(png_bytes(forest_figure(comparisons), DPI), "paired deltas with 95% intervals"), "",
-             "| target | seeds | eval | domain | metric | value | against | delta | 95% CI | n | verdict |",
-             "|---|---:|---|---|---|---:|---:|---:|---|---:|---|"]
+             "| " + " | ".join(COLUMNS) + " |",
+             "|" + "|".join("---" if name in TEXT_COLUMNS else "---:" for name in COLUMNS) + "|"]
     for row in comparisons:
-        ci = f"[{row.ci95[0]:+.4f}, {row.ci95[1]:+.4f}]" if row.ci95 is not None else ""
-        cells = [markdown_text(row.target), str(row.seeds), markdown_text(row.eval), markdown_text(row.domain),
-                 markdown_text(row.metric), f"{row.value:.4f}", f"{row.against_value:.4f}", f"{row.delta:+.4f}",
-                 ci, str(row.n), row.verdict]
-        lines.append("| " + " | ".join(cells) + " |")
+        lines.append("| " + " | ".join(markdown_text(cell) for cell in comparison_cells(row)) + " |")
     return "\n".join(lines)

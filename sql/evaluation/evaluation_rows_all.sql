@@ -1,5 +1,5 @@
 -- Every stored row outcome of a complete evaluation, with the target it was stored under and the fine-tune
--- behind it (selection, seed, recipe): what a paired comparison of targets reads.
+-- behind it (selection, what selected it, seed, recipe): what a paired comparison of targets reads.
 with complete as (
     select model_fingerprint, eval_kind, eval_file_sha256, eval_config_hash
     from evaluation_sets
@@ -7,16 +7,21 @@ with complete as (
 
 labelled as (
     select distinct
-        evaluations.model_fingerprint,
-        evaluations.eval_kind,
-        evaluations.eval_file_sha256,
-        evaluations.eval_config_hash,
-        evaluations.target,
-        evaluations.finetune_id,
-        evaluations.eval_spec
-    from evaluations
+        results.model_fingerprint,
+        results.eval_kind,
+        results.eval_file_sha256,
+        results.eval_config_hash,
+        results.target,
+        results.finetune_id,
+        results.eval_spec,
+        results.method,
+        results.budget,
+        results.ppl_guard,
+        results.ppl_guard_z,
+        results.late
+    from evaluation_results as results
     inner join complete using (model_fingerprint, eval_kind, eval_file_sha256, eval_config_hash)
-    where evaluations.domain = '*'
+    where results.domain = '*'
 ),
 
 final as (
@@ -24,6 +29,11 @@ final as (
         labelled.target,
         labelled.finetune_id,
         finetunes.selection_id,
+        labelled.method,
+        labelled.budget,
+        labelled.ppl_guard,
+        labelled.ppl_guard_z,
+        labelled.late,
         finetunes.seed,
         finetunes.base_fingerprint,
         finetunes.profile,

@@ -105,6 +105,7 @@ def test_select_finetune_evaluate_and_trace_it(tmp_path):
     assert row["delta"] == pytest.approx(tuned_nll.sum() / tokens.sum() - base_nll.sum() / tokens.sum(), abs=1e-4)
     assert row["ci95"] == pytest.approx(naive_paired_interval(tuned_nll, tokens, base_nll, tokens, 2000, 0), abs=1e-4)
     assert row["verdict"] == "better" and row["n"] == len(trained)
+    assert (row["method"], row["budget"]) == ("cap", "50%")  # what chose the rows, beside the selection's id
     report = Path(compared["report"]).parent
     assert "href='paired.html'" in (report / "index.html").read_text()
     assert "paired.png" in (report / "paired.html").read_text() and (report / "paired.png").stat().st_size > 0

@@ -8,6 +8,7 @@ Every figure is checked against a plain transformers recomputation and a plain b
 from __future__ import annotations
 
 import json
+from datetime import datetime
 
 import numpy as np
 import orjson
@@ -19,9 +20,11 @@ from capsel.cap_engine.config import ScoringConfig
 from capsel.config import load_settings
 from capsel.db import open_db, run_sql
 from capsel.db.records import fetch_records
+from capsel.evaluation.comparison_cells import COLUMNS, comparison_cells
 from capsel.evaluation.eval_spec import parse_eval_spec
 from capsel.evaluation.options import EvalOptions
 from capsel.evaluation.paired import comparisons_of
+from capsel.orchestration.paired_markdown import paired_markdown
 from capsel.stages.context import RunContext
 from capsel.stages.evaluate import EvaluateRequest, evaluate
 from tests.fixtures.pool import tiny_model_dir
@@ -57,6 +60,14 @@ def _record_finetune(con, finetune_id, selection_id, seed, base, model_dir):
         "train_loss": None, "train_seconds": None, "n_rows": 10, "run_id": "r"})
 
 
+def _record_selection(con, selection_id, method, budget, request):
+    run_sql(con, "publish/selection_insert", {
+        "selection_id": selection_id, "method": method, "budget": budget, "budget_mode": "per_domain",
+        "domains": list(DOMAINS), "seed": 0, "model_fingerprint": "b", "config_hash": "h", "run_id": "r",
+        "out_dir": f"/nowhere/{selection_id}", "n_members": 10, "manifest": json.dumps({"request": request}),
+        "created_at": datetime(2026, 1, 1)})
+
+
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
     """The base and three fine-tunes evaluated on one loss file with two domains."""
@@ -72,6 +83,8 @@ def store(tmp_path_factory):
     con = open_db(folder / "capsel.duckdb")
     for finetune_id, (selection_id, seed, model_dir) in tuned.items():
         _record_finetune(con, finetune_id, selection_id, seed, base, model_dir)
+    _record_selection(con, "sel-a", "cap", "10%", {"ppl_guard_z": 3.5})  # sel-b stays unrecorded, as one from
+    # another store would
     ctx = RunContext(con, load_settings(db_path=folder / "capsel.duckdb"))
     spec = parse_eval_spec(f"loss:{heldout}", folder / "inputs")
     request = EvaluateRequest((f"base:{base}", *tuned), (spec,), folder / "out", OPTIONS)
@@ -135,6 +148,24 @@ def test_a_selection_against_the_base_model_equals_an_independent_paired_bootstr
         low, high = expected
         assert comparison.verdict == ("indistinguishable" if low <= 0 <= high else
                                       "better" if high < 0 else "worse")
+
+
+def test_a_comparison_says_what_selected_its_target_wherever_it_is_shown(store):
+    con, _, _, _, _, base = store
+    comparisons = comparisons_of(con, f"base:{base}")
+    # sel-b's selection is not in this store: its method is not guessed
+    assert {(c.target, c.method, c.budget, c.label) for c in comparisons} == {
+        ("sel-a", "cap", "10%", "cap 10% (PPL guard z 3.5)"), ("sel-b", None, None, "")}
+    assert {c.target: c.label for c in comparisons_of(con, "sel-a")} == {f"base:{base}": "base model", "sel-b": ""}
+    row = next(c for c in comparisons if c.target == "sel-a" and c.domain == "*")
+    assert {key: row.as_dict()[key] for key in ("method", "budget", "label")} == {
+        "method": "cap", "budget": "10%", "label": "cap 10% (PPL guard z 3.5)"}
+    cells = dict(zip(COLUMNS, comparison_cells(row)))
+    assert (cells["target"], cells["method"], cells["seeds"]) == ("sel-a", "cap 10% (PPL guard z 3.5)", "2")
+    assert cells["95% CI"] == f"[{row.ci95[0]:+.4f}, {row.ci95[1]:+.4f}]" and cells["delta"] == f"{row.delta:+.4f}"
+    # the flow's markdown carries the same cells under the same headers
+    markdown = paired_markdown(comparisons)
+    assert "| " + " | ".join(COLUMNS) + " |" in markdown and "| sel-a | cap 10% (PPL guard z 3.5) | 2 |" in markdown
 
 
 def test_against_a_selection_names_it_and_its_seeds(store):

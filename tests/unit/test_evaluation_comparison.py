@@ -5,17 +5,18 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from capsel.evaluation.comparison import _label, by_method, comparison_figure
+from capsel.evaluation.comparison import by_method, comparison_figure
+from capsel.evaluation.method_label import method_label
 
 NONE = {"ppl_guard": None, "ppl_guard_z": None, "late": None}
 
 
 def test_labels_name_the_method_budget_and_what_else_set_the_selection_apart():
-    assert _label({"method": None, "budget": None, **NONE}) == "base model"
-    assert _label({"method": "random", "budget": "100%", **NONE}) == "full pool"
-    assert _label({"method": "cap", "budget": "10%", **NONE}) == "cap 10%"
-    assert _label({"method": "cap", "budget": "10%", **NONE, "ppl_guard_z": "3.5"}) == "cap 10% (PPL guard z 3.5)"
-    assert _label({"method": "cap", "budget": "10%", **NONE, "ppl_guard": "95.0", "late": "last:3"}) == \
+    assert method_label({"method": None, "budget": None, **NONE}) == "base model"
+    assert method_label({"method": "random", "budget": "100%", **NONE}) == "full pool"
+    assert method_label({"method": "cap", "budget": "10%", **NONE}) == "cap 10%"
+    assert method_label({"method": "cap", "budget": "10%", **NONE, "ppl_guard_z": "3.5"}) == "cap 10% (PPL guard z 3.5)"
+    assert method_label({"method": "cap", "budget": "10%", **NONE, "ppl_guard": "95.0", "late": "last:3"}) == \
         "cap 10% (PPL guard 95.0, late last:3)"
 
 
