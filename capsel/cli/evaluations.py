@@ -55,7 +55,8 @@ def comparison_table(comparisons) -> TextTable:
 
     first = comparisons[0]
     seeds = f" ({first.against_seeds} seeds)" if first.against_seeds > 1 else ""
-    table = TextTable(title=f"against {first.against}{seeds}: delta = value - its value, paired bootstrap 95% CI")
+    table = TextTable(title=f"against {first.reference()}{seeds}: delta = value - its value, paired bootstrap 95% "
+                            "CI")
     for name in COLUMNS:
         table.add_column(name, justify="left" if name in TEXT_COLUMNS else "right")
     for row in comparisons:

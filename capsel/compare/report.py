@@ -164,7 +164,7 @@ def _paired_page(directory: Path, paired: list) -> list[Path]:
     """paired.png (the forest plot) and paired.html (it and the table): each target against the reference."""
     image = _save(forest_figure(paired), directory / "paired.png")
     page = directory / "paired.html"
-    against = html.escape(paired[0].against)
+    against = html.escape(paired[0].reference())
     header = "".join(f"<th>{name}</th>" for name in COLUMNS)
     rows = "".join("<tr>" + "".join(f"<td>{html.escape(cell)}</td>" for cell in comparison_cells(c)) + "</tr>"
                    for c in paired)

@@ -36,7 +36,7 @@ def forest_figure(comparisons: Sequence[Comparison], width: float = 8.0) -> Figu
             label.set_parse_math(False)  # target names are data, never TeX
         axes.invert_yaxis()
         better = "lower is better" if metric in LOWER_IS_BETTER else "higher is better"
-        axes.set_xlabel(f"{metric} - {rows[0].against}'s ({better})", parse_math=False)
+        axes.set_xlabel(f"{metric} - {rows[0].reference()}'s ({better})", parse_math=False)
         axes.set_title(f"{Path(eval_text.partition(':')[2]).name or eval_text}: {metric}, paired bootstrap 95% CI",
                        fontsize=9, parse_math=False)
     return figure

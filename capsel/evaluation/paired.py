@@ -17,7 +17,7 @@ import pandas as pd
 from capsel.db.records import fetch_records
 from capsel.errors import CapselError
 from capsel.evaluation.bootstrap import RESAMPLES, SEED, paired_delta_interval, ratio_of_sums
-from capsel.evaluation.method_label import method_label
+from capsel.evaluation.method_label import BASE_LABEL, method_label
 from capsel.evaluation.row_outcomes import OVERALL
 from capsel.finetune.recipe import CAPSEL_OWNED
 from capsel.versioning import config_hash
@@ -50,6 +50,7 @@ class Comparison:
     method: str | None
     budget: str | None
     label: str
+    against_label: str
 
     def as_dict(self) -> dict:
         """JSON-ready, in the interface's field order."""
@@ -57,7 +58,11 @@ class Comparison:
                 "metric": self.metric, "value": self.value, "against_value": self.against_value,
                 "delta": self.delta, "ci95": list(self.ci95) if self.ci95 is not None else None, "n": self.n,
                 "verdict": self.verdict, "seeds": self.seeds, "against_seeds": self.against_seeds,
-                "method": self.method, "budget": self.budget, "label": self.label}
+                "method": self.method, "budget": self.budget, "label": self.label, "against_label": self.against_label}
+
+    def reference(self) -> str:
+        """The reference as a heading names it: what selected its rows, then its id (a base model by its id)."""
+        return self.against if self.against_label in ("", BASE_LABEL) else f"{self.against_label} ({self.against})"
 
 
 def verdict(metric: str, ci95: tuple[float, float] | None) -> str:
@@ -125,7 +130,8 @@ def compare(rows: pd.DataFrame, against: str, eval_filter: str | None = None, re
         for unit in sorted(averaged):
             if unit != reference:
                 comparisons += _compared(averaged[unit], averaged[reference], (unit, reference),
-                                         (eval_text, str(metric)), resamples, seed, _selected_by(evaluation, unit))
+                                         (eval_text, str(metric)), resamples, seed,
+                                         (*_selected_by(evaluation, unit), _selected_by(evaluation, reference)[2]))
     return comparisons
 
 
@@ -151,7 +157,7 @@ def _averaged_over_seeds(evaluation: pd.DataFrame) -> dict[str, pd.DataFrame]:
 
 def _compared(unit_rows: pd.DataFrame, reference_rows: pd.DataFrame, units: tuple[str, str],
               evaluation: tuple[str, str], resamples: int, seed: int,
-              selected_by: tuple[str | None, str | None, str]) -> list[Comparison]:
+              labels: tuple[str | None, str | None, str, str]) -> list[Comparison]:
     (unit, reference), (eval_text, metric) = units, evaluation
     common = unit_rows.index.intersection(reference_rows.index).sort_values()
     ours, theirs = unit_rows.loc[common], reference_rows.loc[common]
@@ -167,7 +173,7 @@ def _compared(unit_rows: pd.DataFrame, reference_rows: pd.DataFrame, units: tupl
         compared.append(Comparison(unit_label(unit), unit_label(reference), eval_text, domain, metric, value,
                                    against_value, value - against_value, ci95, int(mask.sum()),
                                    verdict(metric, ci95), int(ours["seeds"].iloc[0]) if len(ours) else 0,
-                                   int(theirs["seeds"].iloc[0]) if len(theirs) else 0, *selected_by))
+                                   int(theirs["seeds"].iloc[0]) if len(theirs) else 0, *labels))
     return compared
 
 

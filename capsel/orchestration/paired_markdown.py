@@ -16,7 +16,7 @@ DPI = 80
 
 def paired_markdown(comparisons: Sequence[Comparison]) -> str:
     """Heading, the forest plot and one table row per target, domain and metric (names escaped: they are data)."""
-    against = markdown_text(comparisons[0].against)
+    against = markdown_text(comparisons[0].reference())
     lines = [f"# Against {against}: is the difference more than noise?", "",
              "delta = value - the reference's value on the same rows; the 95% interval is a paired bootstrap "
              "over rows; a selection's seeds count as one target (each row averaged over them).", "",

@@ -156,10 +156,15 @@ def test_a_comparison_says_what_selected_its_target_wherever_it_is_shown(store):
     # sel-b's selection is not in this store: its method is not guessed
     assert {(c.target, c.method, c.budget, c.label) for c in comparisons} == {
         ("sel-a", "cap", "10%", "cap 10% (PPL guard z 3.5)"), ("sel-b", None, None, "")}
-    assert {c.target: c.label for c in comparisons_of(con, "sel-a")} == {f"base:{base}": "base model", "sel-b": ""}
+    against_a = comparisons_of(con, "sel-a")
+    assert {c.target: c.label for c in against_a} == {f"base:{base}": "base model", "sel-b": ""}
+    # the reference is named the same way: what selected it, then its id; a base model by its id alone
+    assert {c.reference() for c in against_a} == {"cap 10% (PPL guard z 3.5) (sel-a)"}
+    assert {(c.against_label, c.reference()) for c in comparisons} == {("base model", f"base:{base}")}
+    assert "# Against cap 10% (PPL guard z 3.5) (sel-a):" in paired_markdown(against_a)
     row = next(c for c in comparisons if c.target == "sel-a" and c.domain == "*")
-    assert {key: row.as_dict()[key] for key in ("method", "budget", "label")} == {
-        "method": "cap", "budget": "10%", "label": "cap 10% (PPL guard z 3.5)"}
+    assert {key: row.as_dict()[key] for key in ("method", "budget", "label", "against_label")} == {
+        "method": "cap", "budget": "10%", "label": "cap 10% (PPL guard z 3.5)", "against_label": "base model"}
     cells = dict(zip(COLUMNS, comparison_cells(row)))
     assert (cells["target"], cells["method"], cells["seeds"]) == ("sel-a", "cap 10% (PPL guard z 3.5)", "2")
     assert cells["95% CI"] == f"[{row.ci95[0]:+.4f}, {row.ci95[1]:+.4f}]" and cells["delta"] == f"{row.delta:+.4f}"
