@@ -127,11 +127,12 @@ def compare(rows: pd.DataFrame, against: str, eval_filter: str | None = None, re
         if reference not in averaged:
             continue
         eval_text = str(evaluation.loc[evaluation["unit"] == reference, "eval_spec"].iloc[0])
+        *_, against_label = _selected_by(evaluation, reference)
         for unit in sorted(averaged):
             if unit != reference:
                 comparisons += _compared(averaged[unit], averaged[reference], (unit, reference),
                                          (eval_text, str(metric)), resamples, seed,
-                                         (*_selected_by(evaluation, unit), _selected_by(evaluation, reference)[2]))
+                                         (*_selected_by(evaluation, unit), against_label))
     return comparisons
 
 
