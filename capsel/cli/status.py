@@ -41,7 +41,7 @@ def status(json_out: JsonOption = False, db: DbOption = None) -> None:
 
 def print_writer(db_path: Path, locked: DatabaseLockedError, json_out: bool) -> None:
     """Who holds the database for writing and how far it has got, from its progress file."""
-    progress = locked.progress if locked.progress is not None and locked.progress.pid == locked.holder_pid else None
+    progress = locked.holder_progress
     with json_output(json_out) as output:
         output.emit({"db": db_path, "held_by": {"pid": locked.holder_pid,
                                                 "progress": None if progress is None else progress.as_dict()}})

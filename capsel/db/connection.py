@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import time
 from pathlib import Path
 
 import duckdb
@@ -15,6 +16,9 @@ from capsel.db.stale_runs import interrupt_dead_runs
 from capsel.errors import CapselError
 
 _LOCK_HOLDER = re.compile(r"Conflicting lock is held in (.*) \(PID (\d+)\)")
+# A reader (`capsel status` in a second terminal, a report) holds the file for a moment and DuckDB makes a writer
+# that opens meanwhile fail; a writer holds it for its whole run and says so in its progress file.
+READER_WAIT_S, READER_POLL_S = 10.0, 0.05
 
 
 class DatabaseLockedError(CapselError):
@@ -23,6 +27,11 @@ class DatabaseLockedError(CapselError):
     def __init__(self, message: str, holder_pid: int | None, progress: RunProgress | None):
         super().__init__(message)
         self.holder_pid, self.progress = holder_pid, progress
+
+    @property
+    def holder_progress(self) -> RunProgress | None:
+        """The holder's own progress: a file left by another process (a killed writer) says nothing of it."""
+        return self.progress if self.progress is not None and self.progress.pid == self.holder_pid else None
 
 
 def open_db(
@@ -46,13 +55,8 @@ def open_db(
             raise CapselError(f"no capsel database at {file}; run `capsel ingest` first or set [[db_path]]")
         if not read_only:
             file.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        config: dict[str, str | bool | int | float | list[str]] = {"memory_limit": memory_limit} if memory_limit else {}
-        con = duckdb.connect(target, read_only=read_only, config=config)
-    except duckdb.IOException as exc:
-        if (holder := _LOCK_HOLDER.search(str(exc))) is not None:
-            raise locked_error(target, holder.group(1), int(holder.group(2))) from exc
-        raise CapselError(f"cannot open {target}: {exc}") from exc
+    config: dict[str, str | bool | int | float | list[str]] = {"memory_limit": memory_limit} if memory_limit else {}
+    con = _connect(target, read_only, config)
     if read_only:
         _check_readable(con, target)
         define(con, temporary=True)
@@ -63,6 +67,22 @@ def open_db(
         if target != ":memory:":
             announce_writer(target)
     return con
+
+
+def _connect(target: str, read_only: bool, config: dict) -> duckdb.DuckDBPyConnection:
+    """Connect; a writer waits up to READER_WAIT_S for a holder that reports no progress (a reader, most likely)
+    and fails at once on a capsel writer, which would hold the file for its whole run."""
+    deadline = time.monotonic() + (0.0 if read_only else READER_WAIT_S)
+    while True:
+        try:
+            return duckdb.connect(target, read_only=read_only, config=config)
+        except duckdb.IOException as exc:
+            if (holder := _LOCK_HOLDER.search(str(exc))) is None:
+                raise CapselError(f"cannot open {target}: {exc}") from exc
+            locked = locked_error(target, holder.group(1), int(holder.group(2)))
+            if locked.holder_progress is not None or time.monotonic() >= deadline:
+                raise locked from exc
+        time.sleep(READER_POLL_S)
 
 
 def locked_error(path: str, program: str, pid: int) -> DatabaseLockedError:

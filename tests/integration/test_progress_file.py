@@ -113,3 +113,29 @@ def test_a_named_job_replaces_the_command_line_and_a_stages_last_count_is_always
     finally:
         writer.kill()
         writer.wait()
+
+
+def test_a_writer_waits_for_a_reader_that_lets_go_and_not_for_one_that_stays(tmp_path, monkeypatch):
+    """`capsel status` in a second terminal holds the file for a moment: a `capsel score` starting then must not
+    fail on it (it did in CI, exit 3), while a holder that stays is still named."""
+    db = tmp_path / "capsel.duckdb"
+    open_db(db).close()
+    brief = holding(db, f"import duckdb; con = duckdb.connect({str(db)!r}, read_only=True)\n"
+                        "threading_timer = __import__('threading').Timer(1.0, con.close); threading_timer.start()")
+    try:
+        started = time.monotonic()
+        open_db(db).close()
+        assert 0.5 < time.monotonic() - started < 10.0  # it waited for the reader, and no longer
+    finally:
+        brief.kill()
+        brief.wait()
+    monkeypatch.setattr("capsel.db.connection.READER_WAIT_S", 1.0)
+    staying = holding(db, f"import duckdb; con = duckdb.connect({str(db)!r}, read_only=True)")
+    try:
+        started = time.monotonic()
+        with pytest.raises(DatabaseLockedError, match=f"process {staying.pid} .*which reports no progress"):
+            open_db(db)
+        assert time.monotonic() - started >= 1.0
+    finally:
+        staying.kill()
+        staying.wait()
