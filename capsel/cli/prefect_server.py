@@ -14,8 +14,6 @@ import subprocess
 import sys
 import time
 
-import httpx
-
 from capsel.errors import CapselError
 from capsel.processes import die_with_parent
 
@@ -91,6 +89,8 @@ def _free_port() -> int:
 
 
 def _wait_healthy(server: subprocess.Popen, api_url: str, timeout_s: float) -> bool:
+    import httpx  # only a started server is polled; `capsel flow ... --help` must not load it
+
     deadline = time.monotonic() + timeout_s
     with httpx.Client() as client:
         while time.monotonic() < deadline and server.poll() is None:
