@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING, Callable, Literal, Sequence, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from capsel.config import Settings, load_settings
 from capsel.errors import CapselError
 from capsel.ingest.dedup_key import DedupKeyMode
 from capsel.ingest.image_access import image_access
@@ -23,6 +22,7 @@ from capsel.store.scope import Scope
 from capsel.threads import use_torch_threads
 
 if TYPE_CHECKING:  # the stages load the engine (torch) and the selection pandas: parameters are checked before
+    from capsel.config import Settings
     from capsel.ingest.inputs import InputFile
     from capsel.ingest.pipeline import IngestOptions
     from capsel.stages.pipeline import SelectionPlan
@@ -118,7 +118,7 @@ class ScoreFlowConfig(BaseModel):
 
     def settings(self) -> Settings:
         """Settings from the environment with this config's database applied."""
-        return load_settings(db_path=Path(self.db_path) if self.db_path else None)
+        return _environment_settings(db_path=Path(self.db_path) if self.db_path else None)
 
     def scope(self) -> Scope:
         """The candidates in scope."""
@@ -165,7 +165,7 @@ class PipelineConfig(BaseModel):
     def from_parameters(cls, scoring: ScorerSpec | None = None, **parts) -> PipelineConfig:
         """The flows' top-level parameters as one config; no scoring means CAP with the configured model."""
         if scoring is None:
-            model = load_settings().model
+            model = _environment_settings().model
             if model is None:
                 raise CapselError('no scoring parameter and CAPSEL_MODEL is not set: pass scoring, e.g. '
                                   '{"method": "cap", "model": {"path": "/models/my-model"}}')
@@ -185,7 +185,7 @@ class PipelineConfig(BaseModel):
         """Settings from the environment with this config's paths applied (a storage output root publishes only:
         the flow's other outputs, such as OpenLineage's file, stay in the local $CAPSEL_OUTPUT_ROOT)."""
         local_root = self.output_root if self.output_root and not is_url(self.output_root) else None
-        return load_settings(
+        return _environment_settings(
             db_path=Path(self.db_path) if self.db_path else None,
             output_root=Path(local_root) if local_root else None,
         )
@@ -239,3 +239,11 @@ def documented_parameters(function: F) -> F:
     """`function` with the pipeline parameters' descriptions appended to its docstring."""
     function.__doc__ = (function.__doc__ or "").rstrip() + _PARAMETER_DOCS
     return function
+
+
+def _environment_settings(**overrides) -> Settings:
+    """The settings from the environment with `overrides`; pydantic-settings loads here, not for `capsel flow ...
+    --help`."""
+    from capsel.config import load_settings
+
+    return load_settings(**overrides)

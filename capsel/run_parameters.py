@@ -14,16 +14,18 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import TYPE_CHECKING, Iterable, Iterator
 
 from pydantic import BaseModel
 
-from capsel.config import Settings
 from capsel.errors import CapselError
 from capsel.methods.scorer_spec import ScorerSpec
 from capsel.models.installed import is_install_name
 from capsel.models.packaged import is_packaged
 from capsel.object_storage.urls import is_url, local_path_text, under_prefix
+
+if TYPE_CHECKING:  # the checks read settings they are given; a flow's --help reads no environment
+    from capsel.config import Settings
 
 # Values typed at this process's command line (`capsel flow` runs its flow in-process); a worker has none.
 _TYPED: set[str] = set()

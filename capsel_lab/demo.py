@@ -15,14 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from capsel.cap_engine.config import ScoringConfig
-from capsel.db import open_db, run_sql
 from capsel.models import demo_model_path
 from capsel.pipeline_config import PipelineConfig
-from capsel.publish.excluded import EXCLUDED_FILE
-from capsel.selection.scoring_key import resolve_scoring_key
 from capsel_lab.demo_pool import demo_pool_dir, stage_demo_pool
 from capsel_lab.labels import candidate_labels
-from capsel_lab.noise.stats import noise_summary
 from capsel_lab.real_demo_pool import stage_real_demo_pool
 from capsel_lab.real_pool import real_pool_dir
 
@@ -131,8 +127,12 @@ def prepare_demo(options: DemoOptions) -> tuple[PipelineConfig, list[dict]]:
 
 def demo_result(config: PipelineConfig, counters: dict, records: list[dict], options: DemoOptions) -> DemoResult:
     """Key numbers of a finished demo flow run, and where each kind of junk went under CAP, PPL and the guard."""
+    from capsel.db import open_db, run_sql
     from capsel.models.loading import describe_model
+    from capsel.publish.excluded import EXCLUDED_FILE
+    from capsel.selection.scoring_key import resolve_scoring_key
     from capsel_lab.noise.selections import junk_in_selections, ppl_key
+    from capsel_lab.noise.stats import noise_summary
 
     selection_dir = Path(counters["selection"]["path"])
     manifest = json.loads((selection_dir / "manifest.json").read_text(encoding="utf-8"))

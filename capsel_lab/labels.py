@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from capsel.ingest.dedup_key import candidate_id, dedup_key
+
+if TYPE_CHECKING:  # the lab's commands name their pools' ids at --help time; pandas loads only for a table
+    import pandas as pd
 
 LABEL_COLUMNS = ["candidate_id", "domain", "lab_label", "lab_detail", "lab_fact_id", "lab_id"]
 
@@ -18,6 +20,8 @@ def record_candidate_id(record: dict) -> str:
 
 def candidate_labels(records: Iterable[dict]) -> pd.DataFrame:
     """One row per candidate id with the label of its first record, as dedup keeps the first occurrence."""
+    import pandas as pd
+
     rows, seen = [], set()
     for record in records:
         key = record_candidate_id(record)

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
 
-from capsel.config import Settings
 from capsel.errors import OptionError
 
 if TYPE_CHECKING:  # the engine loads torch: a command checks its --generator before it needs one
     from capsel.cap_engine.config import ScoringConfig
     from capsel.cap_engine.engine import ScoringEngine
     from capsel.cap_engine.generation import Generator
+    from capsel.config import Settings
     from capsel.models.loading import ModelInfo
 
 GENERATORS = ("hf", "vllm")

@@ -11,12 +11,13 @@ import orjson
 import typer
 from rich.console import Console
 
-from capsel.config import Settings, load_settings
 from capsel.errors import CapselError
 from capsel.safe_text import json_text
 
 if TYPE_CHECKING:
     import duckdb
+
+    from capsel.config import Settings
 
 
 class StdoutClosed(SystemExit):
@@ -53,6 +54,8 @@ class Interrupted(Exception):
 
 def settings_for(db: Path | None = None, **overrides: object) -> Settings:
     """Settings with the command's explicit options applied on top of env and .env."""
+    from capsel.config import load_settings  # pydantic-settings loads for a command that runs, not for --help
+
     return load_settings(db_path=db, **overrides)
 
 

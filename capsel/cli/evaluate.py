@@ -16,7 +16,6 @@ from capsel.cli.model_options import generated_options
 from capsel.cli.progress import EvalBars
 from capsel.cli.scoring_options import DeviceOption, DtypeOption, PromptTokensOption, scoring_settings
 from capsel.cli.tables import interval_text, print_table
-from capsel.db import open_db
 from capsel.evaluation.eval_files import stage_file, staging_folder
 from capsel.evaluation.eval_spec import parse_eval_spec
 from capsel.evaluation.options import EvalOptions
@@ -63,6 +62,7 @@ def evaluate(
     db: DbOption = None,
 ) -> None:
     """Evaluate fine-tuned or base models; every metric is stored (`capsel evaluations`) and reused when asked again."""
+    from capsel.db import open_db  # duckdb: not for --help
     from capsel.stages.evaluate import EvaluateRequest
     from capsel.stages.evaluate import evaluate as evaluate_stage
 

@@ -8,7 +8,6 @@ import typer
 
 from capsel.cli.common import DbOption, JsonOption, console, json_output, read_store, settings_for
 from capsel.cli.tables import interval_text, print_table
-from capsel.db.records import fetch_records
 from capsel.terminal_text import TextTable
 
 
@@ -24,6 +23,8 @@ def evaluations(
     db: DbOption = None,
 ) -> None:
     """List stored evaluations newest first, or compare each target with one (--against), with paired 95% intervals."""
+    from capsel.db.records import fetch_records  # duckdb: not for --help
+
     with read_store(settings_for(db).db_path) as con:
         if against is not None:
             _print_comparisons(con, against, eval_spec, json_out)

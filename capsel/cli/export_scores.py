@@ -7,7 +7,6 @@ from typing import Annotated, Optional
 
 import typer
 
-from capsel.cap_engine.export import export_scores as write_scores
 from capsel.cli.common import DbOption, JsonOption, console, json_output, read_store, settings_for
 from capsel.cli.scoring_options import DomainOption
 from capsel.paths import typed_path
@@ -27,6 +26,8 @@ def export_scores(
     db: DbOption = None,
 ) -> None:
     """Export candidate, exclusion, n_aligned, D_early, D_late, the D_l profile, PPL, CAP and z."""
+    from capsel.cap_engine.export import export_scores as write_scores  # pyarrow: not for --help
+
     target = typed_path(out)
     with read_store(settings_for(db).db_path) as con:
         key = resolve_scoring_key(con, model, config_hash)

@@ -11,7 +11,6 @@ from capsel.cli.common import DbOption, JsonOption, console, json_output, settin
 from capsel.cli.finetune_options import FINETUNING, Finetuning, TrainingBar
 from capsel.cli.model_options import generated_options
 from capsel.cli.wrapping import print_unbroken
-from capsel.db import open_db
 from capsel.stages.context import RunContext
 from capsel.terminal_text import markup, plain
 
@@ -27,6 +26,7 @@ def finetune(
 
     The last line printed is the model folder (with --json: one object with finetune_id and model_dir).
     """
+    from capsel.db import open_db  # duckdb: not for --help
     from capsel.stages.finetune import finetune_selection
 
     settings = settings_for(db)

@@ -12,12 +12,12 @@ from capsel.cli.common import checked_model_name
 from capsel.cli.model_options import OptionBundle
 from capsel.cli.progress import LiveBar
 from capsel.cli.scoring_options import PromptFormatOption
-from capsel.config import Settings
 from capsel.errors import OptionError
 from capsel.safe_text import visible
 from capsel.stages.context import TrainProgress
 
 if TYPE_CHECKING:  # the stage describes models: --help does not load it
+    from capsel.config import Settings
     from capsel.stages.finetune import FinetuneStageRequest
 
 ProfileOption = Annotated[str, typer.Option(

@@ -8,7 +8,6 @@ from typing import Annotated, Optional
 import typer
 
 from capsel.cli.common import DbOption
-from capsel.evaluation.flow_config import EvaluateFlowConfig
 
 
 def evaluate(
@@ -36,6 +35,7 @@ def evaluate(
     """Run the evaluation flow: fine-tune each selection with LlamaFactory, evaluate every model and the base."""
     from capsel.cli.flow_run import run_flow
     from capsel.cli.model_options import validated
+    from capsel.evaluation.flow_config import EvaluateFlowConfig  # not for every `capsel flow ... --help`
     from capsel.run_parameters import trust_typed
 
     trust_typed(db, model)

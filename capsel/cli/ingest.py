@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from contextlib import contextmanager
 from dataclasses import asdict
-from typing import Annotated, Iterator, Optional
+from typing import TYPE_CHECKING, Annotated, Iterator, Optional
 
 import typer
 from rich import box
@@ -24,18 +24,14 @@ from capsel.cli.common import DbOption, Interrupted, JsonOption, console, json_o
 from capsel.cli.flags import flag
 from capsel.cli.tables import print_table
 from capsel.cli.wrapping import print_unbroken
-from capsel.db import open_db
 from capsel.errors import named_fields
-from capsel.ingest.image_access import image_access
-from capsel.ingest.inputs import InputFile, resolve_inputs
-from capsel.ingest.pipeline import IngestOptions, ProgressFn
-from capsel.ingest.records import parse_field_map
-from capsel.ingest.summary import IngestReport
 from capsel.safe_text import visible
-from capsel.stages.context import RunContext
-from capsel.stages.ingest import IngestRequest, lost_files_error
-from capsel.stages.ingest import ingest as ingest_stage
 from capsel.terminal_text import TextTable, markup
+
+if TYPE_CHECKING:  # the readers load pyarrow and numpy, which `capsel ingest --help` must not wait for
+    from capsel.ingest.inputs import InputFile
+    from capsel.ingest.pipeline import ProgressFn
+    from capsel.ingest.summary import IngestReport
 
 
 def ingest(
@@ -75,6 +71,15 @@ def ingest(
     db: DbOption = None,
 ) -> None:
     """Ingest pool files: dedup per domain on the normalised instruction+input, quarantine bad rows."""
+    from capsel.db import open_db
+    from capsel.ingest.image_access import image_access
+    from capsel.ingest.inputs import resolve_inputs
+    from capsel.ingest.pipeline import IngestOptions
+    from capsel.ingest.records import parse_field_map
+    from capsel.stages.context import RunContext
+    from capsel.stages.ingest import IngestRequest, lost_files_error
+    from capsel.stages.ingest import ingest as ingest_stage
+
     settings = settings_for(db)
     options = IngestOptions(
         domain=domain,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Self
+from typing import TYPE_CHECKING, Self
 
 from rich.console import Console
 from rich.progress import (
@@ -19,9 +19,11 @@ from rich.progress import (
 from rich.text import Text
 
 from capsel.cli.common import console
-from capsel.runner.progress import BatchReport, RunSummary
 from capsel.safe_text import visible
 from capsel.terminal_text import TextTable, markup, plain
+
+if TYPE_CHECKING:  # the runner's tallies write the store's progress file: duckdb, which --help must not load
+    from capsel.runner.progress import BatchReport, RunSummary
 
 # Small models on a shared CPU: one torch thread is fast, more threads contending with other
 # processes can be several times slower (measured here: 13 vs 1.6 candidates/s).

@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Iterator, Optional
 
-import duckdb
 import typer
 from pydantic import ValidationError
 
@@ -17,18 +16,19 @@ from capsel.cap_engine.generators import check_generator
 from capsel.cli.common import Interrupted, checked_model_name, console, settings_for
 from capsel.cli.model_options import OptionBundle
 from capsel.cli.wrapping import print_unbroken
-from capsel.config import Settings
-from capsel.db import open_db
 from capsel.errors import OptionError
 from capsel.methods.registry import build_scorer
 from capsel.methods.scorer_spec import ScorerSpec
 from capsel.methods.spec import Device, Dtype, ModelSpec
-from capsel.store.scope import Scope
 from capsel.terminal_text import markup
 from capsel.threads import available_cores, busy_elsewhere, use_torch_threads
 
 if TYPE_CHECKING:  # scorers load torch; a command's --help and option checks must not
+    import duckdb
+
+    from capsel.config import Settings
     from capsel.scorers.base import Scorer
+    from capsel.store.scope import Scope
 
 ModelOption = Annotated[Optional[str], typer.Option(
     "--model", help="Model folder, hub id or installed model name (`capsel models list`; default: $CAPSEL_MODEL).",
@@ -107,6 +107,8 @@ class ModelRun(ModelLoad):
 
     def scope(self) -> Scope:
         """The candidates in scope."""
+        from capsel.store.scope import Scope  # the store's queries load duckdb: not for --help
+
         return Scope(self.domain, self.limit)
 
 
@@ -183,6 +185,8 @@ def described(spec: ScorerSpec) -> Scorer:
 @contextmanager
 def scoring_db(settings: Settings) -> Iterator[duckdb.DuckDBPyConnection]:
     """The writable database; Ctrl-C ends with a resume hint, since finished batches are already saved."""
+    from capsel.db import open_db  # duckdb: not for --help
+
     con = open_db(settings.db_path, must_exist=True)
     try:
         yield con

@@ -13,7 +13,6 @@ from capsel.cli.common import DbOption, JsonOption, console, json_output, settin
 from capsel.cli.model_options import OptionGroup, generated_options, validated
 from capsel.cli.tables import print_table
 from capsel.cli.wrapping import print_unbroken
-from capsel.db import open_db
 from capsel.paths import typed_destination
 from capsel.selection.params import SelectionParams
 from capsel.terminal_text import TextTable, markup, plain
@@ -44,6 +43,7 @@ def select(
     json_out: JsonOption = False,
     db: DbOption = None) -> None:
     """Select a subset under a budget, check it with the data-quality gate and publish it."""
+    from capsel.db import open_db  # duckdb: not for --help
     from capsel.stages.context import RunContext
     from capsel.stages.select import SelectRequest, select_and_publish
 

@@ -7,8 +7,6 @@ from typing import TYPE_CHECKING
 
 from capsel.cli.common import DbOption, JsonOption, console, json_output, read_store, settings_for
 from capsel.cli.tables import print_table
-from capsel.db import open_db
-from capsel.db.records import fetch_records
 from capsel.methods.registry import all_methods
 from capsel.publish.destination import destination, is_present
 from capsel.terminal_text import TextTable, markup
@@ -22,6 +20,8 @@ def selections(json_out: JsonOption = False, db: DbOption = None) -> None:
 
     Publishes a kill left unfinished are finished or undone first, and said so.
     """
+    from capsel.db.records import fetch_records  # duckdb: not for --help
+
     settings = settings_for(db)
     reconciled = _reconcile_if_needed(settings.db_path)
     with read_store(settings.db_path) as con:
@@ -35,6 +35,7 @@ def selections(json_out: JsonOption = False, db: DbOption = None) -> None:
 
 
 def _reconcile_if_needed(db_path: Path) -> Reconciled:
+    from capsel.db import open_db
     from capsel.publish.reconcile import find_disagreements, reconcile_selections  # pandas: not for --help
 
     # a listing opens the store read-only; only a store that needs repair is opened to write

@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 from urllib.parse import urlsplit
 
-from capsel.config import Settings
 from capsel.errors import OptionError
 from capsel.ingest.reasons import Reason, Rejection
 from capsel.object_storage.urls import is_url, joined, local_path_text, under_prefix, url_scheme
+
+if TYPE_CHECKING:  # the flow configs name this module, and a flow's --help reads no environment
+    from capsel.config import Settings
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 _WEB_SCHEMES = frozenset(_DEFAULT_PORTS)

@@ -11,7 +11,6 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from capsel.config import load_settings
 from capsel.errors import CapselError, OptionError
 from capsel.models import demo_model_path
 from capsel.models.registry import INSTALL_DTYPES, REGISTRY, RegistryModel
@@ -39,6 +38,8 @@ class InstalledModel:
 
 def models_dir() -> Path:
     """The models dir from the settings ($CAPSEL_MODELS_DIR or the user's cache dir), `~` expanded."""
+    from capsel.config import load_settings  # pydantic-settings: read when a model is looked up, not at --help
+
     return load_settings().models_dir.expanduser()
 
 

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import BinaryIO
-
-from fsspec import AbstractFileSystem
+from typing import TYPE_CHECKING, BinaryIO
 
 from capsel.errors import CapselError
 from capsel.faults import fault_point
 from capsel.object_storage.urls import Located, filesystem, joined, storage_errors
+
+if TYPE_CHECKING:
+    from fsspec import AbstractFileSystem
 
 
 class RemoteFolder(Located):

@@ -9,13 +9,13 @@ from __future__ import annotations
 import re
 from contextlib import contextmanager
 from pathlib import PurePosixPath
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 from urllib.parse import urlsplit
 
-import fsspec
-from fsspec import AbstractFileSystem
-
 from capsel.errors import CapselError
+
+if TYPE_CHECKING:  # every path option is checked with is_url at --help time; fsspec loads when a URL is opened
+    from fsspec import AbstractFileSystem
 
 _SCHEME = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://")
 # file:// names a local path, which keeps the local rules (FIFO checks, rename-based publish)
@@ -64,6 +64,8 @@ def filesystem(url: str) -> tuple[AbstractFileSystem, str]:
     if "@" in urlsplit(url).netloc:
         raise CapselError(f"{redacted(url)}: the URL holds credentials; give them through the environment "
                           "(e.g. AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY) or fsspec's configuration instead")
+    import fsspec
+
     try:
         return fsspec.core.url_to_fs(url)
     except (ImportError, ValueError) as exc:

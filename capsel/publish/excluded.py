@@ -4,14 +4,17 @@ funnel from rows read to members that those rows add up to."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
 
 from capsel.db.records import fetch_records
 from capsel.db.sqlfiles import sql_relation
 from capsel.publish.funnel import funnel
-from capsel.selection.plan import Selection
 from capsel.selection.scoring_key import layer_params
+
+if TYPE_CHECKING:  # the plan loads pandas, and EXCLUDED_FILE is read at --help time (`capsel demo`)
+    from capsel.selection.plan import Selection
 
 EXCLUDED_FILE = "excluded.parquet"
 

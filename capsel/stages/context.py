@@ -5,16 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
 
-import duckdb
-
-from capsel.config import Settings
-
 # a fine-tune's logged step: (step, total steps, loss, eta seconds)
 TrainProgress = Callable[[int, int, "float | None", "float | None"], None]
 # an evaluation's count: (what is under way, done, total; None while unknown)
 CountProgress = Callable[[str, int, "int | None"], None]
 
-if TYPE_CHECKING:  # the runner imports the scorers and torch: a light command (ingest) must not pay for them
+if TYPE_CHECKING:  # the runner imports the scorers and torch, the store duckdb: a --help must not pay for them
+    import duckdb
+
+    from capsel.config import Settings
     from capsel.runner.job import Dispatch
     from capsel.runner.progress import ProgressSink
 

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
-import duckdb
-
-from capsel.db.records import fetch_records
-from capsel.store.image_files import attach_image_files
+if TYPE_CHECKING:  # a Scope is an option of commands and flow configs, checked at --help time without duckdb
+    import duckdb
 
 
 @dataclass(frozen=True)
@@ -40,6 +38,9 @@ def pending_pages(
     run reads the store a bounded number of times rather than once per page. Each page is read only when the
     caller asks for it, and still leaves out what has a result by then, so nothing is scored twice.
     """
+    from capsel.db.records import fetch_records
+    from capsel.store.image_files import attach_image_files
+
     scope_params = {"domain": scope.domain, **query.key_params}
     bounds = fetch_records(con, query.bounds_sql, {**scope_params, "page_size": page_size, "n_limit": scope.limit})
     after = ""

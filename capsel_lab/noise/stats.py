@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from capsel_lab.noise.methods import CLEAN_LABELS, METHOD_COLUMNS
+
+if TYPE_CHECKING:  # the tables arrive as DataFrames; `capsel demo --help` names this module without them
+    import pandas as pd
 
 TAILS = (1, 5, 10)
 
