@@ -118,7 +118,9 @@ class ScoreFlowConfig(BaseModel):
 
     def settings(self) -> Settings:
         """Settings from the environment with this config's database applied."""
-        return _environment_settings(db_path=Path(self.db_path) if self.db_path else None)
+        from capsel.config import load_settings  # pydantic-settings: not for `capsel flow ... --help`
+
+        return load_settings(db_path=Path(self.db_path) if self.db_path else None)
 
     def scope(self) -> Scope:
         """The candidates in scope."""
@@ -165,7 +167,9 @@ class PipelineConfig(BaseModel):
     def from_parameters(cls, scoring: ScorerSpec | None = None, **parts) -> PipelineConfig:
         """The flows' top-level parameters as one config; no scoring means CAP with the configured model."""
         if scoring is None:
-            model = _environment_settings().model
+            from capsel.config import load_settings
+
+            model = load_settings().model
             if model is None:
                 raise CapselError('no scoring parameter and CAPSEL_MODEL is not set: pass scoring, e.g. '
                                   '{"method": "cap", "model": {"path": "/models/my-model"}}')
@@ -184,8 +188,10 @@ class PipelineConfig(BaseModel):
     def settings(self) -> Settings:
         """Settings from the environment with this config's paths applied (a storage output root publishes only:
         the flow's other outputs, such as OpenLineage's file, stay in the local $CAPSEL_OUTPUT_ROOT)."""
+        from capsel.config import load_settings
+
         local_root = self.output_root if self.output_root and not is_url(self.output_root) else None
-        return _environment_settings(
+        return load_settings(
             db_path=Path(self.db_path) if self.db_path else None,
             output_root=Path(local_root) if local_root else None,
         )
@@ -240,10 +246,3 @@ def documented_parameters(function: F) -> F:
     function.__doc__ = (function.__doc__ or "").rstrip() + _PARAMETER_DOCS
     return function
 
-
-def _environment_settings(**overrides) -> Settings:
-    """The settings from the environment with `overrides`; pydantic-settings loads here, not for `capsel flow ...
-    --help`."""
-    from capsel.config import load_settings
-
-    return load_settings(**overrides)
