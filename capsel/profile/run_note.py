@@ -15,7 +15,7 @@ import duckdb
 from capsel.errors import CapselError
 from capsel.models.source import ModelSource
 from capsel.profile.verdict import Verdict
-from capsel.profile.verdict_cache import keep_verdict, kept_verdict, profile_key
+from capsel.profile.verdict_cache import profile_key, remembered_verdict
 
 
 @dataclass(frozen=True)
@@ -31,18 +31,14 @@ def u_shape_notes(con: duckdb.DuckDBPyConnection, source: ModelSource, model_nam
     """The kept verdict for these model files, else `survey()`'s (kept for the next run), as the run's notes: the
     kept verdict's date, a survey that could not judge (e.g. too few blocks; scoring still runs), and the warning
     when the U-shape is absent."""
-    key = profile_key(source, prompt_format)
-    notes = []
-    if (kept := kept_verdict(con, key)) is not None:
-        verdict = kept.verdict
+    try:
+        kept = remembered_verdict(con, profile_key(source, prompt_format), model_name, prompt_format, survey)
+    except CapselError as error:
+        return [RunNote(f"rank profile not checked: {error}")]
+    verdict, notes = kept.verdict, []
+    if kept.surveyed_at is not None:
         notes.append(RunNote(f"rank profile: the verdict of {kept.surveyed_at:%Y-%m-%d %H:%M} for these model files "
                              f"(U-shape {'present' if verdict.present else 'absent'})"))
-    else:
-        try:
-            verdict = survey()
-        except CapselError as error:
-            return [RunNote(f"rank profile not checked: {error}")]
-        keep_verdict(con, key, model_name, prompt_format, verdict)
     if not verdict.present:
         notes.append(RunNote(f"rank profile: the model's hidden states show no U-shape over depth ({verdict.reason}); "
                              "CAP's ranks rest on that pattern, so check them (capsel profile --model ...)", warn=True))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from datetime import datetime
-from typing import Any
+from typing import Any, Callable
 
 import duckdb
 import orjson
@@ -21,10 +21,10 @@ SURVEY_VERSION = 1
 
 @dataclasses.dataclass(frozen=True)
 class KeptVerdict:
-    """A verdict read from the database and when its survey ran."""
+    """A model's verdict and when its survey ran: None for a survey this run made."""
 
     verdict: Verdict
-    surveyed_at: datetime
+    surveyed_at: datetime | None
 
 
 def profile_key(source: ModelSource, prompt_format: str) -> str:
@@ -33,21 +33,19 @@ def profile_key(source: ModelSource, prompt_format: str) -> str:
                         "margin": DEFAULT_MARGIN})
 
 
-def kept_verdict(con: duckdb.DuckDBPyConnection, key: str) -> KeptVerdict | None:
-    """The verdict kept under `key`, or None when this model was never surveyed here."""
+def remembered_verdict(con: duckdb.DuckDBPyConnection, key: str, model_name: str, prompt_format: str,
+                       survey: Callable[[], Verdict]) -> KeptVerdict:
+    """The verdict kept under `key`, else `survey()`'s, kept for the next run (a verdict another process kept
+    meanwhile stays). A survey's error is raised and nothing is kept."""
     row = run_sql(con, "profile/rank_profile_get", {"profile_key": key}).fetchone()
-    if row is None:
-        return None
-    # JSON has no NaN: a peak the trough has no side for was kept as null
-    fields: dict[str, Any] = {name: math.nan if value is None else value
-                              for name, value in orjson.loads(row[0]).items()}
-    return KeptVerdict(Verdict(**fields), row[1])
-
-
-def keep_verdict(con: duckdb.DuckDBPyConnection, key: str, model_name: str, prompt_format: str,
-                 verdict: Verdict) -> None:
-    """Store a survey's verdict under `key` (a verdict already kept there stays)."""
+    if row is not None:
+        # JSON has no NaN: a peak the trough has no side for was kept as null
+        fields: dict[str, Any] = {name: math.nan if value is None else value
+                                  for name, value in orjson.loads(row[0]).items()}
+        return KeptVerdict(Verdict(**fields), row[1])
+    verdict = survey()
     run_sql(con, "profile/rank_profile_put", {
         "profile_key": key, "model_name": model_name, "prompt_format": prompt_format, "present": verdict.present,
         "verdict": orjson.dumps(dataclasses.asdict(verdict)).decode(),
     })
+    return KeptVerdict(verdict, None)

@@ -8,7 +8,7 @@ from pathlib import Path
 from capsel.db import open_db
 from capsel.models.source import ModelSource
 from capsel.profile.verdict import Verdict
-from capsel.profile.verdict_cache import keep_verdict, kept_verdict, profile_key
+from capsel.profile.verdict_cache import KeptVerdict, profile_key, remembered_verdict
 
 
 def _source(weights_sha: str) -> ModelSource:
@@ -20,19 +20,39 @@ def test_a_kept_verdict_reads_back_field_for_field(tmp_path):
     verdict = Verdict(False, 1, 0.25, 0.125, math.nan, 0.5, 0.2, "lowest hidden-state rank is at the first block")
     con = open_db(tmp_path / "capsel.duckdb")
     key = profile_key(_source("a" * 64), "raw")
-    assert kept_verdict(con, key) is None
-    keep_verdict(con, key, "m", "raw", verdict)
-    keep_verdict(con, key, "m", "raw", Verdict(True, 2, 0.5, 0.1, 0.9, 0.9, 0.2, "a later survey"))  # first stays
+    surveyed = remembered_verdict(con, key, "m", "raw", lambda: verdict)
+    assert surveyed == KeptVerdict(verdict, None)  # surveyed by this call
     con.close()
 
     con = open_db(tmp_path / "capsel.duckdb", read_only=True)
-    kept = kept_verdict(con, key)
+    kept = remembered_verdict(con, key, "m", "raw", _never)
     assert con.execute("select count(*), any_value(present) from rank_profiles").fetchone() == (1, False)
     con.close()
-    assert kept is not None and math.isnan(kept.verdict.left_peak)
+    assert kept.surveyed_at is not None and math.isnan(kept.verdict.left_peak)
     same = [(name, getattr(kept.verdict, name), getattr(verdict, name)) for name in Verdict.__dataclass_fields__
             if name != "left_peak"]
     assert all(read == wrote for _, read, wrote in same), same
+
+
+def test_a_verdict_kept_during_a_survey_stays(tmp_path):
+    """Two runs surveying one model at once: the first verdict kept is the one every later run reads."""
+    first = Verdict(True, 2, 0.5, 0.1, 0.9, 0.9, 0.2, "kept by the other run")
+    mine = Verdict(False, 1, 0.25, 0.125, 0.3, 0.5, 0.2, "finished second")
+    con = open_db(tmp_path / "capsel.duckdb")
+    key = profile_key(_source("a" * 64), "raw")
+
+    def slow_survey() -> Verdict:
+        remembered_verdict(con, key, "m", "raw", lambda: first)  # the other run keeps its verdict meanwhile
+        return mine
+
+    assert remembered_verdict(con, key, "m", "raw", slow_survey).verdict == mine  # this run goes by its own survey
+    assert remembered_verdict(con, key, "m", "raw", _never).verdict == first
+    assert con.execute("select count(*) from rank_profiles").fetchone() == (1,)
+    con.close()
+
+
+def _never() -> Verdict:
+    raise AssertionError("a kept verdict was surveyed again")
 
 
 def test_the_key_follows_the_files_and_the_prompt_format():
