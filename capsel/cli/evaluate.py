@@ -19,7 +19,6 @@ from capsel.cli.tables import interval_text, print_table
 from capsel.evaluation.eval_files import stage_file, staging_folder
 from capsel.evaluation.eval_spec import parse_eval_spec
 from capsel.evaluation.options import EvalOptions
-from capsel.evaluation.targets import BASE_PREFIX
 from capsel.ingest.records import parse_field_map
 from capsel.stages.context import RunContext
 from capsel.terminal_text import TextTable, plain
@@ -97,6 +96,7 @@ def evaluate(
 
 def _finetuned_if_selection(ctx: RunContext, target: str, tuning: Finetuning) -> str:
     """A selection id becomes the id of the model fine-tuned on it; other targets stay as given."""
+    from capsel.evaluation.targets import BASE_PREFIX
     from capsel.stages.finetune import finetune_selection
 
     if target.startswith(BASE_PREFIX) or not target.startswith("sel-"):

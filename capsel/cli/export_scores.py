@@ -10,7 +10,6 @@ import typer
 from capsel.cli.common import DbOption, JsonOption, console, json_output, read_store, settings_for
 from capsel.cli.scoring_options import DomainOption
 from capsel.paths import typed_path
-from capsel.selection.scoring_key import resolve_scoring_key
 from capsel.terminal_text import markup
 
 
@@ -26,7 +25,8 @@ def export_scores(
     db: DbOption = None,
 ) -> None:
     """Export candidate, exclusion, n_aligned, D_early, D_late, the D_l profile, PPL, CAP and z."""
-    from capsel.cap_engine.export import export_scores as write_scores  # pyarrow: not for --help
+    from capsel.cap_engine.export import export_scores as write_scores  # pyarrow, duckdb: not for --help
+    from capsel.selection.scoring_key import resolve_scoring_key
 
     target = typed_path(out)
     with read_store(settings_for(db).db_path) as con:

@@ -7,8 +7,6 @@ from typing import Annotated
 import typer
 
 from capsel.cli.common import DbOption, JsonOption, console, json_output, read_store, settings_for
-from capsel.lineage import trace
-from capsel.lineage.render import lineage_tree
 
 
 def lineage(
@@ -17,6 +15,9 @@ def lineage(
     db: DbOption = None,
 ) -> None:
     """Where a candidate came from (source, row, runs, model, config, scores, selections), or a selection's basis."""
+    from capsel.lineage import trace  # duckdb: not for --help
+    from capsel.lineage.render import lineage_tree
+
     with read_store(settings_for(db).db_path) as con:
         found = trace(con, identifier)
     with json_output(json_out) as output:

@@ -10,7 +10,6 @@ import typer
 from capsel.cli.common import DbOption, JsonOption, console, json_output, read_store, settings_for
 from capsel.cli.tables import print_table
 from capsel.ingest.reasons import REASON_HELP, Reason
-from capsel.quarantine import quarantined_rows
 from capsel.terminal_text import TextTable
 
 RAW_PREVIEW_CHARS = 120
@@ -30,6 +29,8 @@ def quarantine(
     db: DbOption = None,
 ) -> None:
     """Show quarantined rows with their file, row number, reason, detail and raw text."""
+    from capsel.quarantine import quarantined_rows  # duckdb: not for --help
+
     with read_store(settings_for(db).db_path) as con:
         listing = quarantined_rows(con, reason.value if reason else None, _source_key(source), limit)
     with json_output(json_out) as output:

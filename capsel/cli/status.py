@@ -4,17 +4,19 @@ from __future__ import annotations
 
 from dataclasses import asdict
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich import box
 
 from capsel.cli.common import DbOption, JsonOption, console, json_output, read_store, settings_for
 from capsel.cli.tables import print_table
 from capsel.cli.wrapping import print_unbroken
-from capsel.db.connection import DatabaseLockedError
 from capsel.publish.funnel import funnel_lines
-from capsel.quarantine import quarantine_reasons
-from capsel.status import DomainStatus, LatestFunnel, SourceTotals, domain_status, latest_funnel, source_totals
 from capsel.terminal_text import TextTable, markup, plain
+
+if TYPE_CHECKING:  # the store's queries load duckdb: not for --help
+    from capsel.db.connection import DatabaseLockedError
+    from capsel.status import DomainStatus, LatestFunnel, SourceTotals
 
 
 def status(json_out: JsonOption = False, db: DbOption = None) -> None:
@@ -22,6 +24,10 @@ def status(json_out: JsonOption = False, db: DbOption = None) -> None:
 
     While another process writes the database, show that process and its progress instead.
     """
+    from capsel.db.connection import DatabaseLockedError
+    from capsel.quarantine import quarantine_reasons
+    from capsel.status import domain_status, latest_funnel, source_totals
+
     settings = settings_for(db)
     try:
         # only opening can find the store locked: the queries run on an open read-only connection

@@ -13,8 +13,8 @@ import pytest
 from capsel.cli.command_list import typed_commands
 
 HEAVY = ("torch", "transformers")
-# what a --help waited for before (the lab's tables, the readers, object storage, the settings): 0.9 s on 2 cores
-NOT_FOR_HELP = ("pandas", "numpy", "pyarrow", "fsspec", "httpx", "pydantic_settings", "prefect")
+# what a --help waited for before (the store, the lab's tables, the readers, object storage, the settings): 0.9 s on 2 cores
+NOT_FOR_HELP = ("duckdb", "pandas", "numpy", "pyarrow", "fsspec", "httpx", "pydantic_settings", "prefect")
 LAB = ("demo", "lab")  # the lab's own commands live in capsel_lab
 IMPORTED = re.compile(r"^import time:\s+\d+ \|\s+\d+ \|\s*([\w.]+)$", re.MULTILINE)
 
