@@ -245,4 +245,3 @@ def documented_parameters(function: F) -> F:
     """`function` with the pipeline parameters' descriptions appended to its docstring."""
     function.__doc__ = (function.__doc__ or "").rstrip() + _PARAMETER_DOCS
     return function
-
