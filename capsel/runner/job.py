@@ -9,6 +9,7 @@ finds only what is still pending either way.
 
 from __future__ import annotations
 
+import itertools
 import math
 from contextlib import contextmanager
 from typing import Callable, Iterable, Iterator
@@ -23,9 +24,9 @@ from capsel.runner.progress import ProgressSink, RunSummary, Tally
 from capsel.runner.window import Done, ResultHandle, check_fingerprint, check_window, run_window, shard_run
 from capsel.runner.work import Work, WorkResult, score_work
 from capsel.runs import recorded_run
-from capsel.scorers.base import Scorer
+from capsel.scorers.base import Counted, Scorer
 from capsel.store.notes import result_notes
-from capsel.store.results import ResultKey, pending_query, progress, register, write_results
+from capsel.store.results import ResultKey, pending_query, progress, register, result_key, write_results
 from capsel.store.scope import PendingQuery, Scope, pending_pages
 
 PAGE_SIZE = 1024
@@ -64,17 +65,18 @@ def run_scorer(
         raise OptionError(f"shard size must be at least 1, got {page_size}")
     with scoring_run(con, scorer, scope, sink, run_config, page_size, parent_run_id=parent_run_id,
                      prefect_flow_run_id=prefect_flow_run_id) as (tally, key, pending):
-        pages = pending_pages(con, pending, scope, page_size)
-        if dispatch is None:
-            def inline(work: Work) -> Done[WorkResult]:
-                with tally.timing("model"):
-                    return Done(score_work(scorer, work))
+        sharded = dispatch is not None
 
-            run_window(batch_works(scorer, pages), inline, lambda result: _commit(con, tally, key, scorer, result), 1)
-        else:
-            shards = (Work(index, *split_pending(scorer, rows)) for index, rows in enumerate(pages))
-            run_window(shards, dispatch,
-                       lambda result: _merge_shard(con, tally, key, scorer, result, prefect_flow_run_id), max_in_flight)
+        def inline(work: Work) -> Done[WorkResult]:
+            with tally.timing("model"):
+                return Done(score_work(scorer, work))
+
+        def commit(result: WorkResult) -> None:
+            _commit(con, tally, key, scorer, result, sharded, prefect_flow_run_id)
+
+        pages = pending_pages(con, pending, scope, page_size)
+        run_window(page_works(scorer, pages, per_batch=not sharded), dispatch or inline, commit,
+                   max_in_flight if sharded else 1)
     summary = tally.finished()
     if summary.n_processed:
         release_indexes(con)
@@ -87,10 +89,11 @@ def scoring_run(
     con: duckdb.DuckDBPyConnection, scorer: Scorer, scope: Scope, sink: ProgressSink | None,
     run_config: dict | None, page_size: int, **start_kwargs: object,
 ) -> Iterator[tuple[Tally, ResultKey, PendingQuery]]:
-    """Register the scorer, record the run (kind `scorer.run_kind`) and count what is already done."""
-    key = register(con, scorer)
-    tally = Tally(sink)
+    """Count what is already done, register the scorer and record the run (kind `scorer.run_kind`)."""
+    key = result_key(scorer)
     n_in_scope, n_done = progress(con, scorer, key, scope)
+    register(con, scorer)
+    tally = Tally(sink)
     pending = n_in_scope - n_done if scope.limit is None else min(n_in_scope - n_done, scope.limit)
     config = {**scorer.run_config(), "domain": scope.domain, "limit": scope.limit, "shard_size": page_size,
               "n_shards_planned": math.ceil(pending / page_size), **(run_config or {})}
@@ -115,53 +118,58 @@ def default_page_size(scorer: Scorer, dispatched: bool) -> int:
     return max(PAGE_SIZE, BATCHES_PER_PAGE * scorer.batch_size)
 
 
-def batch_works(scorer: Scorer, pages: Iterable[list[dict]]) -> Iterator[Work]:
-    """In-process work: per page, the reused results first, then one work per batch of items."""
-    index = 0
+def page_works(scorer: Scorer, pages: Iterable[list[dict]], per_batch: bool) -> Iterator[Work]:
+    """Per page one work, a dispatched shard; or in-process (`per_batch`) the page's reused results first, then one
+    work per batch of its items."""
+    numbers = itertools.count()
     for rows in pages:
         items, reused = split_pending(scorer, rows)
+        if not per_batch:
+            yield Work(next(numbers), items, reused)
+            continue
         if reused:
-            yield Work(index, [], reused)
-            index += 1
+            yield Work(next(numbers), [], reused)
         for batch in scorer.batches(items):
-            yield Work(index, batch)
-            index += 1
+            yield Work(next(numbers), batch)
 
 
-def _counted(tally: Tally, scorer: Scorer, result: WorkResult) -> None:
-    reused = [r.excluded_reason for r in result.results[:result.n_reused] if r.excluded_reason]
+def _commit(
+    con: duckdb.DuckDBPyConnection, tally: Tally, key: ResultKey, scorer: Scorer, result: WorkResult, sharded: bool,
+    prefect_flow_run_id: str | None,
+) -> None:
+    """Write one work's results in one transaction, then count them: in-process a batch under the scoring run
+    itself; a dispatched shard, checked first, under its own 'score_shard' runs row."""
     counted = scorer.counted(result.scored)
+    writing = _written_under(con, tally, key, result, counted, sharded, prefect_flow_run_id)
+    with tally.timing("write"), writing as run_id:
+        write_results(con, key, scorer.table, run_id, result.results)
+        fault_point("score.before_commit")
+    fault_point("score.after_commit")
+    reused = [r.excluded_reason for r in result.results[:result.n_reused] if r.excluded_reason]
     tally.committed(len(result.results), reused + counted.excluded, counted.n_generated, result.n_reused_values)
 
 
-def _commit(con: duckdb.DuckDBPyConnection, tally: Tally, key: ResultKey, scorer: Scorer, result: WorkResult) -> None:
-    with tally.timing("write"), transaction(con):
-        write_results(con, key, scorer.table, tally.summary.run_id, result.results)
-        fault_point("score.before_commit")
-    fault_point("score.after_commit")
-    _counted(tally, scorer, result)
-
-
-def _merge_shard(
-    con: duckdb.DuckDBPyConnection, tally: Tally, key: ResultKey, scorer: Scorer, result: WorkResult,
-    prefect_flow_run_id: str | None,
-) -> None:
-    """Write one shard's results and its 'score_shard' run row in one transaction."""
+@contextmanager
+def _written_under(
+    con: duckdb.DuckDBPyConnection, tally: Tally, key: ResultKey, result: WorkResult, counted: Counted,
+    sharded: bool, prefect_flow_run_id: str | None,
+) -> Iterator[str]:
+    """The transaction a work's results are written in, and the run id they carry."""
+    if not sharded:
+        with transaction(con):
+            yield tally.summary.run_id
+        return
     check_fingerprint(result.index, result.model_fingerprint, key.model_fingerprint)
     if result.config_hash != key.config_hash:
         raise CapselError(f"shard {result.index} was scored under config {result.config_hash}, but this run "
                           f"scores {key.config_hash}: the worker runs other capsel code")
-    counted = scorer.counted(result.scored)
     counters = {"n_candidates": len(result.results), "n_reused": result.n_reused_values,
                 "n_generated": counted.n_generated,
                 "n_excluded": _reasons(result), "worker": result.worker, "wall_s": round(result.wall_s, 3)}
     config = {"shard_index": result.index, "method": key.method, "config_hash": key.config_hash}
-    with tally.timing("write"), shard_run(con, tally.summary.run_id, key.model_fingerprint, config, counters,
-                                          prefect_flow_run_id) as shard_run_id:
-        write_results(con, key, scorer.table, shard_run_id, result.results)
-        fault_point("score.before_commit")
-    fault_point("score.after_commit")
-    _counted(tally, scorer, result)
+    with shard_run(con, tally.summary.run_id, key.model_fingerprint, config, counters,
+                   prefect_flow_run_id) as shard_run_id:
+        yield shard_run_id
 
 
 def _reasons(result: WorkResult) -> dict[str, int]:

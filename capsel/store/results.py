@@ -34,8 +34,8 @@ def result_key(scorer: Scorer) -> ResultKey:
     return ResultKey(scorer.method, scorer.identity.fingerprint, scorer.config_hash, scorer.generation_hash)
 
 
-def register(con: duckdb.DuckDBPyConnection, scorer: Scorer) -> ResultKey:
-    """Record the scorer's model (LM, encoder or rater) and its configs once each; return the key."""
+def register(con: duckdb.DuckDBPyConnection, scorer: Scorer) -> None:
+    """Record the scorer's model (LM, encoder or rater) and its configs once each."""
     identity = scorer.identity
     run_sql(con, "store/scoring_model_register", {
         "model_fingerprint": identity.fingerprint,
@@ -51,7 +51,6 @@ def register(con: duckdb.DuckDBPyConnection, scorer: Scorer) -> ResultKey:
             "config_hash": row.config_hash, "config": orjson.dumps(row.body).decode(),
             "generation_hash": row.generation_hash,
         })
-    return result_key(scorer)
 
 
 def known_configs(con: duckdb.DuckDBPyConnection) -> list[dict]:
