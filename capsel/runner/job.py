@@ -89,9 +89,12 @@ def scoring_run(
     con: duckdb.DuckDBPyConnection, scorer: Scorer, scope: Scope, sink: ProgressSink | None,
     run_config: dict | None, page_size: int, **start_kwargs: object,
 ) -> Iterator[tuple[Tally, ResultKey, PendingQuery]]:
-    """Count what is already done, register the scorer and record the run (kind `scorer.run_kind`)."""
+    """Count what is already done, page what is pending, register the scorer and record the run (kind
+    `scorer.run_kind`). Paging before registering changes nothing: the configs a scorer may reuse are other
+    methods' (CAP's for PPL), never its own."""
     key = result_key(scorer)
     n_in_scope, n_done = progress(con, scorer, key, scope)
+    pending_rows = pending_query(con, scorer, key)
     register(con, scorer)
     tally = Tally(sink)
     pending = n_in_scope - n_done if scope.limit is None else min(n_in_scope - n_done, scope.limit)
@@ -100,7 +103,7 @@ def scoring_run(
     with recorded_run(con, scorer.run_kind, tally.counters, config=config, model_fingerprint=key.model_fingerprint,
                       **start_kwargs) as run_id:
         tally.begin(run_id, n_in_scope, n_done, scope.limit)
-        yield tally, key, pending_query(con, scorer, key)
+        yield tally, key, pending_rows
 
 
 def split_pending(scorer: Scorer, rows: list[dict]) -> tuple[list, list]:
