@@ -14,7 +14,7 @@ from capsel.stages.context import RunContext
 @generated_options(run=MODEL_RUN, generation=GENERATION)
 def generate(*, run: ModelRun, generation: Generation, db: DbOption = None) -> None:
     """Generate y-hat (greedy, at most R tokens, stopping before EOS) for candidates that lack one."""
-    from capsel.stages.generate import GenerateRequest, yhat_generator
+    from capsel.stages.generate import GenerateRequest, yhat_writer
     from capsel.stages.generate import generate as generate_stage
 
     settings = run.settings(db)
@@ -25,9 +25,9 @@ def generate(*, run: ModelRun, generation: Generation, db: DbOption = None) -> N
         with scoring_db(settings) as con:
             scorer = described(spec)
             console.print(f"starting {generation.generator}")
-            backend = yhat_generator(generation.generator, settings, scorer)
+            writer = yhat_writer(generation.generator, settings, scorer)
             with CandidateProgress("generating") as progress:
-                summary = generate_stage(GenerateRequest(scorer, backend, run.scope()),
+                summary = generate_stage(GenerateRequest(writer, run.scope()),
                                          RunContext(con, settings, progress))
                 commit.done(f"generation run {summary.run_id} committed {summary.n_processed} candidates")
         print_summary("generate", summary, "generated")

@@ -113,6 +113,9 @@ class Scorer(ABC):
         """The generation config whose stored y-hat pending rows carry (CAP); None for the others."""
         return None
 
+    def close(self) -> None:
+        """Release what the scorer holds beside its model (a y-hat writer's generator); nothing by default."""
+
     def reusable_cap_configs(self, known_configs: Sequence[dict]) -> list[str]:
         """Hashes of stored CAP configs whose measurements `reuse` can take (none by default)."""
         return []

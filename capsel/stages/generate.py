@@ -24,11 +24,9 @@ from capsel.store.scope import Scope
 
 @dataclass(frozen=True)
 class GenerateRequest:
-    """Whose y-hat (a scorer whose method declares one: its model and generation config), made by which generator,
-    for which candidates."""
+    """Which y-hat writer (a method's scorer paired with a generator: `yhat_writer`), for which candidates."""
 
-    scorer: Scorer
-    generator: Generator
+    writer: Scorer
     scope: Scope = Scope()
 
 
@@ -42,32 +40,37 @@ def yhat_scorer_class(name: str) -> Callable[[Scorer, Generator], Scorer]:
     return load_object(declared)
 
 
-def pre_pass_for(name: str, settings: Settings, scorer: Scorer) -> Generator | None:
-    """What writes every missing y-hat before scoring starts: vLLM's worker; None for hf, whose scorer
-    generates batch by batch on the model it already holds."""
+def pre_pass_for(name: str, settings: Settings, scorer: Scorer) -> Scorer | None:
+    """What writes every missing y-hat before scoring starts: vLLM's worker, paired with the scorer; None for hf,
+    whose scorer generates batch by batch on the model it already holds."""
     check_generator(name)
-    return None if name == "hf" else yhat_generator(name, settings, scorer)
+    return None if name == "hf" else yhat_writer(name, settings, scorer)
 
 
-def yhat_generator(name: str, settings: Settings, scorer: Scorer) -> Generator:
-    """The generator `name` for the y-hat of `scorer`'s method (an OptionError when it takes none)."""
-    yhat_scorer_class(scorer.method)
-    return generator_for(name, settings, scorer)  # type: ignore[arg-type]  # a y-hat method's scorer is on the engine
+def yhat_writer(name: str, settings: Settings, scorer: Scorer) -> Scorer:
+    """The writer of `scorer`'s y-hat by the generator `name`; a method that takes none is refused before any
+    generator starts."""
+    writer_class = yhat_scorer_class(scorer.method)
+    # a y-hat method's scorer is on the engine
+    generator = generator_for(name, settings, scorer)  # type: ignore[arg-type]
+    try:
+        return writer_class(scorer, generator)
+    except BaseException:
+        if hasattr(generator, "close"):
+            generator.close()
+        raise
 
 
 def generate(request: GenerateRequest, ctx: RunContext) -> RunSummary:
-    """Write every missing y-hat in scope (each batch committed, resumable), then close the generator (a vLLM
-    engine frees its GPU memory).
+    """Write every missing y-hat in scope (each batch committed, resumable), then close the writer's generator (a
+    vLLM engine frees its GPU memory).
 
     A generator batch above the runner's page (vLLM) gets pages that large, so it can schedule a whole batch at
     once instead of draining its queue every page.
     """
-    generator = request.generator
+    writer = request.writer
     try:
-        writer = yhat_scorer_class(request.scorer.method)(request.scorer, generator)
-        return run_scorer(ctx.con, writer, request.scope, ctx.sink,
-                          {"generator": generator.name}, page_size=max(PAGE_SIZE, generator.batch_size),
+        return run_scorer(ctx.con, writer, request.scope, ctx.sink, page_size=max(PAGE_SIZE, writer.batch_size),
                           parent_run_id=ctx.parent_run_id, prefect_flow_run_id=ctx.prefect_flow_run_id)
     finally:
-        if hasattr(generator, "close"):
-            generator.close()
+        writer.close()

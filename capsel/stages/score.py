@@ -6,7 +6,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from capsel.cap_engine.generation import Generator
 from capsel.methods.method import load_object
 from capsel.methods.registry import build_scorer, method
 from capsel.methods.scorer_spec import ScorerSpec
@@ -22,12 +21,12 @@ from capsel.store.scope import Scope
 @dataclass(frozen=True)
 class ScoreRequest:
     """What to score: a method's spec and the candidates in scope; a method that declares y-hat may take it from a
-    `generator` first.
+    `pre_pass` first (a y-hat writer: `capsel.stages.generate.pre_pass_for`).
     `scorer`: one already built from the spec (a door that described it first, or the lab's own engine)."""
 
     spec: ScorerSpec
     scope: Scope = Scope()
-    generator: Generator | None = None
+    pre_pass: Scorer | None = None
     scorer: Scorer | None = None
 
 
@@ -59,10 +58,10 @@ def score(request: ScoreRequest, ctx: RunContext) -> ScoreSummary:
     target = load_object(targeting.prepare)(request.spec) if targeting is not None else None
     scorer = request.scorer or build_scorer(request.spec)
     generation = None
-    if request.generator is not None:
-        # generate refuses a method that takes no y-hat (closing the generator); else it writes every missing
-        # y-hat first, then exits (freeing its GPU memory), and the scorer then finds every y-hat stored
-        generation = generate(GenerateRequest(scorer, request.generator, request.scope), ctx)
+    if request.pre_pass is not None:
+        # every missing y-hat first, then the generator exits (freeing its GPU memory), and the scorer then finds
+        # every y-hat stored
+        generation = generate(GenerateRequest(request.pre_pass, request.scope), ctx)
     run_config = {**ctx.run_config, **({"target": str(target.path), "target_max": target.target_max} if target else {})}
     summary = run_scorer(
         ctx.con, scorer, request.scope, ctx.sink, run_config,

@@ -31,8 +31,13 @@ class YhatScorer(CapKeys, Scorer):
         self.generator = generator
 
     def run_config(self) -> dict:
-        """CAP's config fields and both hashes, and the generator's batch size."""
-        return self.keys.run_config()
+        """CAP's config fields and both hashes, the generator's batch size and its name."""
+        return {**self.keys.run_config(), "generator": self.generator.name}
+
+    def close(self) -> None:
+        """Close the generator: a vLLM engine frees its GPU memory, so CAP's scorer can load next."""
+        if hasattr(self.generator, "close"):
+            self.generator.close()
 
     def batches(self, items: Sequence[Any]) -> list[list[Any]]:
         """Candidates tokenised; exclusions together, the rest length-sorted in batches of the generator's size."""
