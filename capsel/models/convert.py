@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import json
 import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -151,6 +152,21 @@ def save_plain_copy(
     plain.to(DTYPES[dtype])
     plain.save_pretrained(out_dir, safe_serialization=True)
     tokenizer.save_pretrained(out_dir)
+    for name in VERSIONED_FILES:
+        _drop_writer_version(out_dir / name)
+
+
+# transformers stamps its own version into these; the model's fingerprint hashes them
+VERSIONED_FILES = ("config.json", "generation_config.json")
+
+
+def _drop_writer_version(path: Path) -> None:
+    # The transformers that wrote a config is no part of the model: without its version, a registry model installs
+    # byte for byte alike under every transformers and keeps one fingerprint (it changed with each release).
+    if path.is_file():
+        written = json.loads(path.read_text())
+        written.pop("transformers_version", None)
+        path.write_text(json.dumps(written, indent=2, sort_keys=True) + "\n")
 
 
 def check_prompts(tokenizer: PreTrainedTokenizerBase) -> list[str]:
