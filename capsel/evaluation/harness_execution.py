@@ -89,14 +89,14 @@ def sandbox_command(bwrap: str, python: str, scratch: Path, timeout_s: float, st
     """bwrap's arguments: namespaces, a read-only root with the credential folders hidden, the program's folder."""
     command = [bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--json-status-fd", str(status_fd),
                "--ro-bind", "/", "/"]
-    for hidden in HIDDEN:
-        if Path(hidden).is_dir():
-            command += ["--tmpfs", hidden]
-    # the interpreter (and the venv it is in) stay reachable when they live in a hidden folder
+    covered = (*[hidden for hidden in HIDDEN if Path(hidden).is_dir()], "/tmp")
+    for hidden in covered:
+        command += ["--tmpfs", hidden]
+    # the interpreter (and the venv it is in) stay reachable when they live in a covered folder (a venv in /tmp)
     for kept in sorted({str(Path(sys.base_prefix).resolve()), str(Path(python).parent.parent.absolute())}):
-        if any(kept == hidden or kept.startswith(hidden + "/") for hidden in HIDDEN):
+        if any(kept == hidden or kept.startswith(hidden + "/") for hidden in covered):
             command += ["--ro-bind", kept, kept]
-    command += ["--tmpfs", "/tmp", "--bind", str(scratch), WORK, "--chdir", WORK, "--proc", "/proc", "--dev", "/dev",
+    command += ["--bind", str(scratch), WORK, "--chdir", WORK, "--proc", "/proc", "--dev", "/dev",
                 "--clearenv", "--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin", "--setenv", "HOME", WORK,
                 "--setenv", "TMPDIR", "/tmp", "--setenv", "PYTHONHASHSEED", "0",
                 "--", python, "-I", "-c", LAUNCHER, f"{WORK}/program.py", str(max(1, int(timeout_s)) + 1)]

@@ -25,6 +25,7 @@ from capsel.evaluation.harness_execution import (
     find_bwrap,
     pass_at_1,
     reference_of,
+    run_program,
 )
 from tests.support.harness_files import REAL, read_jsonl
 
@@ -185,6 +186,15 @@ def test_canonical_solutions_still_pass_and_a_wrong_one_fails(tmp_path, task_id)
     wrong = build_predictions([["    return None\n"]], [row])[0]
     assert pass_at_1([reference], [wrong], str(tmp_path), bwrap=find_bwrap()) == 0.0
     assert list(tmp_path.iterdir()) == []  # each program's folder is gone
+
+
+def test_an_interpreter_in_a_venv_under_tmp_runs_in_the_sandbox(tmp_path):
+    # the program gets a fresh /tmp, which hid a venv there (a clone built in /tmp): "execvp ... No such file"
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    python = str(venv / "bin" / "python")
+    assert run_program("raise SystemExit(0)\n", tmp_path / "runs", 10.0, python=python, bwrap=find_bwrap())
+    assert not run_program("raise SystemExit(1)\n", tmp_path / "runs", 10.0, python=python, bwrap=find_bwrap())
 
 
 def test_without_a_working_sandbox_nothing_runs_and_one_line_says_what_to_install(tmp_path, monkeypatch):
