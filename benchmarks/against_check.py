@@ -97,7 +97,7 @@ def main() -> None:
     checked = []
     for comparison in comparisons:
         if comparison["domain"] != "*":
-            continue  # every row: the file's rows carry no domain of their own here
+            continue  # the overall comparison: a domain's holds a subset of the same rows
         ours, tokens = row_nll(model_dirs(con, comparison["target"], args.spec), rows, prompt_tokens, chat)
         theirs, _ = reference
         delta = ours.sum() / tokens.sum() - theirs.sum() / tokens.sum()

@@ -27,6 +27,12 @@ class Generator(Protocol):
         ...
 
 
+def close_generator(generator: Generator) -> None:
+    """Release a generator's engine (vLLM frees its GPU memory); HF's holds none, its model is the scorer's."""
+    if hasattr(generator, "close"):
+        generator.close()
+
+
 class HFGenerator:
     """Batched greedy decoding with transformers: length-sorted batches, left padding, one cached step per token."""
 

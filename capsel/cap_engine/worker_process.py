@@ -136,8 +136,10 @@ def _serve(conn, factory: Factory, kwargs: dict, parent_pid: int) -> None:
     except (EOFError, OSError):
         return
     finally:
-        if hasattr(generator, "close"):
-            generator.close()
+        # imported here: the parent imports this module without torch, and the child has it loaded by now
+        from capsel.cap_engine.generation import close_generator
+
+        close_generator(generator)
 
 
 def _describe(exc: BaseException) -> str:

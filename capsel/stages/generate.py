@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from capsel.cap_engine.generation import Generator
+from capsel.cap_engine.generation import Generator, close_generator
 from capsel.cap_engine.generators import check_generator, generator_for
 from capsel.config import Settings
 from capsel.errors import OptionError
@@ -56,8 +56,7 @@ def yhat_writer(name: str, settings: Settings, scorer: Scorer) -> Scorer:
     try:
         return writer_class(scorer, generator)
     except BaseException:
-        if hasattr(generator, "close"):
-            generator.close()
+        close_generator(generator)
         raise
 
 

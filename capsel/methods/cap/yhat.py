@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from capsel.cap_engine.generation import Generator, generation_results
+from capsel.cap_engine.generation import Generator, close_generator, generation_results
 from capsel.cap_engine.results import GenerationResult
 from capsel.methods.cap.keys import CapKeys
 from capsel.methods.cap.scorer import CapScorer, input_batches
@@ -36,8 +36,7 @@ class YhatScorer(CapKeys, Scorer):
 
     def close(self) -> None:
         """Close the generator: a vLLM engine frees its GPU memory, so CAP's scorer can load next."""
-        if hasattr(self.generator, "close"):
-            self.generator.close()
+        close_generator(self.generator)
 
     def batches(self, items: Sequence[Any]) -> list[list[Any]]:
         """Candidates tokenised; exclusions together, the rest length-sorted in batches of the generator's size."""
