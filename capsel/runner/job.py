@@ -102,7 +102,7 @@ def scoring_run(
               "n_shards_planned": math.ceil(pending / page_size), **(run_config or {})}
     with recorded_run(con, scorer.run_kind, tally.counters, config=config, model_fingerprint=key.model_fingerprint,
                       **start_kwargs) as run_id:
-        tally.begin(run_id, n_in_scope, n_done, scope.limit)
+        tally.begin(run_id, n_in_scope, n_done, pending)
         yield tally, key, pending_rows
 
 

@@ -74,10 +74,10 @@ class Tally:
         self.summary, self.started = RunSummary(), time.perf_counter()
         self.counters: dict = {}
 
-    def begin(self, run_id: str, n_in_scope: int, n_already_done: int, limit: int | None) -> None:
-        """Record the run id and what is in scope and already done; size the progress sink."""
+    def begin(self, run_id: str, n_in_scope: int, n_already_done: int, total: int) -> None:
+        """Record the run id and what is in scope and already done; size the progress sink to the `total` this run
+        will process."""
         self.summary.run_id, self.summary.n_in_scope, self.summary.n_already_done = run_id, n_in_scope, n_already_done
-        total = n_in_scope - n_already_done if limit is None else min(n_in_scope - n_already_done, limit)
         report_progress(done=0, total=total)
         if self.sink:
             self.sink.start(total)
