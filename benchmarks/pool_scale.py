@@ -14,14 +14,16 @@ this process, each timed with the process's RSS sampled every 20 ms:
 
 Prints one JSON line per stage and a summary line. DuckDB gets `--memory-limit` (it spills past it).
 
-`--add-rows N` then runs the nightly increment on a fresh connection: N new rows ingested and scored, the fit, the
-selection and its published files redone over the whole pool; the summary gives its share of the full run's time.
+`--add-rows N` then runs the nightly increment in a process of its own, as a nightly flow run is: N new rows
+ingested and scored, the fit, the selection and its published files redone over the whole pool; the summary gives
+its share of the full run's time and whether its peak stayed within the full run's.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
 import threading
 import time
@@ -63,6 +65,7 @@ copy (
 ) to '{path}' (format json)
 """
 BAD_LINE = b'{"instruction": "a line cut short'
+DB_NAME = "capsel.duckdb"
 
 
 class StandInScorer(CapKeys, Scorer):
@@ -134,7 +137,7 @@ def write_pool(path: Path, rows: int, first: int = 0) -> None:
 
 
 def main() -> None:
-    """Write the pool, then run and measure each stage."""
+    """Write the pool, then run and measure each stage; with --add-rows the increment in a process of its own."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", type=int, default=1_000_000, help="rows of the pool file")
     parser.add_argument("--workdir", type=Path, required=True, help="folder for the pool, the DB and the output")
@@ -143,9 +146,15 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=10_000, help="candidates per stand-in batch")
     parser.add_argument("--add-rows", type=int, default=0,
                         help="then new rows in a second file, run through the same stages (the nightly increment)")
+    parser.add_argument("--increment-only", action="store_true",
+                        help="(what --add-rows starts) add --add-rows rows after the first --rows to the workdir's "
+                             "scored store, and print the increment's stages")
     args = parser.parse_args()
+    if args.increment_only:
+        print(json.dumps(run_increment(args)))
+        return
     args.workdir.mkdir(parents=True, exist_ok=True)
-    pool, db = args.workdir / "pool.jsonl", args.workdir / "capsel.duckdb"
+    pool, db = args.workdir / "pool.jsonl", args.workdir / DB_NAME
     for stale in (db, db.with_name(db.name + ".wal")):
         stale.unlink(missing_ok=True)
     started = time.perf_counter()
@@ -154,26 +163,41 @@ def main() -> None:
           file=sys.stderr, flush=True)
 
     con = open_db(db, memory_limit=args.memory_limit)
-    ctx = RunContext(con, load_settings(output_root=args.workdir / "out"))
-    full = run_stages(pool, args, ctx)
+    full = run_stages(pool, args, RunContext(con, load_settings(output_root=args.workdir / "out")))
+    con.close()
     summary = {"rows": args.rows, "memory_limit": args.memory_limit, **full}
     if args.add_rows:
-        # the nightly case: new rows land beside a scored pool; only they are ingested and scored, while the fit,
-        # the selection and its published files cover the whole pool again. A nightly flow run opens the store
-        # afresh, and so does this: DuckDB keeps what the full run loaded (the key index among it) for as long
-        # as its connection lives, and the increment's publish then ran out of the 3 GB (2026-11-28)
-        con.close()
-        con = open_db(db, memory_limit=args.memory_limit)
-        ctx = RunContext(con, load_settings(output_root=args.workdir / "out"))
-        added = args.workdir / "added.jsonl"
-        write_pool(added, args.add_rows, first=args.rows)
         print("increment:", file=sys.stderr, flush=True)
-        increment = run_stages(added, args, ctx)
+        increment = incremented(args)
         summary["increment"] = {"rows": args.add_rows, **increment,
                                 "share_of_full_time": round(increment["total_seconds"] / full["total_seconds"], 4),
                                 "peak_within_full": increment["peak_rss_gib"] <= full["peak_rss_gib"]}
-    con.close()
     print(json.dumps(summary))
+
+
+def incremented(args: argparse.Namespace) -> dict:
+    """The increment's stages, run by this script in a fresh process: a nightly flow run is one, and a process
+    that ran the full pool first still holds what that left in Python, which its peak would count
+    (2026-11-28: 5.24 GiB in the full run's process against the full run's 4.69)."""
+    command = [sys.executable, __file__, "--increment-only", "--rows", str(args.rows), "--add-rows",
+               str(args.add_rows), "--workdir", str(args.workdir), "--memory-limit", args.memory_limit,
+               "--page-size", str(args.page_size), "--batch-size", str(args.batch_size)]
+    lines = subprocess.run(command, check=True, stdout=subprocess.PIPE, text=True).stdout.splitlines()
+    for line in lines[:-1]:
+        print(line, flush=True)
+    return json.loads(lines[-1])
+
+
+def run_increment(args: argparse.Namespace) -> dict:
+    """New rows after the first `args.rows` beside the workdir's scored pool: only they are ingested and scored,
+    while the fit, the selection and its published files cover the whole pool again."""
+    added = args.workdir / "added.jsonl"
+    write_pool(added, args.add_rows, first=args.rows)
+    con = open_db(args.workdir / DB_NAME, memory_limit=args.memory_limit)
+    try:
+        return run_stages(added, args, RunContext(con, load_settings(output_root=args.workdir / "out")))
+    finally:
+        con.close()
 
 
 def run_stages(pool: Path, args: argparse.Namespace, ctx: RunContext) -> dict:
