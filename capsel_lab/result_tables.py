@@ -1,8 +1,8 @@
-"""The lab's tables in the READMEs and docs/lab.md, rendered from the committed result files under docs/lab/ and
-nothing else.
+"""The lab's and the benchmarks' tables in the READMEs and docs/lab.md, rendered from the committed result files
+under docs/lab/ and benchmarks/results/ and nothing else.
 
 A table sits between `<!-- table: NAME FILE... -->` and `<!-- /table -->`; NAME picks the renderer, the files
-(relative to the repository) are its inputs. `capsel lab tables` rewrites every such block; `--check` (and a
+(relative to the repository) are its inputs (a JSON Lines file: its last line, a run's summary). `capsel lab tables` rewrites every such block; `--check` (and a
 test) fails where a README differs from what its files render.
 """
 
@@ -14,7 +14,7 @@ import statistics
 from pathlib import Path
 from typing import Callable
 
-DOCUMENTS = ("README.md", "capsel_lab/README.md", "docs/lab.md")
+DOCUMENTS = ("README.md", "capsel_lab/README.md", "docs/lab.md", "benchmarks/README.md")
 BLOCK = re.compile(r"(<!-- table: (?P<name>[a-z0-9-]+) (?P<files>[^>]+?) -->\n)(?P<body>.*?)(<!-- /table -->)",
                    re.DOTALL)
 MODEL_NAMES = {"smollm2-135m-instruct": "SmolLM2-135M-Instruct", "gemma3-270m": "Gemma 3 270M (base)",
@@ -25,8 +25,10 @@ def _row(cells: list[str]) -> str:
     return "| " + " | ".join(cells) + " |"
 
 
-def _table(header: list[str], rows: list[list[str]]) -> str:
-    lines = [_row(header), "|" + "---|" * len(header), *(_row(row) for row in rows)]
+def _table(header: list[str], rows: list[list[str]], numbers_from: int | None = None) -> str:
+    """A Markdown table; its columns from `numbers_from` on are right-aligned."""
+    rule = ["---:" if numbers_from is not None and column >= numbers_from else "---" for column in range(len(header))]
+    lines = [_row(header), "|" + "".join(f"{cell}|" for cell in rule), *(_row(row) for row in rows)]
     return "\n".join(lines) + "\n"
 
 
@@ -233,11 +235,39 @@ def world_sft(summaries: list[dict]) -> str:
                    "accuracy, mean ± std over seeds", "known facts", "learnable facts"], rows)
 
 
+def pool_scale_increment(summaries: list[dict]) -> str:
+    """`benchmarks/pool_scale.py --add-rows`: each stage's seconds in the full run and the increment, their share,
+    the whole run and the peaks."""
+    full, increment = summaries[0], summaries[0]["increment"]
+    rows = []
+    for whole, added in zip(full["stages"], increment["stages"]):
+        rows.append([_pool_scale_stage(whole, added), f"{whole['seconds']:.1f}", f"{added['seconds']:.1f}",
+                     f"{added['seconds'] / whole['seconds']:.1%}"])
+    rows.append(["**whole run**", f"**{full['total_seconds']:.1f}**", f"**{increment['total_seconds']:.1f}**",
+                 f"**{increment['total_seconds'] / full['total_seconds']:.1%}**"])
+    rows.append(["peak RSS of the process", f"{full['peak_rss_gib']:.2f} GiB", f"{increment['peak_rss_gib']:.2f} GiB",
+                 ""])
+    return _table(["stage", f"full run ({full['rows']:,} rows): s", f"increment ({increment['rows']:,} rows): s",
+                   "increment / full"], rows, numbers_from=1)
+
+
+def _pool_scale_stage(whole: dict, added: dict) -> str:
+    stage = whole["stage"]
+    if "inserted" in added:
+        return (f"{stage} (increment: {added['inserted']:,} inserted + {added['duplicates']:,} duplicates + "
+                f"{added['quarantined']:,} quarantined)")
+    if "scored" in added:
+        return f"{stage} (increment: {added['scored']:,} candidates)"
+    if "members" in added:
+        return f"{stage} (the whole pool: {added['members']:,} members)"
+    return f"{stage} (the whole pool)"
+
+
 RENDERERS: dict[str, Callable[[list[dict]], str]] = {
     "real-sft-methods": real_sft_methods, "real-sft-pools": real_sft_pools, "real-sft-across": real_sft_across,
     "real-sft-null": real_sft_null, "noise-ranks": noise_ranks, "noise-selections": noise_selections,
     "noise-seeds": noise_seeds, "split-sweep": split_sweep, "noise-summary": noise_summary,
-    "real-pool-counts": real_pool_counts, "world-sft": world_sft,
+    "real-pool-counts": real_pool_counts, "world-sft": world_sft, "pool-scale-increment": pool_scale_increment,
 }
 
 
@@ -245,10 +275,15 @@ def render(text: str, root: Path) -> str:
     """`text` with every table block rendered anew from its files."""
     def block(match: re.Match[str]) -> str:
         files = match.group("files").split()
-        summaries = [json.loads((root / name).read_text(encoding="utf-8")) for name in files]
+        summaries = [_summary(root / name) for name in files]
         return match.group(1) + RENDERERS[match.group("name")](summaries) + match.group(5)
 
     return BLOCK.sub(block, text)
+
+
+def _summary(path: Path) -> dict:
+    text = path.read_text(encoding="utf-8")
+    return json.loads(text.strip().splitlines()[-1] if path.suffix == ".jsonl" else text)
 
 
 def stale_documents(root: Path, write: bool = False) -> list[str]:

@@ -1,5 +1,5 @@
-"""`capsel lab tables`: render the lab tables of the READMEs and docs/lab.md from the committed result files
-(docs/lab/)."""
+"""`capsel lab tables`: render the lab's and the benchmarks' tables of the READMEs and docs/lab.md from the
+committed result files (docs/lab/, benchmarks/results/)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,8 @@ def tables(
         "--check", help="Change nothing; fail (exit 3) when a document's table differs from what its files render.")
     ] = False,
 ) -> None:
-    """Rewrite every table block of README.md, capsel_lab/README.md and docs/lab.md from the result files it names."""
+    """Rewrite every table block of README.md, capsel_lab/README.md, docs/lab.md and benchmarks/README.md from the
+    result files it names."""
     stale = stale_documents(REPOSITORY, write=not check)
     if check and stale:
         raise CapselError(f"{', '.join(stale)}: tables differ from their result files; run `capsel lab tables`")

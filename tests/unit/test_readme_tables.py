@@ -20,7 +20,7 @@ def test_every_table_block_names_committed_files_and_a_known_renderer():
     assert blocks
     for match in blocks:
         for name in match.group("files").split():
-            assert (ROOT / name).is_file() and name.startswith(("docs/lab/", "capsel/data/")), name
+            assert (ROOT / name).is_file() and name.startswith(("docs/lab/", "capsel/data/", "benchmarks/results/")), name
 
 
 def test_a_changed_result_file_changes_the_table(tmp_path):
@@ -35,3 +35,25 @@ def test_a_changed_result_file_changes_the_table(tmp_path):
     changed["aggregate"]["selections"]["cap"]["n_junk"] = 3
     (tmp_path / "docs" / "lab" / source.name).write_text(json.dumps(changed))
     assert "| 3 of 147 (salad 18, shuffled 1) |" in render(rendered, tmp_path)
+
+
+def test_a_benchmark_table_is_the_last_line_of_its_jsonl_run(tmp_path):
+    """pool_scale's increment table: its rows from the run's summary line, the shares computed from the seconds."""
+    (tmp_path / "runs").mkdir()
+    summary = {"rows": 1000, "total_seconds": 40.0, "peak_rss_gib": 2.0, "stages": [
+        {"stage": "ingest", "seconds": 10.0, "peak_rss_gib": 1.0, "inserted": 790, "duplicates": 200,
+         "quarantined": 10},
+        {"stage": "select, gate, publish", "seconds": 30.0, "peak_rss_gib": 2.0, "members": 79}],
+        "increment": {"rows": 10, "total_seconds": 8.0, "peak_rss_gib": 1.5, "stages": [
+            {"stage": "ingest", "seconds": 0.5, "peak_rss_gib": 1.0, "inserted": 8, "duplicates": 2,
+             "quarantined": 0},
+            {"stage": "select, gate, publish", "seconds": 7.5, "peak_rss_gib": 1.5, "members": 80}]}}
+    stage_line = json.dumps({"stage": "ingest", "seconds": 10.0})
+    (tmp_path / "runs" / "run.jsonl").write_text(f"{stage_line}\n{json.dumps(summary)}\n")
+    rendered = render("<!-- table: pool-scale-increment runs/run.jsonl -->\n<!-- /table -->\n", tmp_path)
+    assert "| stage | full run (1,000 rows): s | increment (10 rows): s | increment / full |\n|---|---:|---:|---:|" \
+        in rendered
+    assert "| ingest (increment: 8 inserted + 2 duplicates + 0 quarantined) | 10.0 | 0.5 | 5.0% |" in rendered
+    assert "| select, gate, publish (the whole pool: 80 members) | 30.0 | 7.5 | 25.0% |" in rendered
+    assert "| **whole run** | **40.0** | **8.0** | **20.0%** |" in rendered
+    assert "| peak RSS of the process | 2.00 GiB | 1.50 GiB |  |" in rendered

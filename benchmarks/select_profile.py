@@ -1,0 +1,72 @@
+"""Where a whole-pool refit and reselect spends its time: the fit, the selection, the gate and each published file.
+
+    python benchmarks/select_profile.py --workdir /tmp/pool_scale_inc
+
+Runs, in this fresh process, what a nightly increment redoes for the old rows of a store that
+`benchmarks/pool_scale.py` left in `--workdir` (residualize, then select, gate and publish another selection
+of 10% into its output folder) under cProfile, and prints one JSON object: the seconds of each part, by the
+cumulative time of the function that does it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import json
+import pstats
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from capsel.config import load_settings
+from capsel.db import open_db
+from capsel.selection.params import SelectionParams
+from capsel.stages.context import RunContext
+from capsel.stages.residualize import ResidualizeRequest, residualize
+from capsel.stages.select import SelectRequest, select_and_publish, selection_key
+
+# part -> (file, function) whose cumulative time it is
+PARTS = {
+    "residualize": ("capsel/stages/residualize.py", "residualize"),
+    "fit": ("capsel/selection/residualize.py", "fit_domains"),
+    "select, gate, publish": ("capsel/stages/select.py", "select_and_publish"),
+    "picks": ("capsel/selection/picks.py", "top_residual_z"),
+    "excluded.parquet": ("capsel/publish/excluded.py", "write_excluded"),
+    "gate": ("capsel/quality/gate.py", "check_selection"),
+    "gate: suite built (great-expectations imported)": ("capsel/quality/expectations.py", "member_expectations"),
+    "report": ("capsel/publish/publish.py", "_write_report"),
+    "report: scatter points": ("capsel/publish/report.py", "report_points"),
+    "members' data files": ("capsel/publish/data_files.py", "write_data_files"),
+}
+
+
+def main() -> None:
+    """Profile residualize and select_and_publish on the workdir's store; print the parts' seconds."""
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--workdir", type=Path, required=True, help="a pool_scale.py workdir (its store and output)")
+    parser.add_argument("--memory-limit", default="3GB", help="DuckDB's memory_limit")
+    args = parser.parse_args()
+    con = open_db(args.workdir / "capsel.duckdb", memory_limit=args.memory_limit, must_exist=True)
+    ctx = RunContext(con, load_settings(output_root=args.workdir / "out"))
+    request = SelectRequest(SelectionParams(budget="10%"), args.workdir / "out" / "selections")
+    key = selection_key(ctx, request)
+    profile = cProfile.Profile()
+    started = time.perf_counter()
+    profile.enable()
+    fitted = residualize(ResidualizeRequest(key), ctx)
+    selected = select_and_publish(replace(request, key=key, fits=tuple(fitted.fits)), ctx)
+    profile.disable()
+    wall = time.perf_counter() - started
+    con.close()
+    cumulative = {(file, line, name): row[3] for (file, line, name), row in pstats.Stats(profile).stats.items()}
+    parts = {part: round(sum(seconds for (file, _, name), seconds in cumulative.items()
+                             if file.endswith(path) and name == function), 1)
+             for part, (path, function) in PARTS.items()}
+    print(json.dumps({"command": "python benchmarks/select_profile.py --workdir " + str(args.workdir),
+                      "pool_candidates": sum(pool.size for pool in selected.selection.pools),
+                      "members": len(selected.selection.members),
+                      "wall_s": round(wall, 1), "parts_s": parts}, indent=2))
+
+
+if __name__ == "__main__":
+    main()
