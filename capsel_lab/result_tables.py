@@ -2,8 +2,9 @@
 under docs/lab/ and benchmarks/results/ and nothing else.
 
 A table sits between `<!-- table: NAME FILE... -->` and `<!-- /table -->`; NAME picks the renderer, the files
-(relative to the repository) are its inputs (a JSON Lines file: its last line, a run's summary). `capsel lab tables` rewrites every such block; `--check` (and a
-test) fails where a README differs from what its files render.
+(relative to the repository) are its inputs (of a JSON Lines file its last line, a run's summary). `capsel lab
+tables` rewrites every such block; `--check` (and a test) fails where a README differs from what its files
+render.
 """
 
 from __future__ import annotations
