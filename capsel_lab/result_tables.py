@@ -2,9 +2,9 @@
 under docs/lab/ and benchmarks/results/ and nothing else.
 
 A table sits between `<!-- table: NAME FILE... -->` and `<!-- /table -->`; NAME picks the renderer, the files
-(relative to the repository) are its inputs (of a JSON Lines file its last line, a run's summary). `capsel lab
-tables` rewrites every such block; `--check` (and a test) fails where a README differs from what its files
-render.
+(relative to the repository) are its inputs (a JSON Lines file: its last line, a run's summary, with the lines
+before it under "lines"). `capsel lab tables` rewrites every such block; `--check` (and a test) fails where a
+README differs from what its files render.
 """
 
 from __future__ import annotations
@@ -252,6 +252,29 @@ def pool_scale_increment(summaries: list[dict]) -> str:
                    "increment / full"], rows, numbers_from=1)
 
 
+def ingest_growth(summaries: list[dict]) -> str:
+    """`benchmarks/ingest_growth.py`, a run and its `--split-checkpoint` run: each file's seconds by the candidates
+    stored before it, beside DuckDB's keyed and unkeyed inserts, and each column's slope per million stored."""
+    plain, split = summaries
+    plain_columns = ["seconds", "keyed_seconds", "unkeyed_seconds"]
+    split_columns = ["seconds", "checkpoint_seconds", "keyed_seconds", "keyed_checkpoint_seconds", "unkeyed_seconds"]
+    rows = [[f"{first['stored_before'] / 1e6:.2f}", *(f"{first[c]:.2f}" for c in plain_columns),
+             *(f"{second[c]:.2f}" for c in split_columns)]
+            for first, second in zip(plain["lines"], split["lines"], strict=True)]
+    # bold as the notes read them: ingest's growth in both runs, and the keyed insert's beside the first
+    bold = {"seconds", "keyed_seconds"}
+
+    def slope(summary: dict, column: str, in_bold: bool) -> str:
+        cell = f"{summary['slope_s_per_million_stored'][column]:+.2f}"
+        return f"**{cell}**" if in_bold and column in bold else cell
+
+    rows.append(["**slope, s per million stored**", *(slope(plain, c, True) for c in plain_columns),
+                 *(slope(split, c, c == "seconds") for c in split_columns)])
+    return _table(["candidates stored before: M", "ingest: s", "keyed insert: s", "unkeyed insert: s",
+                   "ingest (2nd run): s", "its checkpoint: s", "keyed insert: s", "keyed checkpoint: s",
+                   "unkeyed insert: s"], rows, numbers_from=0)
+
+
 def _pool_scale_stage(whole: dict, added: dict) -> str:
     stage = whole["stage"]
     if "inserted" in added:
@@ -269,6 +292,7 @@ RENDERERS: dict[str, Callable[[list[dict]], str]] = {
     "real-sft-null": real_sft_null, "noise-ranks": noise_ranks, "noise-selections": noise_selections,
     "noise-seeds": noise_seeds, "split-sweep": split_sweep, "noise-summary": noise_summary,
     "real-pool-counts": real_pool_counts, "world-sft": world_sft, "pool-scale-increment": pool_scale_increment,
+    "ingest-growth": ingest_growth,
 }
 
 
@@ -284,7 +308,10 @@ def render(text: str, root: Path) -> str:
 
 def _summary(path: Path) -> dict:
     text = path.read_text(encoding="utf-8")
-    return json.loads(text.strip().splitlines()[-1] if path.suffix == ".jsonl" else text)
+    if path.suffix != ".jsonl":
+        return json.loads(text)
+    *lines, last = [json.loads(line) for line in text.splitlines() if line.strip()]
+    return {**last, "lines": lines}
 
 
 def stale_documents(root: Path, write: bool = False) -> list[str]:

@@ -57,3 +57,21 @@ def test_a_benchmark_table_is_the_last_line_of_its_jsonl_run(tmp_path):
     assert "| select, gate, publish (the whole pool: 80 members) | 30.0 | 7.5 | 25.0% |" in rendered
     assert "| **whole run** | **40.0** | **8.0** | **20.0%** |" in rendered
     assert "| peak RSS of the process | 2.00 GiB | 1.50 GiB |  |" in rendered
+
+
+def test_the_ingest_growth_table_puts_each_file_of_both_runs_on_one_row(tmp_path):
+    """A row per file: the plain run's seconds beside the split-checkpoint run's; the slopes from their summaries."""
+    def run(path, split: bool) -> None:
+        lines = [{"stored_before": stored, "seconds": 10.0 + stored / 1e6, "keyed_seconds": 2.0,
+                  "unkeyed_seconds": 0.5, **({"checkpoint_seconds": 0.1, "keyed_checkpoint_seconds": 0.2}
+                                             if split else {})} for stored in (0, 790_000)]
+        slopes = {"seconds": 1.0 + split, "keyed_seconds": 0.5, "unkeyed_seconds": 0.0,
+                  **({"checkpoint_seconds": 0.06, "keyed_checkpoint_seconds": 0.12} if split else {})}
+        path.write_text("\n".join(json.dumps(line) for line in [*lines, {"slope_s_per_million_stored": slopes}]))
+
+    run(tmp_path / "plain.jsonl", split=False)
+    run(tmp_path / "split.jsonl", split=True)
+    rendered = render("<!-- table: ingest-growth plain.jsonl split.jsonl -->\n<!-- /table -->\n", tmp_path)
+    assert "| 0.79 | 10.79 | 2.00 | 0.50 | 10.79 | 0.10 | 2.00 | 0.20 | 0.50 |" in rendered
+    assert "| **slope, s per million stored** | **+1.00** | **+0.50** | +0.00 | **+2.00** | +0.06 | +0.50 | +0.12 " \
+        "| +0.00 |" in rendered
