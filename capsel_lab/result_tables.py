@@ -275,6 +275,71 @@ def ingest_growth(summaries: list[dict]) -> str:
                    "unkeyed insert: s"], rows, numbers_from=0)
 
 
+def excluded_scale(summaries: list[dict]) -> str:
+    """`benchmarks/excluded_scale.py`: rows written to excluded.parquet, their rate, the file, and the peak RSS
+    above the process's before the write."""
+    rows = [[f"{run['rows_written']:,}", f"{run['seconds']:.1f}", f"{run['rows_per_s']:,}",
+             f"{run['file_mib']:.1f} MiB", f"{run['text_mib']:,} MiB", f"**{run['rss_peak_above_before_mib']:,} MiB**"]
+            for run in summaries]
+    return _table(["rows written", "seconds", "rows/s", "file", "texts in it", "RSS peak above before the write"],
+                  rows, numbers_from=0)
+
+
+FLOW_COMMANDS = {"select_first": "`flow select`, first 50 rows", "rescore_noop": "`flow rescore`, nothing new",
+                 "select_new_rows": "`flow select`, 50 new rows"}
+# the repeat runs, which the goal of under 10 s beyond the work is about
+REPEAT_RUNS = ("rescore_noop", "select_new_rows")
+
+
+def _seconds(value: float, bold: bool = False) -> str:
+    cell = f"{value:.1f} s"
+    return f"**{cell}**" if bold else cell
+
+
+def flow_overhead_pair(summaries: list[dict]) -> str:
+    """`benchmarks/flow_overhead.py` before and after: each command's wall time and the overhead beyond its work,
+    and the "Loading weights" bars of all three."""
+    before, after = summaries
+    rows = [[FLOW_COMMANDS[run] + (" (surveys the model both times)" if run == "select_first" else ""),
+             _seconds(before[run]["wall_s"]), _seconds(before[run]["overhead_s"], run in REPEAT_RUNS),
+             _seconds(after[run]["wall_s"]), _seconds(after[run]["overhead_s"], run in REPEAT_RUNS)]
+            for run in FLOW_COMMANDS]
+    rows.append(['transformers "Loading weights" bars in the output (all three)', "", str(_bars(before)), "",
+                 str(_bars(after))])
+    return _table(["command", "wall before", "overhead before", "wall after", "overhead after"], rows)
+
+
+def flow_overhead_runs(summaries: list[dict]) -> str:
+    """`benchmarks/flow_overhead.py` at several commits on one VM: each command's overhead beyond its work, and its
+    "Loading weights" bars at the first commit and the last."""
+    first, last = summaries[0], summaries[-1]
+    rows = [[FLOW_COMMANDS[run] + (" (surveys the model every time)" if run == "select_first" else ""),
+             *(_seconds(summary[run]["overhead_s"], summary is last and run in REPEAT_RUNS) for summary in summaries),
+             f"{first[run]['loading_weights_bars']} → {last[run]['loading_weights_bars']}"] for run in FLOW_COMMANDS]
+    labels = [f"overhead `{summary['label']}`" if summary is not last else "overhead main" for summary in summaries]
+    return _table(["command", *labels, '"Loading weights" bars (before → main)'], rows)
+
+
+def _bars(summary: dict) -> int:
+    return sum(summary[run]["loading_weights_bars"] for run in FLOW_COMMANDS)
+
+
+def help_time_rounds(summaries: list[dict]) -> str:
+    """`benchmarks/help_time.py`, rounds of the tree before and after (the files in pairs, before first): each side's
+    slowest `--help` and, after, how many commands took 0.5 s or more."""
+    rows = []
+    for number, (before, after) in enumerate(zip(summaries[::2], summaries[1::2], strict=True), start=1):
+        slow = [seconds for seconds in after["median_s"].values() if seconds >= 0.5]
+        at_half = f"{len(slow)} of {len(after['median_s'])}, up to {max(slow):.2f} s" if slow else "none"
+        rows.append([str(number), _slowest(before), _slowest(after), at_half])
+    return _table(["round", "before: slowest", "after: slowest", "after: commands at 0.5 s or more"], rows)
+
+
+def _slowest(summary: dict) -> str:
+    command = max(summary["median_s"], key=summary["median_s"].get)
+    return f"{summary['median_s'][command]:.2f} s ({command})"
+
+
 def _pool_scale_stage(whole: dict, added: dict) -> str:
     stage = whole["stage"]
     if "inserted" in added:
@@ -292,7 +357,9 @@ RENDERERS: dict[str, Callable[[list[dict]], str]] = {
     "real-sft-null": real_sft_null, "noise-ranks": noise_ranks, "noise-selections": noise_selections,
     "noise-seeds": noise_seeds, "split-sweep": split_sweep, "noise-summary": noise_summary,
     "real-pool-counts": real_pool_counts, "world-sft": world_sft, "pool-scale-increment": pool_scale_increment,
-    "ingest-growth": ingest_growth,
+    "ingest-growth": ingest_growth, "excluded-scale": excluded_scale,
+    "flow-overhead-pair": flow_overhead_pair, "flow-overhead-runs": flow_overhead_runs,
+    "help-time-rounds": help_time_rounds,
 }
 
 

@@ -75,3 +75,12 @@ def test_the_ingest_growth_table_puts_each_file_of_both_runs_on_one_row(tmp_path
     assert "| 0.79 | 10.79 | 2.00 | 0.50 | 10.79 | 0.10 | 2.00 | 0.20 | 0.50 |" in rendered
     assert "| **slope, s per million stored** | **+1.00** | **+0.50** | +0.00 | **+2.00** | +0.06 | +0.50 | +0.12 " \
         "| +0.00 |" in rendered
+
+
+def test_help_time_rounds_name_each_sides_slowest_command_and_count_the_slow_ones(tmp_path):
+    before = {"median_s": {"demo": 1.2, "score": 0.9}}
+    after = {"median_s": {"demo": 0.3, "score": 0.61, "select": 0.5, "ingest": 0.49}}
+    for name, summary in (("before.json", before), ("after.json", after)):
+        (tmp_path / name).write_text(json.dumps(summary))
+    rendered = render("<!-- table: help-time-rounds before.json after.json -->\n<!-- /table -->\n", tmp_path)
+    assert "| 1 | 1.20 s (demo) | 0.61 s (score) | 2 of 4, up to 0.61 s |" in rendered
