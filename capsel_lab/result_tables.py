@@ -324,6 +324,21 @@ def _bars(summary: dict) -> int:
     return sum(summary[run]["loading_weights_bars"] for run in FLOW_COMMANDS)
 
 
+def huge_text_memory(summaries: list[dict]) -> str:
+    """`benchmarks/huge_text_memory.py`: `capsel score`'s peak RSS on the short and the long text, and what
+    tokenising the texts whole or cut first adds."""
+    run = summaries[0]
+    score, tokenise = run["score_peak_mib"], run["tokenise_peak_increment_mib"]
+    short_text, long_text = (key for key in score if key != "increment")
+    rows = [["`capsel score` peak RSS", f"{score[short_text]:,} MiB", f"{score[long_text]:,} MiB",
+             f"**{score['increment']:,} MiB**"],
+            ["tokenising the two texts whole (before)", "", "", f"{tokenise['whole_texts']:,} MiB"],
+            ["`build_inputs` (cut first, capsel/cap_engine/huge_text_cut.py)", "", "",
+             f"{tokenise['build_inputs_cut']:,} MiB"]]
+    characters = [f"{int(key.removesuffix('_chars')):,} characters" for key in (short_text, long_text)]
+    return _table(["", *characters, "increment"], rows)
+
+
 def help_time_rounds(summaries: list[dict]) -> str:
     """`benchmarks/help_time.py`, rounds of the tree before and after (the files in pairs, before first): each side's
     slowest `--help` and, after, how many commands took 0.5 s or more."""
@@ -359,7 +374,7 @@ RENDERERS: dict[str, Callable[[list[dict]], str]] = {
     "real-pool-counts": real_pool_counts, "world-sft": world_sft, "pool-scale-increment": pool_scale_increment,
     "ingest-growth": ingest_growth, "excluded-scale": excluded_scale,
     "flow-overhead-pair": flow_overhead_pair, "flow-overhead-runs": flow_overhead_runs,
-    "help-time-rounds": help_time_rounds,
+    "help-time-rounds": help_time_rounds, "huge-text-memory": huge_text_memory,
 }
 
 
