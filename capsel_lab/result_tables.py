@@ -355,6 +355,91 @@ def _slowest(summary: dict) -> str:
     return f"{summary['median_s'][command]:.2f} s ({command})"
 
 
+def pool_scale_growth(summaries: list[dict]) -> str:
+    """`benchmarks/pool_scale.py` at 1M and 10M rows, and 10M again: each stage's seconds, the 10M / 1M ratio,
+    the peak at 10M and the second 10M run."""
+    small, large, again = summaries
+    rows = []
+    for one, ten, second in zip(small["stages"], large["stages"], again["stages"], strict=True):
+        rows.append([_stage_with_counts(ten), f"{one['seconds']:.1f}", f"{ten['seconds']:.1f}",
+                     f"{ten['seconds'] / one['seconds']:.1f}", f"{ten['peak_rss_gib']:.2f} GiB",
+                     f"{second['seconds']:.1f}"])
+    rows.append(["**whole run**", f"{small['total_seconds']:.1f}", f"**{_with_minutes(large['total_seconds'])}**",
+                 f"{large['total_seconds'] / small['total_seconds']:.1f}", f"**{large['peak_rss_gib']:.2f} GiB**",
+                 f"**{_with_minutes(again['total_seconds'])}, {again['peak_rss_gib']:.2f} GiB**"])
+    return _table(["stage", f"{_millions(small['rows'])} rows: s", f"{_millions(large['rows'])} rows: s",
+                   f"{_millions(large['rows'])} / {_millions(small['rows'])}",
+                   f"peak RSS at {_millions(large['rows'])}", f"{_millions(large['rows'])} again (`-b`): s"],
+                  rows, numbers_from=1)
+
+
+def pool_scale_before_after(summaries: list[dict]) -> str:
+    """`benchmarks/pool_scale.py` before and after a change at 1M, 3M and 10M rows (the files: the 1M run the
+    "before" ratios divide by, then 1M before (two runs), 1M after, 3M before, 3M after, 10M before (two), 10M after
+    (two)): each stage's seconds, several runs of a column side by side, the second 10M run after in bold, and the
+    10M / 1M ratios."""
+    base, *before_1m, after_1m, before_3m, after_3m = summaries[:6]
+    before_10m, after_10m = summaries[6:8], summaries[8:10]
+    columns = [before_1m, [after_1m], [before_3m], [after_3m], before_10m, after_10m]
+    unchanged = {"residualize", "select, gate, publish"}
+    rows = []
+    for index, stage in enumerate(base["stages"]):
+        def seconds(runs: list[dict], bold_last: bool = False) -> str:
+            cells = [f"{run['stages'][index]['seconds']:.1f}" for run in runs]
+            if bold_last:
+                cells[-1] = f"**{cells[-1]}**"
+            return ", ".join(cells)
+
+        def ratios(runs: list[dict], over: dict, bold_last: bool = False) -> str:
+            cells = [f"{run['stages'][index]['seconds'] / over['stages'][index]['seconds']:.1f}" for run in runs]
+            if bold_last:
+                cells[-1] = f"**{cells[-1]}**"
+            return ", ".join(cells)
+
+        name = stage["stage"] + (" (unchanged)" if stage["stage"] in unchanged else "")
+        changed = stage["stage"] not in unchanged
+        rows.append([name, *(seconds(runs, changed and runs is after_10m) for runs in columns),
+                     ratios(before_10m, base), ratios(after_10m, after_1m, changed)])
+    rows.append(["**whole run**", *(", ".join(_total(run, run is after_10m[-1]) for run in runs) for runs in columns),
+                 ", ".join(f"{run['total_seconds'] / base['total_seconds']:.1f}" for run in before_10m),
+                 ", ".join(f"{run['total_seconds'] / after_1m['total_seconds']:.1f}" for run in after_10m)])
+    peaks = [_ingest_score_peaks(runs[-1]) for runs in columns]
+    rows.append(["peak RSS of ingest / score (a column's last run)", *peaks, "", ""])
+    sizes = ["1M before", "1M after", "3M before", "3M after", "10M before", "10M after"]
+    return _table(["stage", *(f"{size}: s" for size in sizes), "10M / 1M before", "10M / 1M after"], rows,
+                  numbers_from=1)
+
+
+def _total(run: dict, bold: bool) -> str:
+    cell = f"{run['total_seconds']:.1f}"
+    return f"**{cell}**" if bold else cell
+
+
+def _ingest_score_peaks(run: dict) -> str:
+    ingest, score = run["stages"][0], run["stages"][1]
+    return f"{ingest['peak_rss_gib']:.2f} / {score['peak_rss_gib']:.2f} GiB"
+
+
+def _millions(rows: int) -> str:
+    return f"{rows / 1e6:g}M"
+
+
+def _with_minutes(seconds: float) -> str:
+    return f"{seconds:.1f} ({seconds / 60:.1f} min)"
+
+
+def _stage_with_counts(stage: dict) -> str:
+    if "inserted" in stage:
+        read = stage["inserted"] + stage["duplicates"] + stage["quarantined"]
+        return (f"{stage['stage']} ({read:,} read = {stage['inserted']:,} inserted + {stage['duplicates']:,} "
+                f"duplicates + {stage['quarantined']:,} quarantined)")
+    if "scored" in stage:
+        return f"{stage['stage']} ({stage['scored']:,} candidates, stand-in scorer)"
+    if "members" in stage:
+        return f"{stage['stage']} ({stage['members']:,} members)"
+    return stage["stage"]
+
+
 def _pool_scale_stage(whole: dict, added: dict) -> str:
     stage = whole["stage"]
     if "inserted" in added:
@@ -375,6 +460,7 @@ RENDERERS: dict[str, Callable[[list[dict]], str]] = {
     "ingest-growth": ingest_growth, "excluded-scale": excluded_scale,
     "flow-overhead-pair": flow_overhead_pair, "flow-overhead-runs": flow_overhead_runs,
     "help-time-rounds": help_time_rounds, "huge-text-memory": huge_text_memory,
+    "pool-scale-growth": pool_scale_growth, "pool-scale-before-after": pool_scale_before_after,
 }
 
 

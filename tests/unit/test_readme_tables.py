@@ -84,3 +84,19 @@ def test_help_time_rounds_name_each_sides_slowest_command_and_count_the_slow_one
         (tmp_path / name).write_text(json.dumps(summary))
     rendered = render("<!-- table: help-time-rounds before.json after.json -->\n<!-- /table -->\n", tmp_path)
     assert "| 1 | 1.20 s (demo) | 0.61 s (score) | 2 of 4, up to 0.61 s |" in rendered
+
+
+def test_pool_scale_growth_divides_the_large_run_by_the_small_one(tmp_path):
+    def run(name: str, rows: int, seconds: float, peak: float) -> None:
+        summary = {"rows": rows, "total_seconds": seconds, "peak_rss_gib": peak,
+                   "stages": [{"stage": "residualize", "seconds": seconds, "peak_rss_gib": peak}]}
+        (tmp_path / name).write_text(json.dumps({"stage": "residualize"}) + "\n" + json.dumps(summary) + "\n")
+
+    run("small.jsonl", 1_000_000, 2.0, 1.0)
+    run("large.jsonl", 10_000_000, 30.0, 3.0)
+    run("again.jsonl", 10_000_000, 120.0, 3.5)
+    rendered = render("<!-- table: pool-scale-growth small.jsonl large.jsonl again.jsonl -->\n<!-- /table -->\n",
+                      tmp_path)
+    assert "| stage | 1M rows: s | 10M rows: s | 10M / 1M | peak RSS at 10M | 10M again (`-b`): s |" in rendered
+    assert "| residualize | 2.0 | 30.0 | 15.0 | 3.00 GiB | 120.0 |" in rendered
+    assert "| **whole run** | 2.0 | **30.0 (0.5 min)** | 15.0 | **3.00 GiB** | **120.0 (2.0 min), 3.50 GiB** |" in rendered
