@@ -324,6 +324,54 @@ def _bars(summary: dict) -> int:
     return sum(summary[run]["loading_weights_bars"] for run in FLOW_COMMANDS)
 
 
+BENCHMARK_MODELS = {"gemma3-270m": "Gemma 3 270M", "smollm2-135m-instruct": "SmolLM2-135M-Instruct"}
+
+
+def score_throughput(summaries: list[dict]) -> str:
+    """`benchmarks/score_throughput.py`, one round per model: the engine, generate-then-score and the paper-style
+    pipeline in candidates/s, their ratio and largest divergence difference, and the engine's matmul bound."""
+    rows = []
+    for run in summaries:
+        model, pool = run["model"], run["pool"]
+        tokens = " / ".join(f"{pool[key]:.0f}" for key in ("mean_prompt_tokens", "mean_response_tokens",
+                                                            "mean_generated_tokens"))
+        engine, paper = run["engine_fused"], run["paper_style"]
+        paper_batch = model.get("paper_batch_size", model["batch_size"])
+        rows.append([
+            f"{BENCHMARK_MODELS.get(model['name'], model['name'])} ({model['prompt_format']})", tokens,
+            f"**{engine['candidates_per_s_median']:.2f} cand/s** ({engine['seconds_per_round'][0]:.0f} s)",
+            f"{run['engine_generate_then_score']['candidates_per_s_median']:.2f} cand/s",
+            f"{paper['candidates_per_s_median']:.2f} cand/s (batch {paper_batch})",
+            f"**{run['ratio_engine_over_paper_median']:.1f}×**", _small(run["max_abs_diff_layers_1_to_L_minus_1"]),
+            f"{run['engine_gflop_per_candidate']:.1f}",
+            f"{run['candidates_per_s_bound_at_matmul_peak']:.1f} cand/s at {run['matmul_gflops_measured']:.0f} GFLOP/s",
+        ])
+    return _table(["model (prompt format)", "tokens per candidate: prompt / reference / ŷ", "engine",
+                   "generate, then score (engine)", "paper-style", "engine / paper-style",
+                   "max \\|Δ D_ℓ\\| vs paper-style", "engine GFLOP per candidate", "bound at measured matmul rate"],
+                  rows)
+
+
+def _small(value: float) -> str:
+    """1.4e-7 rather than 1.4e-07."""
+    mantissa, exponent = f"{value:.1e}".split("e")
+    return f"{mantissa}e{int(exponent)}"
+
+
+def multimodal_batching(summaries: list[dict]) -> str:
+    """`benchmarks/multimodal_throughput.py --compare-batch`: the batched rate beside batch 1 in the same process,
+    whether ŷ matched and the largest divergence difference."""
+    rows = [[f"{run['model'].replace('tiny llava', 'tiny Llava (`capsel_lab.tiny_vlm`)')}, {run['n_candidates']} "
+             f"candidates, {run['prompt_ids_mean']:.0f} prompt ids, {run['generated_ids_mean']:.0f} generated",
+             f"{run['candidates_per_s']:.0f} cand/s ({run['model_s']:.2f} s)",
+             f"{run['compared']['candidates_per_s']:.1f} cand/s ({run['compared']['model_s']:.1f} s)",
+             "yes" if run["compared"]["same_y_hat"] else "no", _small(run["compared"]["max_abs_divergence_diff"])]
+            for run in summaries]
+    first = summaries[0]
+    return _table([f"model (CPU, {first['dtype']}, 2 cores)", f"batch {first['batch_size']}",
+                   f"batch {first['compared']['batch_size']}, same process", "same ŷ", "max \\|Δ D_ℓ\\|"], rows)
+
+
 def huge_text_memory(summaries: list[dict]) -> str:
     """`benchmarks/huge_text_memory.py`: `capsel score`'s peak RSS on the short and the long text, and what
     tokenising the texts whole or cut first adds."""
@@ -461,6 +509,7 @@ RENDERERS: dict[str, Callable[[list[dict]], str]] = {
     "flow-overhead-pair": flow_overhead_pair, "flow-overhead-runs": flow_overhead_runs,
     "help-time-rounds": help_time_rounds, "huge-text-memory": huge_text_memory,
     "pool-scale-growth": pool_scale_growth, "pool-scale-before-after": pool_scale_before_after,
+    "score-throughput": score_throughput, "multimodal-batching": multimodal_batching,
 }
 
 
