@@ -16,6 +16,7 @@ from typing import Callable, Iterable, Iterator
 
 import duckdb
 
+from capsel.cap_engine.result_notes import result_notes
 from capsel.db import transaction
 from capsel.db.checkpoint import release_indexes
 from capsel.errors import CapselError, OptionError
@@ -25,7 +26,6 @@ from capsel.runner.window import Done, ResultHandle, check_fingerprint, check_wi
 from capsel.runner.work import Work, WorkResult, score_work
 from capsel.runs import recorded_run
 from capsel.scorers.base import Counted, Scorer
-from capsel.store.notes import result_notes
 from capsel.store.results import ResultKey, pending_query, progress, register, result_key, write_results
 from capsel.store.scope import PendingQuery, Scope, pending_pages
 
@@ -80,7 +80,8 @@ def run_scorer(
     summary = tally.finished()
     if summary.n_processed:
         release_indexes(con)
-    summary.notes = result_notes(con, scorer, key)
+    summary.notes = result_notes(con, key.model_fingerprint, key.config_hash, key.generation_hash,
+                                 scorer.prompt_format)
     return summary
 
 
