@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 from uuid import UUID
 
@@ -19,7 +20,7 @@ from capsel.methods.scorer_spec import ScorerSpec
 from capsel.pipeline_config import RunnerParams, ScoreFlowConfig
 from capsel.runner.work import default_shard_size, workers_spec
 from capsel.stages.context import RunContext
-from capsel.stages.generate import pre_pass_for
+from capsel.stages.generate import pre_pass_for, run_pre_pass
 from capsel.stages.score import ScoreRequest, ScoreSummary, score
 from capsel.store.scope import Scope
 from capsel.tasks.score import describe_scorer_task, score_shard_task
@@ -69,7 +70,8 @@ def score_sharded(
         page_size=runner.shard_size or default_shard_size(spec, scorer), max_in_flight=runner.max_in_flight,
         run_config={"runner": runner.model_dump()},
     )
-    return score(ScoreRequest(spec, scope, pre_pass_for(runner.generator, settings, scorer), scorer), ctx)
+    generated = run_pre_pass(pre_pass_for(runner.generator, settings, scorer), scope, ctx)
+    return replace(score(ScoreRequest(spec, scope, scorer), ctx), generation=generated)
 
 
 @flow(name="capsel-score", log_prints=True)

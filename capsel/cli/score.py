@@ -31,7 +31,7 @@ def score(
     db: DbOption = None,
 ) -> None:
     """Score candidates that lack a divergence for this model and config; y-hat is generated when missing."""
-    from capsel.stages.generate import pre_pass_for
+    from capsel.stages.generate import pre_pass_for, run_pre_pass
     from capsel.stages.score import ScoreRequest
     from capsel.stages.score import score as score_stage
 
@@ -49,15 +49,16 @@ def score(
                 pre_pass = pre_pass_for(generation.generator, settings, scorer)
                 with CandidateProgress("scoring") as progress:
                     ctx = RunContext(con, settings, progress, run_config={"generator": generation.generator})
-                    outcome = score_stage(ScoreRequest(spec, run.scope(), pre_pass, scorer), ctx)
+                    generated = run_pre_pass(pre_pass, run.scope(), ctx)
+                    outcome = score_stage(ScoreRequest(spec, run.scope(), scorer), ctx)
                     commit.done(f"score run {outcome.scoring.run_id} committed {outcome.scoring.n_processed} "
                                 "candidates")
             output.emit({
                 "model_fingerprint": scorer.identity.fingerprint, "config_hash": scorer.config_hash,
                 "prompt_format": scorer.prompt_format,
-                "generation": None if outcome.generation is None else summary_json(outcome.generation),
+                "generation": None if generated is None else summary_json(generated),
                 "scoring": summary_json(outcome.scoring),
             })
-            if outcome.generation is not None:
-                print_summary("generate", outcome.generation, "generated")
+            if generated is not None:
+                print_summary("generate", generated, "generated")
             print_summary("score", outcome.scoring, "scored")

@@ -60,6 +60,12 @@ def yhat_writer(name: str, settings: Settings, scorer: Scorer) -> Scorer:
         raise
 
 
+def run_pre_pass(writer: Scorer | None, scope: Scope, ctx: RunContext) -> RunSummary | None:
+    """The y-hat pre-pass `pre_pass_for` gave, when it gave one: every missing y-hat in scope written, then the
+    generator closed (a vLLM engine frees its GPU memory), so the scorer that loads next finds every y-hat stored."""
+    return generate(GenerateRequest(writer, scope), ctx) if writer is not None else None
+
+
 def generate(request: GenerateRequest, ctx: RunContext) -> RunSummary:
     """Write every missing y-hat in scope (each batch committed, resumable), then close the writer's generator (a
     vLLM engine frees its GPU memory).

@@ -1,5 +1,9 @@
 """Stage: score the pool with any method's scorer, CAP included (resumable); a method that ranks against a target
-(LESS) then scores it."""
+(LESS) then scores it.
+
+A y-hat pre-pass (vLLM writing every missing y-hat before the scorer loads) is the generate stage's, run first by
+whoever chose the generator (`capsel score`, the score flow): this stage then finds every y-hat stored.
+"""
 
 from __future__ import annotations
 
@@ -13,26 +17,24 @@ from capsel.runner.job import run_scorer
 from capsel.runner.progress import RunSummary
 from capsel.scorers.base import Scorer
 from capsel.stages.context import RunContext
-from capsel.stages.generate import GenerateRequest, generate
 from capsel.store.results import ResultKey, result_key
 from capsel.store.scope import Scope
 
 
 @dataclass(frozen=True)
 class ScoreRequest:
-    """What to score: a method's spec and the candidates in scope; a method that declares y-hat may take it from a
-    `pre_pass` first (a y-hat writer: `capsel.stages.generate.pre_pass_for`).
+    """What to score: a method's spec and the candidates in scope.
     `scorer`: one already built from the spec (a door that described it first, or the lab's own engine)."""
 
     spec: ScorerSpec
     scope: Scope = Scope()
-    pre_pass: Scorer | None = None
     scorer: Scorer | None = None
 
 
 @dataclass
 class ScoreSummary:
-    """What the stage did: the scoring run, its key, the y-hat pre-pass and the LESS target, when they ran."""
+    """What the stage did: the scoring run, its key and the LESS target, when it ran; a caller that ran a y-hat
+    pre-pass first adds its run (`generation`)."""
 
     scoring: RunSummary
     key: ResultKey
@@ -57,11 +59,6 @@ def score(request: ScoreRequest, ctx: RunContext) -> ScoreSummary:
     # read before any scoring, so a bad target row fails first
     target = load_object(targeting.prepare)(request.spec) if targeting is not None else None
     scorer = request.scorer or build_scorer(request.spec)
-    generation = None
-    if request.pre_pass is not None:
-        # every missing y-hat first, then the generator exits (freeing its GPU memory), and the scorer then finds
-        # every y-hat stored
-        generation = generate(GenerateRequest(request.pre_pass, request.scope), ctx)
     run_config = {**ctx.run_config, **({"target": str(target.path), "target_max": target.target_max} if target else {})}
     summary = run_scorer(
         ctx.con, scorer, request.scope, ctx.sink, run_config,
@@ -69,4 +66,4 @@ def score(request: ScoreRequest, ctx: RunContext) -> ScoreSummary:
         parent_run_id=ctx.parent_run_id, prefect_flow_run_id=ctx.prefect_flow_run_id,
     )
     scored_target = load_object(targeting.score)(ctx.con, scorer, target) if targeting and target else None
-    return ScoreSummary(summary, result_key(scorer), generation, scored_target)
+    return ScoreSummary(summary, result_key(scorer), target=scored_target)
