@@ -28,9 +28,10 @@ import sys
 import threading
 import time
 import zlib
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import duckdb
 import psutil
@@ -162,9 +163,8 @@ def main() -> None:
     print(f"pool: {args.rows} rows, {pool.stat().st_size / 2**30:.2f} GiB in {time.perf_counter() - started:.0f} s",
           file=sys.stderr, flush=True)
 
-    con = open_db(db, memory_limit=args.memory_limit)
-    full = run_stages(pool, args, RunContext(con, load_settings(output_root=args.workdir / "out")))
-    con.close()
+    with workdir_store(args.workdir, args.memory_limit) as ctx:
+        full = run_stages(pool, args, ctx)
     summary = {"rows": args.rows, "memory_limit": args.memory_limit, **full}
     if args.add_rows:
         print("increment:", file=sys.stderr, flush=True)
@@ -193,11 +193,23 @@ def run_increment(args: argparse.Namespace) -> dict:
     while the fit, the selection and its published files cover the whole pool again."""
     added = args.workdir / "added.jsonl"
     write_pool(added, args.add_rows, first=args.rows)
-    con = open_db(args.workdir / DB_NAME, memory_limit=args.memory_limit)
+    with workdir_store(args.workdir, args.memory_limit) as ctx:
+        return run_stages(added, args, ctx)
+
+
+@contextmanager
+def workdir_store(workdir: Path, memory_limit: str) -> Iterator[RunContext]:
+    """The workdir's store opened afresh, as a flow run opens it, beside its output folder; closed after."""
+    con = open_db(workdir / DB_NAME, memory_limit=memory_limit)
     try:
-        return run_stages(added, args, RunContext(con, load_settings(output_root=args.workdir / "out")))
+        yield RunContext(con, load_settings(output_root=workdir / "out"))
     finally:
         con.close()
+
+
+def tenth_per_domain(workdir: Path) -> SelectRequest:
+    """The selection every run makes: 10% per domain, published into the workdir's output folder."""
+    return SelectRequest(SelectionParams(budget="10%"), workdir / "out" / "selections")
 
 
 def run_stages(pool: Path, args: argparse.Namespace, ctx: RunContext) -> dict:
@@ -211,7 +223,7 @@ def run_stages(pool: Path, args: argparse.Namespace, ctx: RunContext) -> dict:
     scored, line = measured("score", lambda: run_scorer(con, StandInScorer(args.batch_size),
                                                          page_size=args.page_size))
     lines.append({**line, "scored": scored.n_processed})
-    request = SelectRequest(SelectionParams(budget="10%"), args.workdir / "out" / "selections")
+    request = tenth_per_domain(args.workdir)
     key = selection_key(ctx, request)
     assert key is not None
     residuals, line = measured("residualize", lambda: residualize(ResidualizeRequest(key), ctx))

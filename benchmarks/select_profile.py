@@ -18,12 +18,10 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from capsel.config import load_settings
-from capsel.db import open_db
-from capsel.selection.params import SelectionParams
-from capsel.stages.context import RunContext
+from pool_scale import DB_NAME, tenth_per_domain, workdir_store
+
 from capsel.stages.residualize import ResidualizeRequest, residualize
-from capsel.stages.select import SelectRequest, select_and_publish, selection_key
+from capsel.stages.select import select_and_publish, selection_key
 
 # part -> (file, function) whose cumulative time it is
 PARTS = {
@@ -46,21 +44,23 @@ def main() -> None:
     parser.add_argument("--workdir", type=Path, required=True, help="a pool_scale.py workdir (its store and output)")
     parser.add_argument("--memory-limit", default="3GB", help="DuckDB's memory_limit")
     args = parser.parse_args()
-    con = open_db(args.workdir / "capsel.duckdb", memory_limit=args.memory_limit, must_exist=True)
-    ctx = RunContext(con, load_settings(output_root=args.workdir / "out"))
-    request = SelectRequest(SelectionParams(budget="10%"), args.workdir / "out" / "selections")
-    key = selection_key(ctx, request)
+    if not (args.workdir / DB_NAME).is_file():
+        parser.error(f"{args.workdir / DB_NAME} does not exist: run benchmarks/pool_scale.py --workdir {args.workdir}")
+    request = tenth_per_domain(args.workdir)
     profile = cProfile.Profile()
-    started = time.perf_counter()
-    profile.enable()
-    fitted = residualize(ResidualizeRequest(key), ctx)
-    selected = select_and_publish(replace(request, key=key, fits=tuple(fitted.fits)), ctx)
-    profile.disable()
-    wall = time.perf_counter() - started
-    con.close()
-    cumulative = {(file, line, name): row[3] for (file, line, name), row in pstats.Stats(profile).stats.items()}
-    parts = {part: round(sum(seconds for (file, _, name), seconds in cumulative.items()
-                             if file.endswith(path) and name == function), 1)
+    with workdir_store(args.workdir, args.memory_limit) as ctx:
+        key = selection_key(ctx, request)
+        started = time.perf_counter()
+        profile.enable()
+        fitted = residualize(ResidualizeRequest(key), ctx)
+        selected = select_and_publish(replace(request, key=key, fits=tuple(fitted.fits)), ctx)
+        profile.disable()
+        wall = time.perf_counter() - started
+    stats = pstats.Stats(profile).stats  # (file, line, function) -> (calls, primitive calls, own, cumulative, ...)
+    cumulative = {(file, name): row[3] for (file, _, name), row in stats.items()}
+    # a part whose function the profile never saw (renamed, moved) is null, not 0
+    parts = {part: next((round(seconds, 1) for (file, name), seconds in cumulative.items()
+                         if file.endswith(path) and name == function), None)
              for part, (path, function) in PARTS.items()}
     print(json.dumps({"command": "python benchmarks/select_profile.py --workdir " + str(args.workdir),
                       "pool_candidates": sum(pool.size for pool in selected.selection.pools),
