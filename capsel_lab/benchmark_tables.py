@@ -15,7 +15,7 @@ def pool_scale_increment(summaries: list[dict]) -> str:
     full, increment = summaries[0], summaries[0]["increment"]
     rows = []
     for whole, added in zip(full["stages"], increment["stages"]):
-        rows.append([_pool_scale_stage(whole, added), f"{whole['seconds']:.1f}", f"{added['seconds']:.1f}",
+        rows.append([_increment_stage(added), f"{whole['seconds']:.1f}", f"{added['seconds']:.1f}",
                      f"{added['seconds'] / whole['seconds']:.1%}"])
     rows.append(["**whole run**", f"**{full['total_seconds']:.1f}**", f"**{increment['total_seconds']:.1f}**",
                  f"**{increment['total_seconds'] / full['total_seconds']:.1%}**"])
@@ -38,8 +38,7 @@ def ingest_growth(summaries: list[dict]) -> str:
     bold = {"seconds", "keyed_seconds"}
 
     def slope(summary: dict, column: str, in_bold: bool) -> str:
-        cell = f"{summary['slope_s_per_million_stored'][column]:+.2f}"
-        return f"**{cell}**" if in_bold and column in bold else cell
+        return _bold(f"{summary['slope_s_per_million_stored'][column]:+.2f}", in_bold and column in bold)
 
     rows.append(["**slope, s per million stored**", *(slope(plain, c, True) for c in plain_columns),
                  *(slope(split, c, c == "seconds") for c in split_columns)])
@@ -64,9 +63,12 @@ FLOW_COMMANDS = {"select_first": "`flow select`, first 50 rows", "rescore_noop":
 REPEAT_RUNS = ("rescore_noop", "select_new_rows")
 
 
-def _seconds(value: float, bold: bool = False) -> str:
-    cell = f"{value:.1f} s"
+def _bold(cell: str, bold: bool = True) -> str:
     return f"**{cell}**" if bold else cell
+
+
+def _seconds(value: float, bold: bool = False) -> str:
+    return _bold(f"{value:.1f} s", bold)
 
 
 def flow_overhead_pair(summaries: list[dict]) -> str:
@@ -182,7 +184,7 @@ def pool_scale_growth(summaries: list[dict]) -> str:
     small, large, again = summaries
     rows = []
     for one, ten, second in zip(small["stages"], large["stages"], again["stages"], strict=True):
-        rows.append([_stage_with_counts(ten), f"{one['seconds']:.1f}", f"{ten['seconds']:.1f}",
+        rows.append([_with_counts(ten), f"{one['seconds']:.1f}", f"{ten['seconds']:.1f}",
                      f"{ten['seconds'] / one['seconds']:.1f}", f"{ten['peak_rss_gib']:.2f} GiB",
                      f"{second['seconds']:.1f}"])
     rows.append(["**whole run**", f"{small['total_seconds']:.1f}", f"**{_with_minutes(large['total_seconds'])}**",
@@ -205,25 +207,16 @@ def pool_scale_before_after(summaries: list[dict]) -> str:
     unchanged = {"residualize", "select, gate, publish"}
     rows = []
     for index, stage in enumerate(base["stages"]):
-        def seconds(runs: list[dict], bold_last: bool = False) -> str:
-            cells = [f"{run['stages'][index]['seconds']:.1f}" for run in runs]
-            if bold_last:
-                cells[-1] = f"**{cells[-1]}**"
-            return ", ".join(cells)
-
-        def ratios(runs: list[dict], over: dict, bold_last: bool = False) -> str:
-            cells = [f"{run['stages'][index]['seconds'] / over['stages'][index]['seconds']:.1f}" for run in runs]
-            if bold_last:
-                cells[-1] = f"**{cells[-1]}**"
-            return ", ".join(cells)
-
-        name = stage["stage"] + (" (unchanged)" if stage["stage"] in unchanged else "")
         changed = stage["stage"] not in unchanged
-        rows.append([name, *(seconds(runs, changed and runs is after_10m) for runs in columns),
-                     ratios(before_10m, base), ratios(after_10m, after_1m, changed)])
-    rows.append(["**whole run**", *(", ".join(_total(run, run is after_10m[-1]) for run in runs) for runs in columns),
-                 ", ".join(f"{run['total_seconds'] / base['total_seconds']:.1f}" for run in before_10m),
-                 ", ".join(f"{run['total_seconds'] / after_1m['total_seconds']:.1f}" for run in after_10m)])
+        seconds = [[run["stages"][index]["seconds"] for run in runs] for runs in columns]
+        rows.append([stage["stage"] + ("" if changed else " (unchanged)"),
+                     *(_side_by_side(cells, changed and runs is after_10m) for cells, runs in zip(seconds, columns)),
+                     _side_by_side([value / stage["seconds"] for value in seconds[4]]),
+                     _side_by_side([value / seconds[1][0] for value in seconds[5]], changed)])
+    rows.append(["**whole run**",
+                 *(_side_by_side([run["total_seconds"] for run in runs], runs is after_10m) for runs in columns),
+                 _side_by_side([run["total_seconds"] / base["total_seconds"] for run in before_10m]),
+                 _side_by_side([run["total_seconds"] / after_1m["total_seconds"] for run in after_10m])])
     peaks = [_ingest_score_peaks(runs[-1]) for runs in columns]
     rows.append(["peak RSS of ingest / score (a column's last run)", *peaks, "", ""])
     sizes = ["1M before", "1M after", "3M before", "3M after", "10M before", "10M after"]
@@ -231,9 +224,11 @@ def pool_scale_before_after(summaries: list[dict]) -> str:
                   numbers_from=1)
 
 
-def _total(run: dict, bold: bool) -> str:
-    cell = f"{run['total_seconds']:.1f}"
-    return f"**{cell}**" if bold else cell
+def _side_by_side(values: list[float], bold_last: bool = False) -> str:
+    """Several runs' figures in one cell, the last in bold when it is the one the text reads."""
+    cells = [f"{value:.1f}" for value in values]
+    cells[-1] = _bold(cells[-1], bold_last)
+    return ", ".join(cells)
 
 
 def _ingest_score_peaks(run: dict) -> str:
@@ -249,28 +244,29 @@ def _with_minutes(seconds: float) -> str:
     return f"{seconds:.1f} ({seconds / 60:.1f} min)"
 
 
-def _stage_with_counts(stage: dict) -> str:
+def _counts(stage: dict) -> str | None:
+    """What a pool_scale stage line counted: ingest's rows, score's candidates, the selection's members."""
     if "inserted" in stage:
-        read = stage["inserted"] + stage["duplicates"] + stage["quarantined"]
-        return (f"{stage['stage']} ({read:,} read = {stage['inserted']:,} inserted + {stage['duplicates']:,} "
-                f"duplicates + {stage['quarantined']:,} quarantined)")
+        return (f"{stage['inserted']:,} inserted + {stage['duplicates']:,} duplicates + {stage['quarantined']:,} "
+                "quarantined")
     if "scored" in stage:
-        return f"{stage['stage']} ({stage['scored']:,} candidates, stand-in scorer)"
+        return f"{stage['scored']:,} candidates"
     if "members" in stage:
-        return f"{stage['stage']} ({stage['members']:,} members)"
-    return stage["stage"]
+        return f"{stage['members']:,} members"
+    return None
 
 
-def _pool_scale_stage(whole: dict, added: dict) -> str:
-    stage = whole["stage"]
-    if "inserted" in added:
-        return (f"{stage} (increment: {added['inserted']:,} inserted + {added['duplicates']:,} duplicates + "
-                f"{added['quarantined']:,} quarantined)")
-    if "scored" in added:
-        return f"{stage} (increment: {added['scored']:,} candidates)"
-    if "members" in added:
-        return f"{stage} (the whole pool: {added['members']:,} members)"
-    return f"{stage} (the whole pool)"
+def _with_counts(stage: dict) -> str:
+    counts = _counts(stage)
+    return f"{stage['stage']} ({counts})" if counts else stage["stage"]
+
+
+def _increment_stage(added: dict) -> str:
+    """An increment's stage: what it took of the new rows (ingest, score), or that it covered the whole pool."""
+    counts = _counts(added)
+    if "inserted" in added or "scored" in added:
+        return f"{added['stage']} (increment: {counts})"
+    return f"{added['stage']} (the whole pool{f': {counts}' if counts else ''})"
 
 
 BENCHMARK_RENDERERS: dict[str, Callable[[list[dict]], str]] = {
