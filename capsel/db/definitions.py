@@ -19,6 +19,7 @@ DEFINITIONS = (
     "selection/cap_pool",
     "selection/cap_domain_fits",
     "selection/cap_scores_at",
+    "selection/cap_scores_pinned",
     "selection/cap_views",
     "selection/selection_pool",
     "selection/kcenter_pool",

@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING
 import duckdb
 
 from capsel.db.records import fetch_records
-from capsel.db.sqlfiles import sql_relation
+from capsel.db.sqlfiles import sql_text
 from capsel.publish.funnel import funnel
+from capsel.selection.pinned_scores import pinned_cap_scores
 from capsel.selection.scoring_key import layer_params
 
 if TYPE_CHECKING:  # the plan loads pandas, and EXCLUDED_FILE is read at --help time (`capsel demo`)
@@ -26,7 +27,9 @@ def write_excluded(con: duckdb.DuckDBPyConnection, selection: Selection, path: P
     that ingest read), then each stage's dropped rows and what is left after it, `eligible` after the
     scorer, and `selected` last. Counts are read back from the file, so they describe what was written.
     """
-    sql_relation(con, "publish/excluded_rows", _params(selection)).write_parquet(str(path))
+    with pinned_cap_scores(con, selection.key):
+        # on `con`, not a cursor: the pinned scores are in its own temp table
+        con.sql(sql_text("publish/excluded_rows"), params=_params(selection)).write_parquet(str(path))
     counts = fetch_records(con, "publish/excluded_stage_counts", {"path": str(path)})
     return funnel(counts, len(selection.members))
 

@@ -17,6 +17,7 @@ from matplotlib.figure import Figure
 
 from capsel.db import run_sql
 from capsel.safe_text import html_text
+from capsel.selection.pinned_scores import pinned_cap_scores
 from capsel.selection.residualize import DomainFit
 from capsel.selection.scoring_key import ScoringKey
 
@@ -25,13 +26,14 @@ def report_points(
     con: duckdb.DuckDBPyConnection, key: ScoringKey, domains: Sequence[str], max_points: int
 ) -> pd.DataFrame:
     """Scored pool points to plot: at most `max_points` per domain (a stable sample), with the pool size."""
-    return run_sql(con, "publish/report_points", {
-        "model_fingerprint": key.model_fingerprint,
-        "config_hash": key.config_hash,
-        "domains": list(domains),
-        "max_points": int(max_points),
-        **key.layer_params(),
-    }).df()
+    with pinned_cap_scores(con, key):
+        return run_sql(con, "publish/report_points", {
+            "model_fingerprint": key.model_fingerprint,
+            "config_hash": key.config_hash,
+            "domains": list(domains),
+            "max_points": int(max_points),
+            **key.layer_params(),
+        }).df()
 
 
 def write_report(

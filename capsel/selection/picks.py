@@ -12,6 +12,7 @@ from capsel.methods.selectors import TopScore
 from capsel.selection.budget import Quota
 from capsel.selection.coverage import select_coverage
 from capsel.selection.params import SelectionParams
+from capsel.selection.pinned_scores import pinned_cap_scores
 from capsel.selection.scoring_key import ScoringKey, layer_params
 
 
@@ -23,24 +24,25 @@ def top_residual_z(con: duckdb.DuckDBPyConnection, quotas: Sequence[Quota], key:
                    asked: SelectionParams, selector: object) -> pd.DataFrame:
     """The highest z of CAP's per-domain residual; `score` is CAP."""
     assert key is not None  # selection needs the method's own scores before it gets here
-    ranked = run_sql(con, "selection/select_cap_pool", {
-        "quotas": _quota_rows(quotas), "use_scores": True, "model_fingerprint": key.model_fingerprint,
-        "config_hash": key.config_hash, "seed": None, "ppl_guard": asked.ppl_guard, "ppl_guard_z": asked.ppl_guard_z,
-        **key.layer_params(),
-    }).df()
-    ranked["score"] = ranked["cap"]
-    return ranked
+    return _cap_pool_ranked(con, quotas, key, asked, seed=None)
 
 
 def seeded_draw(con: duckdb.DuckDBPyConnection, quotas: Sequence[Quota], key: ScoringKey | None, asked: SelectionParams,
                 selector: object) -> pd.DataFrame:
     """md5(seed:candidate_id) order per domain over the key's eligible pool (every candidate when `key` is None)."""
-    ranked = run_sql(con, "selection/select_cap_pool", {
-        "quotas": _quota_rows(quotas), "use_scores": key is not None,
-        "model_fingerprint": key.model_fingerprint if key else None,
-        "config_hash": key.config_hash if key else None, "seed": int(asked.seed),
-        "ppl_guard": asked.ppl_guard, "ppl_guard_z": asked.ppl_guard_z, **layer_params(key),
-    }).df()
+    return _cap_pool_ranked(con, quotas, key, asked, seed=int(asked.seed))
+
+
+def _cap_pool_ranked(con: duckdb.DuckDBPyConnection, quotas: Sequence[Quota], key: ScoringKey | None,
+                     asked: SelectionParams, seed: int | None) -> pd.DataFrame:
+    """sql/selection/select_cap_pool.sql's members: by z, or in the seed's order; `score` is CAP."""
+    with pinned_cap_scores(con, key):
+        ranked = run_sql(con, "selection/select_cap_pool", {
+            "quotas": _quota_rows(quotas), "use_scores": key is not None,
+            "model_fingerprint": key.model_fingerprint if key else None,
+            "config_hash": key.config_hash if key else None, "seed": seed,
+            "ppl_guard": asked.ppl_guard, "ppl_guard_z": asked.ppl_guard_z, **layer_params(key),
+        }).df()
     ranked["score"] = ranked["cap"]
     return ranked
 

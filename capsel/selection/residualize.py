@@ -10,6 +10,7 @@ import duckdb
 
 from capsel.db.records import fetch_records
 from capsel.errors import CapselError
+from capsel.selection.pinned_scores import pinned_cap_scores
 from capsel.selection.scoring_key import ScoringKey
 
 # Two points fit a line exactly, leaving every residual zero and z undefined; three is the least
@@ -88,12 +89,13 @@ def fit_domains(
     con: duckdb.DuckDBPyConnection, key: ScoringKey, domains: Sequence[str] | None = None
 ) -> list[DomainFit]:
     """Fit every domain with eligible scores for `key` (optionally only `domains`); refuse degenerate ones."""
-    rows = fetch_records(con, "selection/residualize", {
-        "model_fingerprint": key.model_fingerprint,
-        "config_hash": key.config_hash,
-        "domains": list(domains) if domains else None,
-        **key.layer_params(),
-    })
+    with pinned_cap_scores(con, key):
+        rows = fetch_records(con, "selection/residualize", {
+            "model_fingerprint": key.model_fingerprint,
+            "config_hash": key.config_hash,
+            "domains": list(domains) if domains else None,
+            **key.layer_params(),
+        })
     fits = [DomainFit(**row) for row in rows]
     for fit in fits:
         check_fit(fit, key)

@@ -7,6 +7,7 @@ from typing import Sequence
 
 from capsel.db.progress_file import report_stage
 from capsel.db.records import fetch_records
+from capsel.selection.pinned_scores import pinned_cap_scores
 from capsel.selection.residualize import DomainFit, fit_domains
 from capsel.selection.scoring_key import ScoringKey
 from capsel.stages.context import RunContext
@@ -34,9 +35,10 @@ def residualize(request: ResidualizeRequest, ctx: RunContext) -> ResidualizeSumm
     """Fit every domain of the key (a degenerate one raises with the reason) and pick the examples per end."""
     key = request.key
     report_stage("residualize", ctx.parent_run_id, unit="domains")
-    fits = fit_domains(ctx.con, key, request.domains)
-    examples = fetch_records(ctx.con, "selection/extreme_examples", {
-        "model_fingerprint": key.model_fingerprint, "config_hash": key.config_hash, "n_examples": request.n_examples,
-        **key.layer_params(),
-    })
+    with pinned_cap_scores(ctx.con, key):  # the fit's spread and the examples read one z
+        fits = fit_domains(ctx.con, key, request.domains)
+        examples = fetch_records(ctx.con, "selection/extreme_examples", {
+            "model_fingerprint": key.model_fingerprint, "config_hash": key.config_hash,
+            "n_examples": request.n_examples, **key.layer_params(),
+        })
     return ResidualizeSummary(fits, examples)

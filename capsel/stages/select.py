@@ -15,6 +15,7 @@ from capsel.publish.publish import PublishedSelection, publish_selection
 from capsel.publish.reconcile import Reconciled, reconcile_selections
 from capsel.runs import recorded_run
 from capsel.selection.params import SelectionParams
+from capsel.selection.pinned_scores import pinned_cap_scores
 from capsel.selection.plan import Selection, build_selection
 from capsel.selection.residualize import DomainFit
 from capsel.selection.scoring_key import ScoringKey, resolve_scoring_key, with_layer_split
@@ -83,13 +84,15 @@ def select_and_publish(request: SelectRequest, ctx: RunContext) -> SelectSummary
         reconciled = reconcile_selections(ctx.con, [request.out_dir])
         if reconciled:
             counters["reconciled"] = reconciled.as_dict()
-        on_step("selecting")
-        selection = build_selection(ctx.con, request.selection, key, request.fits)
-        counters.update(n_members=len(selection.members), n_domains=len(selection.quotas))
-        fault_point("select.before_publish")
-        on_step("data-quality gate and publish")
-        report_stage("data-quality gate and publish", run_id, unit="files")
-        published = publish_selection(ctx.con, selection, request.out_dir, run_id, ctx.settings.report_max_points,
-                                      on_file_written=lambda path: on_step(f"wrote {path.name}"))
+        with pinned_cap_scores(ctx.con, key):  # the picks, excluded.parquet and the report rank by one z
+            on_step("selecting")
+            selection = build_selection(ctx.con, request.selection, key, request.fits)
+            counters.update(n_members=len(selection.members), n_domains=len(selection.quotas))
+            fault_point("select.before_publish")
+            on_step("data-quality gate and publish")
+            report_stage("data-quality gate and publish", run_id, unit="files")
+            published = publish_selection(ctx.con, selection, request.out_dir, run_id,
+                                          ctx.settings.report_max_points,
+                                          on_file_written=lambda path: on_step(f"wrote {path.name}"))
         counters["selection_id"] = published.selection_id
     return SelectSummary(selection, published, run_id, reconciled)

@@ -15,9 +15,9 @@ pool as (
 ),
 cap as (
     select candidate_id, cap, z
-    from cap_scores_at($model_fingerprint, $config_hash, $early_first::bigint, $early_last::bigint,
+    from cap_scores_pinned_at($model_fingerprint, $config_hash, $early_first::bigint, $early_last::bigint,
                        $late_first::bigint, $late_last::bigint)
-    -- a null model is "every model" to the macro; here it means nothing was scored
+    -- a null model: nothing was scored
     where $model_fingerprint::varchar is not null
 ),
 classified as (

@@ -15,7 +15,7 @@ spread as (
         stddev_samp(d_late) as late_std,
         avg(z) as z_mean,
         stddev_samp(z) as z_std
-    from cap_scores_at($model_fingerprint, $config_hash, $early_first::bigint, $early_last::bigint,
+    from cap_scores_pinned_at($model_fingerprint, $config_hash, $early_first::bigint, $early_last::bigint,
                        $late_first::bigint, $late_last::bigint)
     where ($domains::varchar[] is null or list_contains($domains::varchar[], domain))
     group by domain

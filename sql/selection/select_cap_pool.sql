@@ -12,7 +12,7 @@ guarded as (
 ),
 scored as (
     select candidate_id, domain, d_early, d_late, cap, z
-    from cap_scores_at($model_fingerprint, $config_hash, $early_first::bigint, $early_last::bigint,
+    from cap_scores_pinned_at($model_fingerprint, $config_hash, $early_first::bigint, $early_last::bigint,
                        $late_first::bigint, $late_last::bigint)
     where $use_scores
         and candidate_id not in (select candidate_id from guarded)
@@ -33,19 +33,37 @@ pool as (
     union all
     select * from unscored
 ),
-final as (
+keyed as (
     select
         pool.*,
-        row_number() over (
-            partition by pool.domain
-            order by
-                case when $seed is null then pool.z end desc,
-                md5($seed::varchar || ':' || pool.candidate_id),
-                pool.candidate_id
-        ) as rank
+        quotas.k,
+        case when $seed is null then pool.z end as z_key,
+        md5($seed::varchar || ':' || pool.candidate_id) as draw_key
     from pool
     join quotas on quotas.domain = pool.domain
-    qualify rank <= quotas.k
+),
+cutoffs as (
+    -- each domain's k-th key when it has k (null: keep every row): the ranks below sort the rows up to it, not
+    -- the whole pool
+    select
+        domain,
+        case when count(z_key) >= k then list_last(max(z_key, k)) end as least_z,
+        case when count(draw_key) >= k then list_last(min(draw_key, k)) end as last_draw
+    from keyed
+    group by domain, k
+),
+final as (
+    select
+        keyed.* exclude (k, z_key, draw_key),
+        row_number() over (
+            partition by keyed.domain
+            order by keyed.z_key desc nulls last, keyed.draw_key, keyed.candidate_id
+        ) as rank
+    from keyed
+    join cutoffs on cutoffs.domain = keyed.domain
+    where (cutoffs.least_z is null or keyed.z_key >= cutoffs.least_z)
+        and (cutoffs.last_draw is null or keyed.draw_key <= cutoffs.last_draw)
+    qualify rank <= keyed.k
 )
 select * from final
 order by domain, rank;

@@ -11,6 +11,7 @@ from capsel.config import load_settings
 from capsel.db import open_db, run_sql
 from capsel.errors import CapselError, OptionError
 from capsel.selection.params import SelectionParams
+from capsel.selection.pinned_scores import pinned_cap_scores
 from capsel.selection.plan import build_selection
 from capsel.selection.residualize import fit_domains
 from capsel.selection.scoring_key import ScoringKey, resolve_scoring_key, with_layer_split
@@ -72,10 +73,12 @@ def test_a_new_split_equals_numpy_on_the_stored_profile(store, early, late, earl
     exported = run_sql(con, "scoring/cap_scores", {"model_fingerprint": MODEL, "config_hash": key.config_hash,
                                                    "domains": None, **key.layer_params()}).df()
     np.testing.assert_allclose(exported.set_index("candidate_id").sort_index()["z"], expected["z"], rtol=1e-9)
-    split = run_sql(con, "selection/select_cap_pool", {
-        "quotas": [{"domain": domain, "k": 10_000} for domain in SIZES], "use_scores": True, "model_fingerprint": MODEL,
-        "config_hash": key.config_hash, "seed": None, "ppl_guard": None, "ppl_guard_z": None, **key.layer_params(),
-    }).df().set_index("candidate_id").sort_index()
+    with pinned_cap_scores(con, key):
+        split = run_sql(con, "selection/select_cap_pool", {
+            "quotas": [{"domain": domain, "k": 10_000} for domain in SIZES], "use_scores": True,
+            "model_fingerprint": MODEL, "config_hash": key.config_hash, "seed": None, "ppl_guard": None,
+            "ppl_guard_z": None, **key.layer_params(),
+        }).df().set_index("candidate_id").sort_index()
     assert list(split.index) == list(expected.index)
     for column in ("d_early", "d_late", "cap", "z"):
         np.testing.assert_allclose(split[column], expected[column], rtol=1e-9, atol=1e-12)
