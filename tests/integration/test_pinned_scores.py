@@ -119,7 +119,7 @@ def test_a_pin_replaces_what_a_failed_unpin_left(store):
     with pinned_cap_scores(con, key):
         expected = report_points(con, key, list(SIZES), max_points=1000)
     # a copy whose unpin failed with its transaction, and whose scores have moved since
-    con.execute("insert into cap_scores_pinned select model_fingerprint, config_hash, null, null, null, null, "
-                "candidate_id, domain, d_early, d_late, cap, z + 1 from cap_scores where model_fingerprint = ?",
-                [MODEL])
+    con.execute("insert into cap_scores_pinned select cap_scores_pin_of(model_fingerprint, config_hash, null, null, "
+                "null, null), candidate_id, domain, d_early, d_late, cap, z + 1 from cap_scores "
+                "where model_fingerprint = ?", [MODEL])
     pd.testing.assert_frame_equal(report_points(con, key, list(SIZES), max_points=1000), expected)
