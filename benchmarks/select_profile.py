@@ -27,6 +27,7 @@ from capsel.stages.select import select_and_publish, selection_key
 PARTS = {
     "residualize": ("capsel/stages/residualize.py", "residualize"),
     "fit": ("capsel/selection/residualize.py", "fit_domains"),
+    "CAP's z pinned (once per stage)": ("capsel/selection/pinned_scores.py", "pinned_cap_scores"),
     "select, gate, publish": ("capsel/stages/select.py", "select_and_publish"),
     "picks": ("capsel/selection/picks.py", "top_residual_z"),
     "excluded.parquet": ("capsel/publish/excluded.py", "write_excluded"),

@@ -25,6 +25,21 @@ def pool_scale_increment(summaries: list[dict]) -> str:
                    "increment / full"], rows, numbers_from=1)
 
 
+def select_profile_before_after(summaries: list[dict]) -> str:
+    """`benchmarks/select_profile.py` on one store before and after a change (the two files in that order): each
+    part's seconds under cProfile, a part the profile did not see as "–", and the whole refit and reselect."""
+    before, after = summaries
+    parts = list(dict.fromkeys([*after["parts_s"], *before["parts_s"]]))  # in the newer profile's order
+    rows = [[part, *(_optional_seconds(run["parts_s"].get(part)) for run in (before, after))] for part in parts]
+    rows.append(["**residualize, then select, gate and publish**", f"**{before['wall_s']:.1f}**",
+                 f"**{after['wall_s']:.1f}**"])
+    return table(["part", "before: s", "after: s"], rows, numbers_from=1)
+
+
+def _optional_seconds(seconds: float | None) -> str:
+    return "–" if seconds is None else f"{seconds:.1f}"
+
+
 def ingest_growth(summaries: list[dict]) -> str:
     """`benchmarks/ingest_growth.py`, a run and its `--split-checkpoint` run: each file's seconds by the candidates
     stored before it, beside DuckDB's keyed and unkeyed inserts, and each column's slope per million stored."""
@@ -271,6 +286,7 @@ def _increment_stage(added: dict) -> str:
 
 BENCHMARK_RENDERERS: dict[str, Callable[[list[dict]], str]] = {
     "pool-scale-increment": pool_scale_increment, "pool-scale-growth": pool_scale_growth,
+    "select-profile-before-after": select_profile_before_after,
     "pool-scale-before-after": pool_scale_before_after, "ingest-growth": ingest_growth,
     "excluded-scale": excluded_scale, "flow-overhead-pair": flow_overhead_pair,
     "flow-overhead-runs": flow_overhead_runs,

@@ -100,3 +100,15 @@ def test_pool_scale_growth_divides_the_large_run_by_the_small_one(tmp_path):
     assert "| stage | 1M rows: s | 10M rows: s | 10M / 1M | peak RSS at 10M | 10M again (`-b`): s |" in rendered
     assert "| residualize | 2.0 | 30.0 | 15.0 | 3.00 GiB | 120.0 |" in rendered
     assert "| **whole run** | 2.0 | **30.0 (0.5 min)** | 15.0 | **3.00 GiB** | **120.0 (2.0 min), 3.50 GiB** |" in rendered
+
+
+def test_the_select_profile_table_puts_both_runs_parts_side_by_side(tmp_path):
+    before = {"wall_s": 110.0, "parts_s": {"residualize": 17.0, "picks": 10.4, "gone": 3.0}}
+    after = {"wall_s": 75.4, "parts_s": {"residualize": 8.6, "picks": 1.8, "gone": None, "new": 0.5}}
+    for name, summary in (("before.json", before), ("after.json", after)):
+        (tmp_path / name).write_text(json.dumps(summary))
+    rendered = render("<!-- table: select-profile-before-after before.json after.json -->\n<!-- /table -->\n",
+                      tmp_path)
+    assert "| picks | 10.4 | 1.8 |" in rendered
+    assert "| gone | 3.0 | – |" in rendered and "| new | – | 0.5 |" in rendered
+    assert "| **residualize, then select, gate and publish** | **110.0** | **75.4** |" in rendered
