@@ -14,7 +14,6 @@ import torch
 from capsel.cap_engine.divergence import BlockStates
 from capsel.cap_engine.forward import PromptState, extend, pad_id, prefill
 from capsel.cap_engine.graph_steps import StepGraph, step_graph
-from capsel.cap_engine.sliced_head import sliced_head
 from capsel.models.loading import LoadedModel
 
 
@@ -91,8 +90,7 @@ def decode_while(
         return
     steps = step_graph(loaded, state, rows.horizon, kept)
     try:
-        with sliced_head(loaded):  # a step's logits feed its argmax alone
-            _decode(loaded, state, rows, needed, steps)
+        _decode(loaded, state, rows, needed, steps)
     finally:
         if steps is not None:
             steps.finish(state)

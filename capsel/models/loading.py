@@ -71,9 +71,6 @@ class LoadedModel:
     # Whether the norms and MLPs run compiled (cap_engine.compiled_norms: their elementwise work fused): None picks
     # by device, compiled for a text model on CUDA.
     compile_norms_and_mlps: bool | None = None
-    # Whether greedy steps on CPU run a float32 head in slices of the vocabulary (cap_engine.sliced_head: the same
-    # tokens, faster); off runs the plain head at every step.
-    sliced_head: bool = True
 
     @property
     def processor(self) -> Any:
