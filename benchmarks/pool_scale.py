@@ -28,7 +28,7 @@ import sys
 import threading
 import time
 import zlib
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
@@ -45,7 +45,7 @@ from capsel.methods.cap.keys import CapKeys
 from capsel.runner.job import run_scorer
 from capsel.scorers.base import Scorer, ScorerIdentity
 from capsel.selection.params import SelectionParams
-from capsel.stages.context import RunContext
+from capsel.stages.context import RunContext, run_scope
 from capsel.stages.ingest import IngestRequest, ingest
 from capsel.stages.residualize import ResidualizeRequest, residualize
 from capsel.stages.select import SelectRequest, select_and_publish, selection_key
@@ -212,6 +212,12 @@ def tenth_per_domain(workdir: Path) -> SelectRequest:
     return SelectRequest(SelectionParams(budget="10%"), workdir / "out" / "selections")
 
 
+def last_step(summary: Any, run: ExitStack) -> Any:
+    """`summary`, once the run it ended has let go of what its steps held."""
+    run.close()
+    return summary
+
+
 def run_stages(pool: Path, args: argparse.Namespace, ctx: RunContext) -> dict:
     """Ingest `pool`, score what is pending, refit and select, each stage timed; the totals and every stage."""
     con = ctx.con
@@ -226,11 +232,15 @@ def run_stages(pool: Path, args: argparse.Namespace, ctx: RunContext) -> dict:
     request = tenth_per_domain(args.workdir)
     key = selection_key(ctx, request)
     assert key is not None
-    residuals, line = measured("residualize", lambda: residualize(ResidualizeRequest(key), ctx))
-    lines.append(line)
-    fits = tuple(residuals.fits)
-    selected, line = measured("select, gate, publish",
-                              lambda: select_and_publish(replace(request, key=key, fits=fits), ctx))
+    with ExitStack() as run:
+        # as in a flow's run (capsel.stages.pipeline.run_steps): the select step reads the z its residualize step
+        # pinned, and the pin is let go as the run ends with that step, so within its time
+        in_run = run.enter_context(run_scope(ctx))
+        residuals, line = measured("residualize", lambda: residualize(ResidualizeRequest(key), in_run))
+        lines.append(line)
+        fits = tuple(residuals.fits)
+        selected, line = measured("select, gate, publish", lambda: last_step(
+            select_and_publish(replace(request, key=key, fits=fits), in_run), run))
     lines.append({**line, "members": len(selected.selection.members)})
     return {"total_seconds": round(sum(line["seconds"] for line in lines), 1),
             "peak_rss_gib": max(line["peak_rss_gib"] for line in lines), "stages": lines}

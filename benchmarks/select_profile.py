@@ -20,6 +20,7 @@ from pathlib import Path
 
 from pool_scale import DB_NAME, tenth_per_domain, workdir_store
 
+from capsel.stages.context import run_scope
 from capsel.stages.residualize import ResidualizeRequest, residualize
 from capsel.stages.select import select_and_publish, selection_key
 
@@ -53,8 +54,9 @@ def main() -> None:
         key = selection_key(ctx, request)
         started = time.perf_counter()
         profile.enable()
-        fitted = residualize(ResidualizeRequest(key), ctx)
-        selected = select_and_publish(replace(request, key=key, fits=tuple(fitted.fits)), ctx)
+        with run_scope(ctx) as in_run:  # as a flow's run: its select step reads the z residualize pinned
+            fitted = residualize(ResidualizeRequest(key), in_run)
+            selected = select_and_publish(replace(request, key=key, fits=tuple(fitted.fits)), in_run)
         profile.disable()
         wall = time.perf_counter() - started
     stats = pstats.Stats(profile).stats  # (file, line, function) -> (calls, primitive calls, own, cumulative, ...)

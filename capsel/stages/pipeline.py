@@ -15,7 +15,7 @@ from capsel.faults import fault_point
 from capsel.ingest.summary import IngestReport
 from capsel.methods.registry import method
 from capsel.selection.scoring_key import ScoringKey
-from capsel.stages.context import RunContext
+from capsel.stages.context import RunContext, run_scope
 from capsel.stages.evaluate import EvaluateRequest, EvaluateSummary, evaluate
 from capsel.stages.finetune import FinetuneStageRequest, FinetuneSummary, finetune_selection
 from capsel.stages.ingest import IngestRequest, ingest, kept_nothing, lost_files_error
@@ -53,13 +53,15 @@ def call_here(declared: DeclaredStep, request: Any, ctx: RunContext) -> Any:
 def run_steps(steps: Sequence[DeclaredStep[Plan, Outcome]], plan: Plan, outcome: Outcome, ctx: RunContext,
               call: Call = call_here, after: Callable[[str, Outcome], None] = lambda name, outcome: None) -> Outcome:
     """Run the steps in order on the plan, each summary kept in `outcome`. `after` hears each step's end, failed
-    ones too, so a door can report what the run did before an error."""
-    for declared in steps:
-        try:
-            for request in declared.requests(plan, outcome):
-                declared.keep(plan, outcome, call(declared, request, ctx), ctx)
-        finally:
-            after(declared.name, outcome)
+    ones too, so a door can report what the run did before an error. What a step holds for the run (CAP's pinned
+    z, from residualize to the select step and its report) is let go when the last step ends."""
+    with run_scope(ctx) as ctx:
+        for declared in steps:
+            try:
+                for request in declared.requests(plan, outcome):
+                    declared.keep(plan, outcome, call(declared, request, ctx), ctx)
+            finally:
+                after(declared.name, outcome)
     return outcome
 
 

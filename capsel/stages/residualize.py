@@ -10,7 +10,7 @@ from capsel.db.records import fetch_records
 from capsel.selection.pinned_scores import pinned_cap_scores
 from capsel.selection.residualize import DomainFit, fit_domains
 from capsel.selection.scoring_key import ScoringKey
-from capsel.stages.context import RunContext
+from capsel.stages.context import RunContext, held_for_run
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,8 @@ def residualize(request: ResidualizeRequest, ctx: RunContext) -> ResidualizeSumm
     """Fit every domain of the key (a degenerate one raises with the reason) and pick the examples per end."""
     key = request.key
     report_stage("residualize", ctx.parent_run_id, unit="domains")
-    with pinned_cap_scores(ctx.con, key):  # the fit's spread and the examples read one z
+    # the fit's spread and the examples read one z, and in a run so does its select step
+    with held_for_run(ctx, pinned_cap_scores(ctx.con, key)):
         fits = fit_domains(ctx.con, key, request.domains)
         examples = fetch_records(ctx.con, "selection/extreme_examples", {
             "model_fingerprint": key.model_fingerprint, "config_hash": key.config_hash,

@@ -19,7 +19,7 @@ from capsel.selection.pinned_scores import pinned_cap_scores
 from capsel.selection.plan import Selection, build_selection
 from capsel.selection.residualize import DomainFit
 from capsel.selection.scoring_key import ScoringKey, resolve_scoring_key, with_layer_split
-from capsel.stages.context import RunContext
+from capsel.stages.context import RunContext, held_for_run
 
 
 @dataclass(frozen=True)
@@ -84,7 +84,8 @@ def select_and_publish(request: SelectRequest, ctx: RunContext) -> SelectSummary
         reconciled = reconcile_selections(ctx.con, [request.out_dir])
         if reconciled:
             counters["reconciled"] = reconciled.as_dict()
-        with pinned_cap_scores(ctx.con, key):  # the picks, excluded.parquet and the report rank by one z
+        # the picks, excluded.parquet and the report rank by one z (in a run, the residualize step's)
+        with held_for_run(ctx, pinned_cap_scores(ctx.con, key)):
             on_step("selecting")
             selection = build_selection(ctx.con, request.selection, key, request.fits)
             counters.update(n_members=len(selection.members), n_domains=len(selection.quotas))

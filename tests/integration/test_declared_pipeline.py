@@ -43,11 +43,17 @@ def _plan(pool, model_dir, out_dir, publish_unchanged: bool = True) -> Selection
                          publish_unchanged=publish_unchanged)
 
 
-def _recording(calls: list[str]):
+def _recording(calls: list[str], pinned: dict[str, int] | None = None):
     def call(declared, request, ctx):
         calls.append(declared.name)
+        if pinned is not None:  # CAP's z held for the run when the step starts
+            pinned[declared.name] = _pinned_rows(ctx.con)
         return call_here(declared, request, ctx)
     return call
+
+
+def _pinned_rows(con) -> int:
+    return con.execute("select count(*) from cap_scores_pinned").fetchone()[0]
 
 
 def test_the_declared_pipeline_publishes_what_its_steps_run_one_by_one_publish(tmp_path, model_dir):
@@ -55,10 +61,15 @@ def test_the_declared_pipeline_publishes_what_its_steps_run_one_by_one_publish(t
     settings = load_settings()
     calls: list[str] = []
     ended: list[str] = []
+    pinned: dict[str, int] = {}
     with open_db(tmp_path / "declared.duckdb") as con:
         plan = _plan(pool, model_dir, tmp_path / "declared")
-        outcome = run_steps(SELECTION_STEPS, plan, SelectionOutcome(), RunContext(con, settings), _recording(calls),
-                            lambda name, outcome: ended.append(name))
+        outcome = run_steps(SELECTION_STEPS, plan, SelectionOutcome(), RunContext(con, settings),
+                            _recording(calls, pinned), lambda name, outcome: ended.append(name))
+        # the select step reads the z the residualize step pinned (every eligible row); the run lets it go at its end
+        eligible = sum(pool.size for pool in outcome.selected.selection.pools)
+        assert pinned == {"ingest": 0, "score": 0, "residualize": 0, "select-and-publish": eligible}
+        assert eligible > 8 and _pinned_rows(con) == 0
     assert calls == ["ingest", "score", "residualize", "select-and-publish"]
     assert ended == [declared.name for declared in SELECTION_STEPS]
     assert outcome.ingest is not None and outcome.ingest.totals().n_inserted == 24

@@ -1,6 +1,7 @@
 """CAP's z pinned once per stage (capsel/selection/pinned_scores.py) on a real DuckDB file: the readers that sort only
 the ends of the pool (the extreme examples, the report's sample, the picks) against pandas over numpy's z, and the
-pin itself: one copy for every reader inside it, gone after it, a leftover of a failed unpin replaced."""
+pin itself: one copy for every reader inside it, gone after it, a leftover of a failed unpin replaced, and one pin
+for a run's residualize and select steps."""
 
 from __future__ import annotations
 
@@ -17,8 +18,9 @@ from capsel.selection.params import SelectionParams
 from capsel.selection.pinned_scores import pinned_cap_scores
 from capsel.selection.plan import build_selection
 from capsel.selection.scoring_key import resolve_scoring_key
-from capsel.stages.context import RunContext
+from capsel.stages.context import RunContext, run_scope
 from capsel.stages.residualize import ResidualizeRequest, residualize
+from capsel.stages.select import SelectRequest, select_and_publish
 from tests.support.scored_pool import MODEL, make_pool
 
 # "tiny" scores fewer rows than twice the examples asked: its top and bottom overlap
@@ -123,3 +125,32 @@ def test_a_pin_replaces_what_a_failed_unpin_left(store):
                 "null, null), candidate_id, domain, d_early, d_late, cap, z + 1 from cap_scores "
                 "where model_fingerprint = ?", [MODEL])
     pd.testing.assert_frame_equal(report_points(con, key, list(SIZES), max_points=1000), expected)
+
+
+def _pinned_rows(con) -> int:
+    return con.execute("select count(*) from cap_scores_pinned").fetchone()[0]
+
+
+def test_a_runs_select_step_reads_the_z_its_residualize_step_pinned(store, tmp_path):
+    con, tables = store
+    key = resolve_scoring_key(con, model=MODEL)
+    ctx = RunContext(con, load_settings(db_path=tmp_path / "capsel.duckdb", output_root=tmp_path))
+    reference = numpy_z(tables).query("domain == 'math'").sort_values(["z", "candidate_id"], ascending=[False, True])
+    lowest = reference["candidate_id"].iloc[-1]
+    with run_scope(ctx) as in_run:
+        fitted = residualize(ResidualizeRequest(key), in_run)
+        assert _pinned_rows(con) == N_SCORED  # held past the step, for the next one
+        # the lowest moves to the top after the pin: a select step that computed z afresh would pick it
+        con.execute("update divergences set d_late = d_late + 5 where candidate_id = ? and model_fingerprint = ?",
+                    [lowest, MODEL])
+        request = SelectRequest(SelectionParams(budget="9", domains=["math"]), tmp_path / "out", key=key,
+                                fits=tuple(fitted.fits))
+        picked = select_and_publish(request, in_run).selection.members["candidate_id"].tolist()
+        assert _pinned_rows(con) == N_SCORED
+    assert picked == reference["candidate_id"].head(9).tolist()
+    assert _pinned_rows(con) == 0  # let go with the run
+    # a stage run by itself pins for its own time, and reads the moved score
+    alone = select_and_publish(SelectRequest(SelectionParams(budget="9", domains=["math"], model=MODEL),
+                                             tmp_path / "out"), ctx)
+    assert lowest in alone.selection.members["candidate_id"].tolist()
+    assert _pinned_rows(con) == 0
