@@ -4,7 +4,8 @@ A whole-pool refit and reselect reads z five times (the fit's spread, the extrem
 points, excluded.parquet). Computing it joins every score to its candidate and refits (about 4 s at 8M rows on
 2 cores), and DuckDB's parallel sums make two computations differ in the 13th digit, so the picks and
 excluded.parquet's ranks could disagree on a near tie. A reader pins the key itself; a stage pins it around all
-of its readers, and the readers inside reuse that copy.
+of its readers, and the readers inside reuse that copy; in a run of several steps, the residualize step's pin lasts
+to the run's end (capsel.stages.context.held_for_run), so the select step reuses it too.
 """
 
 from __future__ import annotations
