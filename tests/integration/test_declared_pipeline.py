@@ -21,6 +21,7 @@ from capsel.stages.pipeline import SELECTION_STEPS, SelectionOutcome, SelectionP
 from capsel.stages.score import ScoreRequest, score
 from capsel.stages.select import SelectRequest, select_and_publish
 from tests.integration.pool_files import write_jsonl
+from tests.support.scored_pool import pinned_rows
 
 WORDS = "the a of to in is was for on that with as by at from this be it are or an".split()
 
@@ -47,13 +48,9 @@ def _recording(calls: list[str], pinned: dict[str, int] | None = None):
     def call(declared, request, ctx):
         calls.append(declared.name)
         if pinned is not None:  # CAP's z held for the run when the step starts
-            pinned[declared.name] = _pinned_rows(ctx.con)
+            pinned[declared.name] = pinned_rows(ctx.con)
         return call_here(declared, request, ctx)
     return call
-
-
-def _pinned_rows(con) -> int:
-    return con.execute("select count(*) from cap_scores_pinned").fetchone()[0]
 
 
 def test_the_declared_pipeline_publishes_what_its_steps_run_one_by_one_publish(tmp_path, model_dir):
@@ -69,7 +66,7 @@ def test_the_declared_pipeline_publishes_what_its_steps_run_one_by_one_publish(t
         # the select step reads the z the residualize step pinned (every eligible row); the run lets it go at its end
         eligible = sum(pool.size for pool in outcome.selected.selection.pools)
         assert pinned == {"ingest": 0, "score": 0, "residualize": 0, "select-and-publish": eligible}
-        assert eligible > 8 and _pinned_rows(con) == 0
+        assert eligible > 8 and pinned_rows(con) == 0
     assert calls == ["ingest", "score", "residualize", "select-and-publish"]
     assert ended == [declared.name for declared in SELECTION_STEPS]
     assert outcome.ingest is not None and outcome.ingest.totals().n_inserted == 24

@@ -21,7 +21,7 @@ from capsel.selection.scoring_key import resolve_scoring_key
 from capsel.stages.context import RunContext, run_scope
 from capsel.stages.residualize import ResidualizeRequest, residualize
 from capsel.stages.select import SelectRequest, select_and_publish
-from tests.support.scored_pool import MODEL, make_pool
+from tests.support.scored_pool import MODEL, make_pool, pinned_rows
 
 # "tiny" scores fewer rows than twice the examples asked: its top and bottom overlap
 SIZES = {"code": 70, "math": 90, "tiny": 5}
@@ -109,8 +109,8 @@ def test_readers_inside_one_pin_share_its_copy_and_it_is_gone_after(store):
                     [top_id, MODEL])
         inside = report_points(con, key, ["math"], max_points=1000).set_index("candidate_id")["z"]
         pd.testing.assert_series_equal(inside, before)
-        assert con.execute("select count(*) from cap_scores_pinned").fetchone()[0] == N_SCORED
-    assert con.execute("select count(*) from cap_scores_pinned").fetchone()[0] == 0
+        assert pinned_rows(con) == N_SCORED
+    assert pinned_rows(con) == 0
     after = report_points(con, key, ["math"], max_points=1000).set_index("candidate_id")["z"]
     assert after[top_id] < before[top_id] - 1  # read afresh, the moved score shows
 
@@ -127,10 +127,6 @@ def test_a_pin_replaces_what_a_failed_unpin_left(store):
     pd.testing.assert_frame_equal(report_points(con, key, list(SIZES), max_points=1000), expected)
 
 
-def _pinned_rows(con) -> int:
-    return con.execute("select count(*) from cap_scores_pinned").fetchone()[0]
-
-
 def test_a_runs_select_step_reads_the_z_its_residualize_step_pinned(store, tmp_path):
     con, tables = store
     key = resolve_scoring_key(con, model=MODEL)
@@ -139,18 +135,18 @@ def test_a_runs_select_step_reads_the_z_its_residualize_step_pinned(store, tmp_p
     lowest = reference["candidate_id"].iloc[-1]
     with run_scope(ctx) as in_run:
         fitted = residualize(ResidualizeRequest(key), in_run)
-        assert _pinned_rows(con) == N_SCORED  # held past the step, for the next one
+        assert pinned_rows(con) == N_SCORED  # held past the step, for the next one
         # the lowest moves to the top after the pin: a select step that computed z afresh would pick it
         con.execute("update divergences set d_late = d_late + 5 where candidate_id = ? and model_fingerprint = ?",
                     [lowest, MODEL])
         request = SelectRequest(SelectionParams(budget="9", domains=["math"]), tmp_path / "out", key=key,
                                 fits=tuple(fitted.fits))
         picked = select_and_publish(request, in_run).selection.members["candidate_id"].tolist()
-        assert _pinned_rows(con) == N_SCORED
+        assert pinned_rows(con) == N_SCORED
     assert picked == reference["candidate_id"].head(9).tolist()
-    assert _pinned_rows(con) == 0  # let go with the run
+    assert pinned_rows(con) == 0  # let go with the run
     # a stage run by itself pins for its own time, and reads the moved score
     alone = select_and_publish(SelectRequest(SelectionParams(budget="9", domains=["math"], model=MODEL),
                                              tmp_path / "out"), ctx)
     assert lowest in alone.selection.members["candidate_id"].tolist()
-    assert _pinned_rows(con) == 0
+    assert pinned_rows(con) == 0

@@ -136,3 +136,8 @@ def scored_store(folder: Path) -> Path:
     make_pool(con, {"code": 20, "math": 20})
     con.close()
     return folder
+
+
+def pinned_rows(con: duckdb.DuckDBPyConnection) -> int:
+    """Rows of CAP's pinned scores the connection holds now (capsel.selection.pinned_scores)."""
+    return con.execute("select count(*) from cap_scores_pinned").fetchone()[0]
