@@ -10,7 +10,7 @@ import duckdb
 
 from capsel.db.records import fetch_records
 from capsel.db.sqlfiles import sql_text
-from capsel.publish.funnel import funnel
+from capsel.publish.funnel import REASON_STAGES, funnel
 from capsel.selection.pinned_scores import pinned_cap_scores
 from capsel.selection.scoring_key import layer_params
 
@@ -30,7 +30,8 @@ def write_excluded(con: duckdb.DuckDBPyConnection, selection: Selection, path: P
     with pinned_cap_scores(con, selection.key):
         # on `con`, not a cursor: the pinned scores are in its own temp table
         con.sql(sql_text("publish/excluded_rows"), params=_params(selection)).write_parquet(str(path))
-    counts = fetch_records(con, "publish/excluded_stage_counts", {"path": str(path)})
+    counts = fetch_records(con, "publish/excluded_stage_counts",
+                           {"path": str(path), "reason_stages": list(REASON_STAGES)})
     return funnel(counts, len(selection.members))
 
 
