@@ -10,10 +10,10 @@ import pandas as pd
 
 def members_digest(members: pd.DataFrame) -> str:
     """sha256 over (domain, rank, candidate_id) of every member, in order."""
-    digest = hashlib.sha256()
-    for domain, rank, candidate_id in members[["domain", "rank", "candidate_id"]].itertuples(index=False):
-        digest.update(f"{domain}\t{rank}\t{candidate_id}\n".encode())
-    return digest.hexdigest()
+    # whole columns at once: a row-by-row loop took seconds at a million members
+    lines = (members["domain"].astype(str) + "\t" + members["rank"].astype(str) + "\t"
+             + members["candidate_id"].astype(str) + "\n")
+    return hashlib.sha256("".join(lines.tolist()).encode()).hexdigest()
 
 
 def new_selection_id(members_sha256: str, created_at: datetime) -> str:
