@@ -50,8 +50,9 @@ def write_data_files(
     on_written(parquet)
     jsonl = directory / "data.jsonl"
     with open(jsonl, "wb") as handle:
-        for record in rows[fields].to_dict("records"):
-            handle.write(orjson.dumps(record) + b"\n")
+        # columns as lists, zipped: to_dict("records") reads Arrow-backed strings one value at a time (4x slower)
+        for values in zip(*(rows[field].tolist() for field in fields)):
+            handle.write(orjson.dumps(dict(zip(fields, values))) + b"\n")
     on_written(jsonl)
     info = directory / "dataset_info.json"
     entry = llamafactory_info(dataset_name, with_images=images is not None)
