@@ -61,9 +61,9 @@ def check_selection(
     `published_counts` (domain -> members, as the manifest and dataset card will state them) must equal the
     members counted per domain.
     """
-    fresh = member_lineage(con, members["candidate_id"].dropna().astype(str).tolist(), key)[
-        ["candidate_id", *LINEAGE_COLUMNS]
-    ]
+    fresh = member_lineage(
+        con, members["candidate_id"].dropna().astype(str).tolist(), key, columns=["candidate_id", *LINEAGE_COLUMNS]
+    )
     checked = members.drop(columns=[c for c in LINEAGE_COLUMNS if c in members.columns]).merge(
         fresh, on="candidate_id", how="left"
     )
