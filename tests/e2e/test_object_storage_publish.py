@@ -37,7 +37,10 @@ def store(tmp_path):
 
 
 def capsel(s3, cwd: Path, *args: str, fault: str | None = None) -> subprocess.CompletedProcess:
-    env = s3.env(CAPSEL_DB_PATH=str(cwd / "capsel.duckdb"), CAPSEL_OUTPUT_ROOT=str(cwd / "root"))
+    # a publish to storage stages in the temp dir: the test's own, so a kill's leftover stays in the test's folder
+    temp = cwd / "temp"
+    temp.mkdir(exist_ok=True)
+    env = s3.env(CAPSEL_DB_PATH=str(cwd / "capsel.duckdb"), CAPSEL_OUTPUT_ROOT=str(cwd / "root"), TMPDIR=str(temp))
     if fault:
         env[FAULT_POINT_ENV] = fault
     return subprocess.run([sys.executable, "-m", "capsel", *args], cwd=cwd, env=env, capture_output=True, text=True,
@@ -162,3 +165,4 @@ def test_storage_out_of_reach_leaves_an_unfinished_publish_alone(store):
     [line] = listing.stderr.strip().splitlines()
     assert line.startswith(f"error: {out_dir}: cannot read manifest.json")
     assert selection_rows(store / "capsel.duckdb") == [(selection_id, status, out_dir)]  # neither undone nor finished
+    assert [path.name for path in (store / "temp").iterdir() if path.is_dir()] == [f".tmp-{selection_id}"]
