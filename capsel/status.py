@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import duckdb
 import orjson
 
-from capsel.db import one_row, run_sql
+from capsel.db import first_row, one_row, run_sql
 
 
 @dataclass(frozen=True)
@@ -52,5 +52,5 @@ def source_totals(con: duckdb.DuckDBPyConnection) -> SourceTotals:
 
 def latest_funnel(con: duckdb.DuckDBPyConnection) -> LatestFunnel | None:
     """The funnel of the newest published selection, or None before any selection recorded one."""
-    row = run_sql(con, "status/latest_funnel").fetchone()
+    row = first_row(con, "status/latest_funnel")
     return None if row is None else LatestFunnel(selection_id=row[0], funnel=orjson.loads(row[2]))

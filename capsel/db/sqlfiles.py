@@ -25,9 +25,18 @@ def run_sql(
     return con.execute(sql_text(name))
 
 
+def first_row(con: duckdb.DuckDBPyConnection, name: str, params: dict[str, Any] | None = None) -> tuple | None:
+    """The first row a SQL file returns (None when it returns none), its result read to the end.
+
+    `fetchone()` would leave the result open on `con`, and DuckDB then refuses `con.sql(...)` until it is read.
+    """
+    rows = run_sql(con, name, params).fetchall()
+    return rows[0] if rows else None
+
+
 def one_row(con: duckdb.DuckDBPyConnection, name: str, params: dict[str, Any] | None = None) -> tuple:
     """The single row an aggregate SQL file returns (a query that returns none is a bug, raised as such)."""
-    row = run_sql(con, name, params).fetchone()
+    row = first_row(con, name, params)
     if row is None:
         raise RuntimeError(f"sql/{name}.sql returned no row")
     return row

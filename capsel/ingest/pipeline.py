@@ -17,7 +17,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from capsel.db import one_row, run_sql, sql_text, transaction
+from capsel.db import first_row, one_row, run_sql, sql_text, transaction
 from capsel.db.progress_file import report_progress, report_stage
 from capsel.errors import CapselError, OptionError
 from capsel.faults import fault_point
@@ -222,7 +222,7 @@ def _ingest_copy(
 ) -> FileOutcome:
     """Ingest the input `path` from its local copy; the sources row records `path` (a URL for an object)."""
     sha256 = copy.sha256
-    known = run_sql(con, "ingest/ingest_source_find", {"sha256": sha256}).fetchone()
+    known = first_row(con, "ingest/ingest_source_find", {"sha256": sha256})
     retry: pa.Array | None = None
     known_by = None if known is None else known[2]
     if known is not None:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import duckdb
 
 from capsel.compare.metrics import jaccard
-from capsel.db import run_sql
+from capsel.db import first_row, run_sql
 
 
 @dataclass(frozen=True)
@@ -28,7 +28,7 @@ class VersionDiff:
 
 def version_diff(con: duckdb.DuckDBPyConnection, selection_id: str) -> VersionDiff | None:
     """The change since the previous published version of the same (model, config, method, budget), if any."""
-    row = run_sql(con, "publish/previous_version", {"selection_id": selection_id}).fetchone()
+    row = first_row(con, "publish/previous_version", {"selection_id": selection_id})
     if row is None:
         return None
     previous_id = row[0]

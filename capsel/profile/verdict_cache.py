@@ -10,7 +10,7 @@ from typing import Any, Callable
 import duckdb
 import orjson
 
-from capsel.db.sqlfiles import run_sql
+from capsel.db.sqlfiles import first_row, run_sql
 from capsel.models.source import ModelSource
 from capsel.profile.verdict import DEFAULT_MARGIN, Verdict
 from capsel.versioning import config_hash
@@ -37,7 +37,7 @@ def remembered_verdict(con: duckdb.DuckDBPyConnection, key: str, model_name: str
                        survey: Callable[[], Verdict]) -> KeptVerdict:
     """The verdict kept under `key`, else `survey()`'s, kept for the next run (a verdict another process kept
     meanwhile stays). A survey's error is raised and nothing is kept."""
-    row = run_sql(con, "profile/rank_profile_get", {"profile_key": key}).fetchone()
+    row = first_row(con, "profile/rank_profile_get", {"profile_key": key})
     if row is not None:
         # JSON has no NaN: a peak the trough has no side for was kept as null
         fields: dict[str, Any] = {name: math.nan if value is None else value
