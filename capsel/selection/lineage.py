@@ -23,6 +23,7 @@ def member_lineage(
     `columns` keeps only those (candidate_id first, say): DuckDB then reads no text it is not asked for,
     which at a million members is most of the query's time.
     """
+    # on `con`, not sql_relation's cursor: the gate's re-read must see what the caller's transaction wrote too
     lineage = con.sql(sql_text("selection/member_lineage"), params={
         "candidate_ids": list(candidate_ids),
         "method": key.method if key else DEFAULT_METHOD,
