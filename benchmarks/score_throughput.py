@@ -11,6 +11,8 @@ taken during its own decoding, y teacher-forced beside it on the shared cache).
         --paper-batch-size 4
     .venv/bin/python benchmarks/score_throughput.py --model gemma3-270m --n-candidates 64 --repeats 2 --batch-size 32 \
         --threads 2 --engine-only
+    .venv/bin/python benchmarks/score_throughput.py --model gemma3-270m --n-candidates 64 --repeats 3 --batch-size 32 \
+        --threads 2 --engine-only --also-plain-head
 
 Prints one JSON object: seconds per round for each pipeline (rounds rotate the order, since
 this machine is shared), best and median candidates/s, and their ratios. By default the model is a
@@ -49,6 +51,7 @@ from capsel.cap_engine.config import ScoringConfig  # noqa: E402
 from capsel.cap_engine.engine import ScoringEngine  # noqa: E402
 from capsel.cap_engine.forward import kv_layout  # noqa: E402
 from capsel.cap_engine.inputs import CandidateText  # noqa: E402
+from capsel.cap_engine.sliced_head import head_shapes_checked, slices_head  # noqa: E402
 from capsel.models.loading import KV_LAYOUTS, describe_model, load_model
 
 N_WORDS = 4000
@@ -147,6 +150,9 @@ def main() -> None:
                         help="time the fused engine alone (no paper-style pipeline, no ratio)")
     parser.add_argument("--also-kv-layout", choices=KV_LAYOUTS[1:], default=None,
                         help="also time the fused engine with this KV cache layout, in turn with the others")
+    parser.add_argument("--also-plain-head", action="store_true",
+                        help="also time the fused engine with the plain output head (no vocabulary slices), in turn "
+                             "with the others")
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -181,6 +187,10 @@ def main() -> None:
             other = ScoringEngine(replace(loaded, kv_layout=args.also_kv_layout), config, batch_size=args.batch_size)
             other.generate_and_score(warm)
             pipelines[f"engine_fused_kv_{args.also_kv_layout}"] = lambda: other.generate_and_score(inputs)
+        if args.also_plain_head:
+            plain = ScoringEngine(replace(loaded, sliced_head=False), config, batch_size=args.batch_size)
+            plain.generate_and_score(warm)
+            pipelines["engine_fused_plain_head"] = lambda: plain.generate_and_score(inputs)
         seconds: dict[str, list[float]] = {name: [] for name in pipelines}
         outputs = {}
         # The machine is shared: rotate the order each round so load swings hit every pipeline.
@@ -218,6 +228,18 @@ def main() -> None:
     if args.also_kv_layout:
         report["kv_layouts"] = {"default": kv_layout(loaded), "also": args.also_kv_layout,
                                 **agreement(scored, outputs[f"engine_fused_kv_{args.also_kv_layout}"])}
+    if args.also_plain_head:
+        plain_scored = outputs["engine_fused_plain_head"]
+        report["plain_head"] = {
+            **agreement(scored, plain_scored),
+            # every field of every result (ŷ ids, D_ℓ, PPL, exclusions) equal to the last bit
+            "results_identical": all(a.generation.generated_ids == b.generation.generated_ids
+                                     and a.divergence == b.divergence for a, b in zip(scored, plain_scored)),
+        }
+    # each head shape the engine met (warm-up included) and whether its slices gave the plain head's bits
+    report["sliced_head"] = {"used": slices_head(loaded), "shapes_checked": [
+        {"rows": rows, "contiguous": contiguous, "threads": threads, "same_bits": same}
+        for (rows, contiguous, threads), same in sorted(head_shapes_checked(loaded).items())]}
     if "paper_style" in seconds:
         report["ratio_engine_over_paper_best"] = round(min(seconds["paper_style"]) / min(seconds["engine_fused"]), 2)
         report["ratio_engine_over_paper_median"] = round(

@@ -12,6 +12,7 @@ import torch
 from capsel.cap_engine.batching import left_padded
 from capsel.cap_engine.compiled_norms import compile_norms_and_mlps, compiles
 from capsel.cap_engine.prefill_groups import GPU_GROUP_OVERHEAD, GROUP_OVERHEAD, join_caches, joinable, length_groups
+from capsel.cap_engine.sliced_head import sliced_head
 from capsel.cap_engine.vision_batch import joined_tensors, prompt_positions
 from capsel.models.loading import KV_LAYOUTS, LoadedModel
 
@@ -173,7 +174,8 @@ def call_model(loaded: LoadedModel, keep_last: int, cache: Any, **inputs: Any) -
         compile_norms_and_mlps(loaded.model)
     kwargs = {"logits_to_keep": keep_last} if loaded.supports_logits_to_keep else {}
     inputs[cache_keyword(type(loaded.model).forward)] = cache
-    logits = loaded.model(**inputs, use_cache=True, **kwargs).logits
+    with sliced_head(loaded):
+        logits = loaded.model(**inputs, use_cache=True, **kwargs).logits
     return logits[:, -keep_last:] if keep_last and not loaded.supports_logits_to_keep else logits
 
 

@@ -71,6 +71,9 @@ class LoadedModel:
     # Whether the norms and MLPs run compiled (cap_engine.compiled_norms: their elementwise work fused): None picks
     # by device, compiled for a text model on CUDA.
     compile_norms_and_mlps: bool | None = None
+    # Whether the output head runs in slices of the vocabulary where they give its own bits (cap_engine.sliced_head):
+    # None picks a float32 head on CPU.
+    sliced_head: bool | None = None
 
     @property
     def processor(self) -> Any:
