@@ -12,12 +12,17 @@ rows the slices gave other last bits on that CPU. So the first product of each s
 layout and the threads) is checked against the plain head on the call's own input. The slices serve that shape only
 if every bit agreed, and the check itself returns the plain logits. A product's order of sums is fixed by its
 shape and threads, not by the values, so one check answers for every later call of the same shape.
+
+The head's forward is routed through the slices once per model and stays so; only a call made inside
+`sliced_head(loaded)` on the same thread takes them, so another thread's call, or one with gradients, runs plain.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import threading
+import weakref
 from typing import TYPE_CHECKING, Callable, Iterator
 
 import torch
@@ -35,6 +40,10 @@ MAX_ROWS = 256
 
 # (rows, contiguous input, torch threads) -> whether the slices gave the plain head's bits, per model.
 _AGREED: PerModel[dict[tuple[int, bool, int], bool]] = PerModel(dict)
+_ROUTED: weakref.WeakSet[torch.nn.Module] = weakref.WeakSet()
+_ROUTING = threading.Lock()
+# Per thread: the heads a sliced_head context has on now, and how deep.
+_SERVING = threading.local()
 
 
 def slices_head(loaded: LoadedModel) -> bool:
@@ -56,30 +65,46 @@ def head_shapes_checked(loaded: LoadedModel) -> dict[tuple[int, bool, int], bool
 
 @contextlib.contextmanager
 def sliced_head(loaded: LoadedModel) -> Iterator[None]:
-    """Within: `loaded`'s head computes its logits in slices for every shape checked to give the plain bits."""
+    """Within, on this thread: `loaded`'s head computes its logits in slices for every shape checked to give the
+    plain bits."""
     if not slices_head(loaded):
         yield
         return
     head = loaded.model.get_output_embeddings()
-    # A hook library (accelerate) may have set the instance's own forward: it is the plain head here and is put back.
-    own = head.__dict__.get("forward")
-    head.forward = functools.partial(_logits, head.weight, head.forward, _AGREED.of(loaded.model))
+    _route(head, _AGREED.of(loaded.model))
+    serving = _serving()
+    serving[head] = serving.get(head, 0) + 1
     try:
         yield
     finally:
-        if own is None:
-            del head.forward
-        else:
-            head.forward = own
+        serving[head] -= 1
+        if not serving[head]:
+            del serving[head]
+
+
+def _serving() -> dict[torch.nn.Module, int]:
+    if not hasattr(_SERVING, "heads"):
+        _SERVING.heads = {}
+    return _SERVING.heads
+
+
+def _route(head: torch.nn.Linear, agreed: dict[tuple[int, bool, int], bool]) -> None:
+    """Send `head`'s calls through _logits, once per head. Its forward at that moment is the plain head: a hook
+    library's (accelerate sets an instance's own forward) stays under the slices."""
+    with _ROUTING:
+        if head not in _ROUTED:
+            head.forward = functools.partial(_logits, head, head.forward, agreed)  # type: ignore[method-assign]
+            _ROUTED.add(head)
 
 
 def _logits(
-    weight: torch.Tensor, plain: Callable[[torch.Tensor], torch.Tensor], agreed: dict[tuple[int, bool, int], bool],
+    head: torch.nn.Linear, plain: Callable[[torch.Tensor], torch.Tensor], agreed: dict[tuple[int, bool, int], bool],
     hidden: torch.Tensor,
 ) -> torch.Tensor:
     rows = hidden.numel() // hidden.shape[-1]
-    if torch.is_grad_enabled() or not 1 < rows <= MAX_ROWS:
+    if head not in _serving() or torch.is_grad_enabled() or not 1 < rows <= MAX_ROWS:
         return plain(hidden)
+    weight = head.weight
     shape = (rows, hidden.is_contiguous(), torch.get_num_threads())
     if agreed.get(shape) is False:
         return plain(hidden)
