@@ -142,6 +142,32 @@ def score_throughput(summaries: list[dict]) -> str:
                   rows)
 
 
+def score_throughput_plain_head(summaries: list[dict]) -> str:
+    """`benchmarks/score_throughput.py --engine-only --also-plain-head`, a run per batch size: the engine with its
+    head in vocabulary slices and with the plain head, alternated round by round; whether every result was identical;
+    the head row counts whose slices served and those whose check kept the plain product."""
+    rows = []
+    for run in summaries:
+        sliced, plain = run["engine_fused"], run["engine_fused_plain_head"]
+        shapes = run["sliced_head"]["shapes_checked"]
+        rows.append([
+            str(run["model"]["batch_size"]), _rounds(sliced), _rounds(plain),
+            f"**{sliced['candidates_per_s_median']:.2f}** / {plain['candidates_per_s_median']:.2f}",
+            f"{sliced['candidates_per_s_median'] / plain['candidates_per_s_median'] - 1:+.0%}",
+            "yes" if run["plain_head"]["results_identical"] else "**no**",
+            " / ".join(", ".join(str(shape["rows"]) for shape in shapes if shape["same_bits"] is agreed) or "–"
+                       for agreed in (True, False)),
+            f"{run['matmul_gflops_measured']:.0f}",
+        ])
+    return table(["batch", "slices: s per round", "plain head: s per round", "median cand/s: slices / plain", "gain",
+                  "every result identical", "head rows: slices served / kept plain", "matmul GFLOP/s"], rows,
+                 numbers_from=1)
+
+
+def _rounds(pipeline: dict) -> str:
+    return " / ".join(f"{seconds:.1f}" for seconds in pipeline["seconds_per_round"])
+
+
 def _small(value: float) -> str:
     """1.4e-7 rather than 1.4e-07."""
     mantissa, exponent = f"{value:.1e}".split("e")
@@ -291,5 +317,6 @@ BENCHMARK_RENDERERS: dict[str, Callable[[list[dict]], str]] = {
     "excluded-scale": excluded_scale, "flow-overhead-pair": flow_overhead_pair,
     "flow-overhead-runs": flow_overhead_runs,
     "help-time-rounds": help_time_rounds, "huge-text-memory": huge_text_memory, "score-throughput": score_throughput,
+    "score-throughput-plain-head": score_throughput_plain_head,
     "multimodal-batching": multimodal_batching,
 }
