@@ -143,15 +143,16 @@ def score_throughput(summaries: list[dict]) -> str:
 
 
 def score_throughput_plain_head(summaries: list[dict]) -> str:
-    """`benchmarks/score_throughput.py --engine-only --also-plain-head`, a run per batch size: the engine with its
-    head in vocabulary slices and with the plain head, alternated round by round; whether every result was identical;
-    the head row counts whose slices served and those whose check kept the plain product."""
+    """`benchmarks/score_throughput.py --engine-only --also-plain-head`, a run per model and batch size: the engine
+    with its head in vocabulary slices and with the plain head, alternated round by round; whether every result was
+    identical; the head row counts whose slices served and those whose check kept the plain product."""
     rows = []
     for run in summaries:
         sliced, plain = run["engine_fused"], run["engine_fused_plain_head"]
         shapes = run["sliced_head"]["shapes_checked"]
         rows.append([
-            str(run["model"]["batch_size"]), _rounds(sliced), _rounds(plain),
+            f"{BENCHMARK_MODELS.get(run['model']['name'], run['model']['name'])}, batch {run['model']['batch_size']}",
+            _rounds(sliced), _rounds(plain),
             f"**{sliced['candidates_per_s_median']:.2f}** / {plain['candidates_per_s_median']:.2f}",
             f"{sliced['candidates_per_s_median'] / plain['candidates_per_s_median'] - 1:+.0%}",
             "yes" if run["plain_head"]["results_identical"] else "**no**",
@@ -159,8 +160,8 @@ def score_throughput_plain_head(summaries: list[dict]) -> str:
                        for agreed in (True, False)),
             f"{run['matmul_gflops_measured']:.0f}",
         ])
-    return table(["batch", "slices: s per round", "plain head: s per round", "median cand/s: slices / plain", "gain",
-                  "every result identical", "head rows: slices served / kept plain", "matmul GFLOP/s"], rows,
+    return table(["model, batch", "slices: s per round", "plain head: s per round", "median cand/s: slices / plain",
+                  "gain", "every result identical", "head rows: slices served / kept plain", "matmul GFLOP/s"], rows,
                  numbers_from=1)
 
 
