@@ -15,19 +15,13 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from capsel.cap_engine.config import ScoringConfig
-from capsel.cap_engine.engine import ScoringEngine
 from capsel.cap_engine.inputs import CandidateText
 from capsel.cap_engine.sliced_head import SLICE_ROWS, head_shapes_checked, in_slices, sliced_head, slices_head
 from capsel.models.loading import describe_model, load_model
 from tests.fixtures.candidates import mixed_candidates
+from tests.fixtures.step_capture import scored
 from tests.fixtures.stock_cache import load_cache_family
 from tests.fixtures.tiny_models import FAMILIES
-
-
-def scored(loaded, texts, batch_size: int = 4):
-    engine = ScoringEngine(loaded, ScoringConfig(horizon=24), batch_size=batch_size)
-    return engine.generate_and_score(engine.prepare(texts))
 
 
 def assert_identical(plain, sliced) -> None:
