@@ -15,13 +15,17 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from capsel.cap_engine.config import ScoringConfig
+from capsel.cap_engine.engine import ScoringEngine
 from capsel.cap_engine.inputs import CandidateText
 from capsel.cap_engine.sliced_head import SLICE_ROWS, head_shapes_checked, in_slices, sliced_head, slices_head
 from capsel.models.loading import describe_model, load_model
+from capsel_lab.tiny_vlm import build_tiny_vlm
 from tests.fixtures.candidates import mixed_candidates
 from tests.fixtures.step_capture import scored
 from tests.fixtures.stock_cache import load_cache_family
 from tests.fixtures.tiny_models import FAMILIES
+from tests.fixtures.tiny_vlm_rows import HORIZON, PROMPT_TOKENS, SEEDS, describe_tiny_vlm, vlm_candidates, vlm_images
 
 
 def assert_identical(plain, sliced) -> None:
@@ -116,6 +120,20 @@ def test_the_slices_are_the_product_to_float_rounding_across_many_slices():
     weight = torch.randn(3 * SLICE_ROWS + 100, 64)
     rows = torch.randn(7, 64)
     assert torch.allclose(in_slices(rows, weight), F.linear(rows, weight), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("kind", ["llava", "gemma3", "qwen2_vl"])
+def test_a_vision_language_models_text_head_scores_exactly_as_plain(kind, tmp_path):
+    loaded = load_model(describe_tiny_vlm(build_tiny_vlm(tmp_path / kind, kind, seed=SEEDS.get(kind, 0)), kind))
+    candidates = [CandidateText(**candidate) for candidate in vlm_candidates(vlm_images(tmp_path))]
+    engine = ScoringEngine(replace(loaded, sliced_head=False), ScoringConfig(horizon=HORIZON,
+                                                                            prompt_tokens=PROMPT_TOKENS), batch_size=4)
+    inputs = engine.prepare(candidates)
+    plain = engine.generate_and_score(inputs)
+    forced = replace(loaded, sliced_head=True)
+    assert slices_head(forced)
+    assert_identical(plain, ScoringEngine(forced, engine.config, batch_size=4).generate_and_score(inputs))
+    assert any(rows == 4 for rows, _, _ in head_shapes_checked(loaded))
 
 
 @pytest.mark.slow
