@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+
 
 def agreement(first, second) -> dict:
     """Rows whose ŷ ids differ, and the largest |Δ D_ℓ| over the rows with equal ŷ (None when none has layers).
@@ -14,3 +16,9 @@ def agreement(first, second) -> dict:
             for x, y in zip(a.divergence.layer_divergence, b.divergence.layer_divergence)]
     return {"rows_with_other_generated_ids": len(first) - len(same),
             "max_abs_layer_divergence_diff": max(gaps) if gaps else None}
+
+
+def results_digest(scored) -> str:
+    """sha256 over every result's ŷ ids and divergence fields (floats by their exact repr), in order: two runs in
+    separate processes gave the same bits where their digests match."""
+    return hashlib.sha256(repr([(s.generation.generated_ids, s.divergence) for s in scored]).encode()).hexdigest()

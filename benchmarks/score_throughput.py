@@ -31,6 +31,7 @@ import argparse
 import os
 import platform
 import random
+import resource
 import statistics
 import sys
 import tempfile
@@ -45,7 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from paper_style import paper_style  # noqa: E402
-from run_agreement import agreement  # noqa: E402
+from run_agreement import agreement, results_digest  # noqa: E402
 
 from capsel.cap_engine.config import ScoringConfig  # noqa: E402
 from capsel.cap_engine.engine import ScoringEngine  # noqa: E402
@@ -124,6 +125,14 @@ def matmul_gflops(size: int = 2048, repeats: int = 5) -> float:
     torch.mm(a, b)
     best = min(timed(torch.mm, a, b)[1] for _ in range(repeats))
     return 2 * size**3 / best / 1e9
+
+
+def process_usage() -> dict:
+    """CPU seconds in user code and in the kernel (page faults zeroing fresh memory land there), minor page faults
+    and peak RSS of this process so far: model loading, warm-up and every round."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return {"user_s": round(usage.ru_utime, 1), "system_s": round(usage.ru_stime, 1),
+            "minor_page_faults": usage.ru_minflt, "peak_rss_gib": round(usage.ru_maxrss / 2**20, 2)}
 
 
 def timed(function, *args):
@@ -213,7 +222,10 @@ def main() -> None:
         "command": " ".join(["python", *sys.argv]),
         "machine": {"cpus": os.cpu_count(), "torch_threads": torch.get_num_threads(),
                     "load_average_1m_at_end": os.getloadavg()[0], "platform": platform.platform(),
-                    "torch": torch.__version__},
+                    "torch": torch.__version__,
+                    # torch's huge pages for tensors of 2 MB and more, as the process started (unset: off)
+                    "thp_mem_alloc_enable": os.environ.get("THP_MEM_ALLOC_ENABLE")},
+        "process": process_usage(),
         "model": {"name": args.model or "synthetic llama12", "architecture": info.architecture,
                   "layers": info.n_layers, "parameters": sum(p.numel() for p in loaded.model.parameters()),
                   "prompt_format": config.prompt_format, "batch_size": args.batch_size,
@@ -245,6 +257,7 @@ def main() -> None:
         report["ratio_engine_over_paper_median"] = round(
             statistics.median(seconds["paper_style"]) / statistics.median(seconds["engine_fused"]), 2)
     report["max_abs_diff_layers_1_to_L_minus_1"] = max(diffs) if diffs else None
+    report["engine_results_sha256"] = results_digest(scored)
     gflop, peak = engine_gflop(loaded, inputs, scored), matmul_gflops()
     report["engine_gflop_per_candidate"] = round(gflop, 2)
     report["matmul_gflops_measured"] = round(peak, 1)
