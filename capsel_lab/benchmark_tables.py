@@ -165,6 +165,23 @@ def score_throughput_plain_head(summaries: list[dict]) -> str:
                  numbers_from=1)
 
 
+def cpu_kernels(summaries: list[dict]) -> str:
+    """`benchmarks/cpu_kernels.py`: each product's ms per call as nn.Linear runs it, as vocabulary slices (the head)
+    and on oneDNN with a prepacked weight, and whether each gave nn.Linear's bits."""
+    rows = []
+    for run in summaries:
+        for product in run["products"]:
+            ms, same = product["ms"], product["same_bits"]
+            rows.append([
+                f"{product['product']} ({' x '.join(f'{size:,}' for size in product['weight'])})",
+                f"{product['rows']:,}", f"{ms['linear']:.2f}",
+                *(f"{ms[way]:.2f} ({'same bits' if same[way] else 'other bits'})" if way in ms else "–"
+                  for way in ("slices", "onednn_packed")),
+            ])
+    return table(["product (weight)", "rows", "nn.Linear (MKL): ms", "vocabulary slices: ms", "oneDNN, prepacked: ms"],
+                 rows, numbers_from=1)
+
+
 def _rounds(pipeline: dict) -> str:
     return " / ".join(f"{seconds:.1f}" for seconds in pipeline["seconds_per_round"])
 
@@ -318,6 +335,6 @@ BENCHMARK_RENDERERS: dict[str, Callable[[list[dict]], str]] = {
     "excluded-scale": excluded_scale, "flow-overhead-pair": flow_overhead_pair,
     "flow-overhead-runs": flow_overhead_runs,
     "help-time-rounds": help_time_rounds, "huge-text-memory": huge_text_memory, "score-throughput": score_throughput,
-    "score-throughput-plain-head": score_throughput_plain_head,
+    "score-throughput-plain-head": score_throughput_plain_head, "cpu-kernels": cpu_kernels,
     "multimodal-batching": multimodal_batching,
 }

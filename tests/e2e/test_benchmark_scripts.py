@@ -6,7 +6,10 @@ from pathlib import Path
 
 import orjson
 import pytest
+import torch
+import torch.nn.functional as F
 
+from capsel.models.loading import describe_model, load_model
 from tests.fixtures.real_models import smollm2_instruct  # noqa: F401 (fixture)
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
@@ -41,4 +44,39 @@ def test_score_throughput_times_the_plain_head_beside_the_slices_on_a_real_model
     assert report["plain_head"] == {"rows_with_other_generated_ids": 0, "max_abs_layer_divergence_diff": 0.0,
                                     "results_identical": True}
     assert report["sliced_head"]["used"]
+    assert len(report["engine_results_sha256"]) == 64 and report["process"]["minor_page_faults"] > 0
     assert any(shape["rows"] == 4 for shape in report["sliced_head"]["shapes_checked"])
+
+
+@pytest.mark.slow
+def test_cpu_kernels_times_each_product_and_scores_with_onednn_on_a_real_model(smollm2_instruct):  # noqa: F811
+    """`cpu_kernels.py --engine-rows` as benchmarks/README.md runs it, on SmolLM2 and 4 rows: every product is timed
+    each way with its bits compared to F.linear's, and the engine's two runs are compared row by row."""
+    done = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "cpu_kernels.py"), "--model", str(smollm2_instruct.folder), "--threads",
+         "1", "--batch-size", "4", "--engine-rows", "4", "--engine-rounds", "1"],
+        capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = orjson.loads(done.stdout)
+    head = [product for product in report["products"] if product["product"] == "head"]
+    assert [product["rows"] for product in head] == [4, 4 * 48]
+    assert all(product["weight"] == [49152, 576] for product in head)
+    assert set(head[0]["ms"]) == {"linear", "slices", "onednn_packed"}
+    # oneDNN's verdict recomputed here on the same seeded rows
+    loaded = load_model(describe_model(str(smollm2_instruct.folder), dtype="float32", device="cpu"))
+    weight = loaded.model.get_output_embeddings().weight.detach()
+    torch.manual_seed(0)
+    rows = torch.randn(4, 576)
+    with torch.inference_mode():
+        plain = F.linear(rows, weight)
+        packed = torch.ops.mkldnn._reorder_linear_weight(weight, None)
+        onednn = torch.ops.mkldnn._linear_pointwise(rows, packed, None, "none", [], "")
+    assert head[0]["same_bits"]["onednn_packed"] == torch.equal(onednn, plain)
+    assert head[0]["max_abs_diff"]["onednn_packed"] == pytest.approx(float((onednn - plain).abs().max()), abs=1e-9)
+    blocks = [product for product in report["products"] if product["product"] != "head"]
+    assert {tuple(product["weight"]) for product in blocks} == {(576, 576), (192, 576), (1536, 576), (576, 1536)}
+    assert all(set(product["ms"]) == {"linear", "onednn_packed"} for product in blocks)
+    engine = report["engine"]
+    assert engine["rows"] == 4 and set(engine["seconds_per_round"]) == {"linear", "onednn"}
+    assert 0 <= engine["rows_with_other_generated_ids"] <= 4
+    assert engine["max_relative_ppl_diff"] is not None and engine["max_relative_ppl_diff"] < 1e-4
