@@ -2,7 +2,8 @@
 gives `nn.Linear`'s bits.
 
     .venv/bin/python benchmarks/cpu_kernels.py --model gemma3-270m --threads 2 --batch-size 32
-    .venv/bin/python benchmarks/cpu_kernels.py --model gemma3-270m --threads 2 --batch-size 32 --engine-rows 64
+    .venv/bin/python benchmarks/cpu_kernels.py --model gemma3-270m --threads 2 --batch-size 32 --engine-rows 64 \
+        --other-batch-size 16
 
 For the output head and each projection shape of one decoder block, at a greedy step's row count (the batch) and a
 response branch's (batch x R):
@@ -14,8 +15,9 @@ response branch's (batch x R):
 A way whose bits differ from `linear`'s changes logits in their last bits, and so may change a greedy argmax; the
 engine runs only ways that agree (sliced_head checks each shape). `--engine-rows N` also scores the first N rows of
 the bundled real pool with the engine as it is and with every linear layer of the model (head included) on oneDNN,
-alternated round by round: the seconds, the rows whose ŷ changed, and how far D_ℓ and PPL moved. Prints one JSON
-object.
+alternated round by round: the seconds, the rows whose ŷ changed, and how far D_ℓ and PPL moved;
+`--other-batch-size B` also scores those rows as the engine is at batch B, which moves the bits the same way a run
+that batches other rows together does. Prints one JSON object.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ import torch.nn.functional as F
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from run_agreement import agreement  # noqa: E402
+from run_agreement import agreement, results_digest  # noqa: E402
 from score_throughput import real_pool, timed  # noqa: E402
 
 from capsel.cap_engine.config import ScoringConfig  # noqa: E402
@@ -89,9 +91,11 @@ def onednn_linears(model: torch.nn.Module) -> Iterator[None]:
                 module.forward = forward  # type: ignore[method-assign]
 
 
-def engine_with_onednn(loaded, batch_size: int, n_rows: int, rounds: int) -> dict:
-    """The engine on real rows as it is and with its linear layers on oneDNN, alternated; how the results moved."""
-    engine = ScoringEngine(loaded, ScoringConfig(prompt_format="auto"), batch_size=batch_size)
+def engine_with_onednn(loaded, batch_size: int, n_rows: int, rounds: int, other_batch_size: int | None) -> dict:
+    """The engine on real rows as it is and with its linear layers on oneDNN, alternated; how the results moved.
+    With `other_batch_size`, also how they move when the engine as it is batches the same rows otherwise."""
+    config = ScoringConfig(prompt_format="auto")
+    engine = ScoringEngine(loaded, config, batch_size=batch_size)
     inputs = engine.prepare(real_pool(n_rows))
 
     def on_onednn():
@@ -107,17 +111,26 @@ def engine_with_onednn(loaded, batch_size: int, n_rows: int, rounds: int) -> dic
         for way in list(ways)[index % 2:] + list(ways)[:index % 2]:
             outputs[way], elapsed = timed(ways[way])
             seconds[way].append(round(elapsed, 2))
-    plain, fast = outputs["linear"], outputs["onednn"]
-    ppl_moves = [abs(a.divergence.ppl - b.divergence.ppl) / a.divergence.ppl for a, b in zip(plain, fast)
-                 if a.divergence.ppl and b.divergence.ppl]
-    return {
+    report = {
         "rows": len(inputs),
         "seconds_per_round": seconds,
         "candidates_per_s_median": {way: round(len(inputs) / statistics.median(times), 3)
                                     for way, times in seconds.items()},
-        **agreement(plain, fast),
-        "max_relative_ppl_diff": max(ppl_moves) if ppl_moves else None,
+        **moved(outputs["linear"], outputs["onednn"]),
     }
+    if other_batch_size:
+        rebatched = ScoringEngine(loaded, config, batch_size=other_batch_size).generate_and_score(inputs)
+        report[f"linear_at_batch_{other_batch_size}"] = moved(outputs["linear"], rebatched)
+    return report
+
+
+def moved(first, second) -> dict:
+    """How far two scorings of the same rows agree: rows with another ŷ, the largest |Δ D_ℓ| where ŷ is equal, the
+    largest relative Δ PPL, and whether every bit agreed."""
+    ppl_moves = [abs(a.divergence.ppl - b.divergence.ppl) / a.divergence.ppl for a, b in zip(first, second)
+                 if a.divergence.ppl and b.divergence.ppl]
+    return {**agreement(first, second), "max_relative_ppl_diff": max(ppl_moves) if ppl_moves else None,
+            "same_bits": results_digest(first) == results_digest(second)}
 
 
 def median_ms(function: Callable[[], torch.Tensor]) -> float:
@@ -162,6 +175,8 @@ def main() -> None:
     parser.add_argument("--engine-rows", type=int, default=0,
                         help="also score this many real rows with the engine as it is and on oneDNN (0: not)")
     parser.add_argument("--engine-rounds", type=int, default=2, help="timed rounds of each, alternated")
+    parser.add_argument("--other-batch-size", type=int, default=None,
+                        help="also score the engine's rows, as it is, at this batch size, and compare (not timed)")
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -183,7 +198,8 @@ def main() -> None:
         "products": products,
     }
     if args.engine_rows:
-        report["engine"] = engine_with_onednn(loaded, args.batch_size, args.engine_rows, args.engine_rounds)
+        report["engine"] = engine_with_onednn(loaded, args.batch_size, args.engine_rows, args.engine_rounds,
+                                              args.other_batch_size)
     print(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode())
 
 

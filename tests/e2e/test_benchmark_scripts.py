@@ -54,7 +54,7 @@ def test_cpu_kernels_times_each_product_and_scores_with_onednn_on_a_real_model(s
     each way with its bits compared to F.linear's, and the engine's two runs are compared row by row."""
     done = subprocess.run(
         [sys.executable, str(BENCHMARKS / "cpu_kernels.py"), "--model", str(smollm2_instruct.folder), "--threads",
-         "1", "--batch-size", "4", "--engine-rows", "4", "--engine-rounds", "1"],
+         "1", "--batch-size", "4", "--engine-rows", "4", "--engine-rounds", "1", "--other-batch-size", "2"],
         capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     report = orjson.loads(done.stdout)
@@ -80,3 +80,11 @@ def test_cpu_kernels_times_each_product_and_scores_with_onednn_on_a_real_model(s
     assert engine["rows"] == 4 and set(engine["seconds_per_round"]) == {"linear", "onednn"}
     assert 0 <= engine["rows_with_other_generated_ids"] <= 4
     assert engine["max_relative_ppl_diff"] is not None and engine["max_relative_ppl_diff"] < 1e-4
+    # the same rows in batches of 2: within the contract too, and it says whether every bit stayed
+    rebatched = engine["linear_at_batch_2"]
+    assert set(rebatched) == {"rows_with_other_generated_ids", "max_abs_layer_divergence_diff",
+                              "max_relative_ppl_diff", "same_bits"}
+    assert rebatched["max_relative_ppl_diff"] < 1e-4
+    assert rebatched["same_bits"] == (rebatched["max_abs_layer_divergence_diff"] == 0.0
+                                      and rebatched["max_relative_ppl_diff"] == 0.0
+                                      and rebatched["rows_with_other_generated_ids"] == 0)
