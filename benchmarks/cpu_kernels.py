@@ -39,7 +39,7 @@ import torch.nn.functional as F
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from run_agreement import agreement, results_digest  # noqa: E402
+from run_agreement import movement  # noqa: E402
 from score_throughput import real_pool, timed  # noqa: E402
 
 from capsel.cap_engine.config import ScoringConfig  # noqa: E402
@@ -94,6 +94,8 @@ def onednn_linears(model: torch.nn.Module) -> Iterator[None]:
 def engine_with_onednn(loaded, batch_size: int, n_rows: int, rounds: int, other_batch_size: int | None) -> dict:
     """The engine on real rows as it is and with its linear layers on oneDNN, alternated; how the results moved.
     With `other_batch_size`, also how they move when the engine as it is batches the same rows otherwise."""
+    if onednn_linear(loaded.model.get_output_embeddings().weight.detach()) is None:
+        raise SystemExit("--engine-rows needs oneDNN's linear, which this torch build lacks")
     config = ScoringConfig(prompt_format="auto")
     engine = ScoringEngine(loaded, config, batch_size=batch_size)
     inputs = engine.prepare(real_pool(n_rows))
@@ -116,21 +118,12 @@ def engine_with_onednn(loaded, batch_size: int, n_rows: int, rounds: int, other_
         "seconds_per_round": seconds,
         "candidates_per_s_median": {way: round(len(inputs) / statistics.median(times), 3)
                                     for way, times in seconds.items()},
-        **moved(outputs["linear"], outputs["onednn"]),
+        **movement(outputs["linear"], outputs["onednn"]),
     }
     if other_batch_size:
         rebatched = ScoringEngine(loaded, config, batch_size=other_batch_size).generate_and_score(inputs)
-        report[f"linear_at_batch_{other_batch_size}"] = moved(outputs["linear"], rebatched)
+        report[f"linear_at_batch_{other_batch_size}"] = movement(outputs["linear"], rebatched)
     return report
-
-
-def moved(first, second) -> dict:
-    """How far two scorings of the same rows agree: rows with another ŷ, the largest |Δ D_ℓ| where ŷ is equal, the
-    largest relative Δ PPL, and whether every bit agreed."""
-    ppl_moves = [abs(a.divergence.ppl - b.divergence.ppl) / a.divergence.ppl for a, b in zip(first, second)
-                 if a.divergence.ppl and b.divergence.ppl]
-    return {**agreement(first, second), "max_relative_ppl_diff": max(ppl_moves) if ppl_moves else None,
-            "same_bits": results_digest(first) == results_digest(second)}
 
 
 def median_ms(function: Callable[[], torch.Tensor]) -> float:
@@ -156,8 +149,8 @@ def measured(name: str, weight: torch.Tensor, rows: int) -> dict:
     onednn = onednn_linear(weight)
     if onednn is not None:
         ways["onednn_packed"] = onednn
-    expected = F.linear(hidden, weight)
     outputs = {way: function(hidden) for way, function in ways.items()}
+    expected = outputs["linear"]
     return {
         "product": name, "weight": list(weight.shape), "rows": rows,
         "ms": {way: round(median_ms(lambda: function(hidden)), 2) for way, function in ways.items()},

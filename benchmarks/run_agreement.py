@@ -22,3 +22,11 @@ def results_digest(scored) -> str:
     """sha256 over every result's ŷ ids and divergence fields (floats by their exact repr), in order: two runs in
     separate processes gave the same bits where their digests match."""
     return hashlib.sha256(repr([(s.generation.generated_ids, s.divergence) for s in scored]).encode()).hexdigest()
+
+
+def movement(first, second) -> dict:
+    """`agreement`, with the largest relative Δ PPL and whether every bit agreed (their digests)."""
+    ppl_moves = [abs(a.divergence.ppl - b.divergence.ppl) / a.divergence.ppl for a, b in zip(first, second)
+                 if a.divergence.ppl and b.divergence.ppl]
+    return {**agreement(first, second), "max_relative_ppl_diff": max(ppl_moves) if ppl_moves else None,
+            "same_bits": results_digest(first) == results_digest(second)}
