@@ -8,7 +8,7 @@ gives `nn.Linear`'s bits.
 For the output head and each projection shape of one decoder block, at a greedy step's row count (the batch) and a
 response branch's (batch x R):
 - `linear`: `F.linear`, which `nn.Linear` runs (MKL's sgemm);
-- `slices`: the head as slices of the vocabulary (capsel.cap_engine.sliced_head.in_slices), the head only;
+- `slices`: the head as slices of the vocabulary (capsel.cap_engine.vocabulary_slices.in_slices), the head only;
 - `onednn_packed`: oneDNN with the weight reordered once beforehand (what torch.compile's CPU weight freezing
   runs), where this torch has it.
 
@@ -44,7 +44,7 @@ from score_throughput import real_pool, timed  # noqa: E402
 
 from capsel.cap_engine.config import ScoringConfig  # noqa: E402
 from capsel.cap_engine.engine import ScoringEngine  # noqa: E402
-from capsel.cap_engine.sliced_head import in_slices  # noqa: E402
+from capsel.cap_engine.vocabulary_slices import in_slices  # noqa: E402
 from capsel.models.loading import describe_model, load_model  # noqa: E402
 
 # Enough calls for a stable median of a short product, and a floor of seconds for a long one.

@@ -13,6 +13,8 @@ taken during its own decoding, y teacher-forced beside it on the shared cache).
         --threads 2 --engine-only
     .venv/bin/python benchmarks/score_throughput.py --model gemma3-270m --n-candidates 64 --repeats 3 --batch-size 32 \
         --threads 2 --engine-only --also-plain-head
+    .venv/bin/python benchmarks/score_throughput.py --model gemma3-270m --n-candidates 64 --repeats 3 --batch-size 32 \
+        --threads 2 --engine-only --also-exact-greedy-head
 
 Prints one JSON object: seconds per round for each pipeline (rounds rotate the order, since
 this machine is shared), best and median candidates/s, and their ratios. By default the model is a
@@ -28,6 +30,7 @@ rate this machine's measured matmul throughput would allow at that cost.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import platform
 import random
@@ -51,8 +54,10 @@ from run_agreement import agreement, results_digest  # noqa: E402
 from capsel.cap_engine.config import ScoringConfig  # noqa: E402
 from capsel.cap_engine.engine import ScoringEngine  # noqa: E402
 from capsel.cap_engine.forward import kv_layout  # noqa: E402
+from capsel.cap_engine.greedy_head import passes_logits_through, screening_counts, screens  # noqa: E402
 from capsel.cap_engine.inputs import CandidateText  # noqa: E402
-from capsel.cap_engine.sliced_head import head_shapes_checked, slices_head  # noqa: E402
+from capsel.cap_engine.sliced_head import head_shapes_checked  # noqa: E402
+from capsel.cap_engine.vocabulary_slices import slices_head  # noqa: E402
 from capsel.models.loading import KV_LAYOUTS, describe_model, load_model
 
 N_WORDS = 4000
@@ -141,6 +146,15 @@ def timed(function, *args):
     return result, time.perf_counter() - start
 
 
+# The engine's other output heads a run can time beside it: the LoadedModel fields that make each.
+HEADS = {"plain_head": {"sliced_head": False}, "exact_greedy_head": {"screened_greedy_head": False}}
+
+
+def heads_compared(args: argparse.Namespace) -> list[str]:
+    """The other heads asked for, by their report key."""
+    return [name for name in HEADS if getattr(args, f"also_{name}")]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n-candidates", type=int, default=64)
@@ -162,6 +176,9 @@ def main() -> None:
     parser.add_argument("--also-plain-head", action="store_true",
                         help="also time the fused engine with the plain output head (no vocabulary slices), in turn "
                              "with the others")
+    parser.add_argument("--also-exact-greedy-head", action="store_true",
+                        help="also time the fused engine with the greedy steps' head exact in slices (not screened "
+                             "from a bfloat16 estimate), in turn with the others")
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -196,10 +213,10 @@ def main() -> None:
             other = ScoringEngine(replace(loaded, kv_layout=args.also_kv_layout), config, batch_size=args.batch_size)
             other.generate_and_score(warm)
             pipelines[f"engine_fused_kv_{args.also_kv_layout}"] = lambda: other.generate_and_score(inputs)
-        if args.also_plain_head:
-            plain = ScoringEngine(replace(loaded, sliced_head=False), config, batch_size=args.batch_size)
-            plain.generate_and_score(warm)
-            pipelines["engine_fused_plain_head"] = lambda: plain.generate_and_score(inputs)
+        for name in heads_compared(args):
+            other_head = ScoringEngine(replace(loaded, **HEADS[name]), config, batch_size=args.batch_size)
+            other_head.generate_and_score(warm)
+            pipelines[f"engine_fused_{name}"] = functools.partial(other_head.generate_and_score, inputs)
         seconds: dict[str, list[float]] = {name: [] for name in pipelines}
         outputs = {}
         # The machine is shared: rotate the order each round so load swings hit every pipeline.
@@ -240,18 +257,21 @@ def main() -> None:
     if args.also_kv_layout:
         report["kv_layouts"] = {"default": kv_layout(loaded), "also": args.also_kv_layout,
                                 **agreement(scored, outputs[f"engine_fused_kv_{args.also_kv_layout}"])}
-    if args.also_plain_head:
-        plain_scored = outputs["engine_fused_plain_head"]
-        report["plain_head"] = {
-            **agreement(scored, plain_scored),
+    for name in heads_compared(args):
+        other_scored = outputs[f"engine_fused_{name}"]
+        report[name] = {
+            **agreement(scored, other_scored),
             # every field of every result (ŷ ids, D_ℓ, PPL, exclusions) equal to the last bit
             "results_identical": all(a.generation.generated_ids == b.generation.generated_ids
-                                     and a.divergence == b.divergence for a, b in zip(scored, plain_scored)),
+                                     and a.divergence == b.divergence for a, b in zip(scored, other_scored)),
         }
     # each head shape the engine met (warm-up included) and whether its slices gave the plain head's bits
     report["sliced_head"] = {"used": slices_head(loaded), "shapes_checked": [
         {"rows": rows, "contiguous": contiguous, "threads": threads, "same_bits": same}
         for (rows, contiguous, threads), same in sorted(head_shapes_checked(loaded).items())]}
+    # whether the greedy steps' head was screened (warm-up and every pipeline sharing the head included)
+    report["greedy_head"] = {"screens": screens(loaded), "passes_logits_through": passes_logits_through(loaded),
+                             **screening_counts(loaded)}
     if "paper_style" in seconds:
         report["ratio_engine_over_paper_best"] = round(min(seconds["paper_style"]) / min(seconds["engine_fused"]), 2)
         report["ratio_engine_over_paper_median"] = round(

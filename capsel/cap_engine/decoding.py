@@ -14,6 +14,7 @@ import torch
 from capsel.cap_engine.divergence import BlockStates
 from capsel.cap_engine.forward import PromptState, extend, pad_id, prefill
 from capsel.cap_engine.graph_steps import StepGraph, step_graph
+from capsel.cap_engine.greedy_head import argmax_only
 from capsel.models.loading import LoadedModel
 
 
@@ -90,7 +91,9 @@ def decode_while(
         return
     steps = step_graph(loaded, state, rows.horizon, kept)
     try:
-        _decode(loaded, state, rows, needed, steps)
+        # A step's logits feed only its argmax (rows.advance), before the next step.
+        with argmax_only(loaded):
+            _decode(loaded, state, rows, needed, steps)
     finally:
         if steps is not None:
             steps.finish(state)

@@ -11,6 +11,7 @@ import torch
 
 from capsel.cap_engine.batching import left_padded
 from capsel.cap_engine.compiled_norms import compile_norms_and_mlps, compiles
+from capsel.cap_engine.greedy_head import returned
 from capsel.cap_engine.prefill_groups import GPU_GROUP_OVERHEAD, GROUP_OVERHEAD, join_caches, joinable, length_groups
 from capsel.cap_engine.sliced_head import sliced_head
 from capsel.cap_engine.vision_batch import joined_tensors, prompt_positions
@@ -176,6 +177,7 @@ def call_model(loaded: LoadedModel, keep_last: int, cache: Any, **inputs: Any) -
     inputs[cache_keyword(type(loaded.model).forward)] = cache
     with sliced_head(loaded):
         logits = loaded.model(**inputs, use_cache=True, **kwargs).logits
+    returned(loaded, logits)
     return logits[:, -keep_last:] if keep_last and not loaded.supports_logits_to_keep else logits
 
 

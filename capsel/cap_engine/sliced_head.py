@@ -3,9 +3,10 @@
 A greedy step multiplies a batch's few rows by the whole vocabulary, and MKL runs that product slowly in the shape
 `nn.Linear` gives it. On 2 cores, Gemma 3 270M's 262,144 x 640 head took 186 ms at 32 rows, where the same product
 as slices of 4,096 vocabulary rows times the rows' transpose took 126 ms: 78 against 138 ms at 16 rows, 185 against
-255 at 64 (benchmarks/README.md, 2026-11-29, fifth session). In a batch of 32 the greedy steps' heads were a third
-of the engine's time. Each logit is still one dot product over the hidden size, and the slices only change which
-logits one call of MKL computes.
+255 at 64 (benchmarks/README.md, 2026-11-29, fifth session); slices of 2,048 rows take as long (cap_engine.
+vocabulary_slices). In a batch of 32 the greedy steps' heads were a third of the engine's time. Each logit is still
+one dot product over the hidden size, and the slices only change which logits one call of MKL computes. A greedy
+step may go further and compute only the slices that can hold a row's greatest logit (cap_engine.greedy_head).
 
 MKL does not promise that a product's bits are independent of its shape, and they are not always: at 2, 5 and 8
 rows the slices gave other last bits on that CPU. So the first product of each shape (the row count, the input's
@@ -27,13 +28,13 @@ from typing import TYPE_CHECKING, Callable, Iterator
 
 import torch
 
+from capsel.cap_engine.greedy_head import handed_out, screened_logits
 from capsel.cap_engine.per_model import PerModel
+from capsel.cap_engine.vocabulary_slices import in_slices, slices_head
 
 if TYPE_CHECKING:
     from capsel.models.loading import LoadedModel
 
-# Vocabulary rows per slice: a slice's logits for a batch of 32 (512 KB) stay in the core's cache.
-SLICE_ROWS = 4096
 # Beyond this many rows (a response branch's every position) the slices gained nothing: 1,425 against 1,394 ms at
 # 512 rows. One row gained nothing either (61 against 57 ms).
 MAX_ROWS = 256
@@ -44,18 +45,6 @@ _ROUTED: weakref.WeakSet[torch.nn.Module] = weakref.WeakSet()
 _ROUTING = threading.Lock()
 # Per thread: the heads a sliced_head context has on now, and how deep.
 _SERVING = threading.local()
-
-
-def slices_head(loaded: LoadedModel) -> bool:
-    """Whether `loaded`'s head runs in slices where they agree: never unless it is a linear head without bias on CPU;
-    then `loaded.sliced_head`, or when that is None, for a float32 head whose vocabulary spans more than one slice
-    (the shapes measured)."""
-    head = loaded.model.get_output_embeddings()
-    if type(head) is not torch.nn.Linear or head.bias is not None or head.weight.device.type != "cpu":
-        return False
-    if loaded.sliced_head is not None:
-        return loaded.sliced_head
-    return head.weight.dtype == torch.float32 and head.weight.shape[0] > SLICE_ROWS
 
 
 def head_shapes_checked(loaded: LoadedModel) -> dict[tuple[int, bool, int], bool]:
@@ -107,19 +96,15 @@ def _logits(
     weight = head.weight
     shape = (rows, hidden.is_contiguous(), torch.get_num_threads())
     if agreed.get(shape) is False:
-        return plain(hidden)
-    logits = in_slices(hidden.reshape(rows, hidden.shape[-1]), weight).reshape(*hidden.shape[:-1], weight.shape[0])
+        return handed_out(head, plain(hidden))
+    flat = hidden.reshape(rows, hidden.shape[-1])
+    # A greedy step's screened logits take the exact slices' bits, so only a shape whose slices agreed may screen.
+    screened = screened_logits(head, flat) if agreed.get(shape) else None
+    if screened is not None:
+        return screened.reshape(*hidden.shape[:-1], weight.shape[0])
+    logits = in_slices(flat, weight).reshape(*hidden.shape[:-1], weight.shape[0])
     if shape not in agreed:
         expected = plain(hidden)
         agreed[shape] = torch.equal(logits, expected)
-        return expected
-    return logits
-
-
-def in_slices(rows: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-    """rows @ weight.T, computed as each slice of `weight`'s rows times the rows' transpose."""
-    columns = rows.T.contiguous()
-    logits = rows.new_empty(rows.shape[0], weight.shape[0])
-    for start in range(0, weight.shape[0], SLICE_ROWS):
-        logits[:, start:start + SLICE_ROWS] = torch.mm(weight[start:start + SLICE_ROWS], columns).T
-    return logits
+        return handed_out(head, expected)
+    return handed_out(head, logits)

@@ -74,6 +74,9 @@ class LoadedModel:
     # Whether the output head runs in slices of the vocabulary where they give its own bits (cap_engine.sliced_head):
     # None picks a float32 head on CPU.
     sliced_head: bool | None = None
+    # Whether a greedy step finds each row's argmax from a bfloat16 estimate and the exact slices that can hold it
+    # (cap_engine.greedy_head): None does wherever a float32 head runs in slices.
+    screened_greedy_head: bool | None = None
 
     @property
     def processor(self) -> Any:

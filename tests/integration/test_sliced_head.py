@@ -18,7 +18,8 @@ import torch.nn.functional as F
 from capsel.cap_engine.config import ScoringConfig
 from capsel.cap_engine.engine import ScoringEngine
 from capsel.cap_engine.inputs import CandidateText
-from capsel.cap_engine.sliced_head import SLICE_ROWS, head_shapes_checked, in_slices, sliced_head, slices_head
+from capsel.cap_engine.sliced_head import head_shapes_checked, sliced_head
+from capsel.cap_engine.vocabulary_slices import SLICE_ROWS, in_slices, slices_head
 from capsel.models.loading import describe_model, load_model
 from capsel_lab.tiny_vlm import build_tiny_vlm
 from tests.fixtures.candidates import mixed_candidates
@@ -139,7 +140,7 @@ def test_a_vision_language_models_text_head_scores_exactly_as_plain(kind, tmp_pa
 @pytest.mark.slow
 def test_real_smollm2_scores_exactly_as_with_the_plain_head(smollm2_instruct_dir):
     loaded = load_model(describe_model(str(smollm2_instruct_dir), dtype="float32", device="cpu"))
-    assert slices_head(loaded)  # 49,152 float32 rows on CPU: 12 slices
+    assert slices_head(loaded)  # 49,152 float32 rows on CPU: 24 slices
     candidates = texts(8)
     plain = scored(replace(loaded, sliced_head=False), candidates, batch_size=8)
     assert_identical(plain, scored(loaded, candidates, batch_size=8))
