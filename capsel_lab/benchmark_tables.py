@@ -165,6 +165,28 @@ def score_throughput_plain_head(summaries: list[dict]) -> str:
                  numbers_from=1)
 
 
+def score_throughput_greedy_head(summaries: list[dict]) -> str:
+    """`benchmarks/score_throughput.py --engine-only --also-exact-greedy-head`: the engine with its greedy steps'
+    head screened from a bfloat16 estimate and with that head exact in slices, alternated round by round; whether
+    every result was identical; the steps screened and the share of slices they computed exactly."""
+    rows = []
+    for run in summaries:
+        screened, exact = run["engine_fused"], run["engine_fused_exact_greedy_head"]
+        greedy = run["greedy_head"]
+        rows.append([
+            f"{BENCHMARK_MODELS.get(run['model']['name'], run['model']['name'])}, batch {run['model']['batch_size']}",
+            _rounds(screened), _rounds(exact),
+            f"**{screened['candidates_per_s_median']:.2f}** / {exact['candidates_per_s_median']:.2f}",
+            f"{screened['candidates_per_s_median'] / exact['candidates_per_s_median'] - 1:+.0%}",
+            "yes" if run["exact_greedy_head"]["results_identical"] else "**no**",
+            f"{greedy['steps']:,}", f"{greedy['slices_kept'] / max(greedy['slices'], 1):.1%}",
+            f"{run['process']['peak_rss_gib']:.2f}", f"{run['matmul_gflops_measured']:.0f}",
+        ])
+    return table(["model, batch", "screened: s per round", "exact: s per round", "median cand/s: screened / exact",
+                  "gain", "every result identical", "greedy steps screened", "slices computed exactly",
+                  "peak RSS GiB", "matmul GFLOP/s"], rows, numbers_from=1)
+
+
 def cpu_kernels(summaries: list[dict]) -> str:
     """`benchmarks/cpu_kernels.py`: each product's ms per call as nn.Linear runs it, as vocabulary slices (the head)
     and on oneDNN with a prepacked weight, and whether each gave nn.Linear's bits."""
@@ -336,5 +358,6 @@ BENCHMARK_RENDERERS: dict[str, Callable[[list[dict]], str]] = {
     "flow-overhead-runs": flow_overhead_runs,
     "help-time-rounds": help_time_rounds, "huge-text-memory": huge_text_memory, "score-throughput": score_throughput,
     "score-throughput-plain-head": score_throughput_plain_head, "cpu-kernels": cpu_kernels,
+    "score-throughput-greedy-head": score_throughput_greedy_head,
     "multimodal-batching": multimodal_batching,
 }

@@ -10,6 +10,7 @@ import torch
 import torch.nn.functional as F
 
 from capsel.models.loading import describe_model, load_model
+from capsel_lab.benchmark_tables import score_throughput_greedy_head
 from tests.fixtures.real_models import smollm2_instruct  # noqa: F401 (fixture)
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
@@ -30,19 +31,27 @@ def test_a_benchmark_script_imports_and_shows_its_help(script):
 
 
 @pytest.mark.slow
-def test_score_throughput_times_the_plain_head_beside_the_slices_on_a_real_model(smollm2_instruct):  # noqa: F811
-    """`--also-plain-head` as benchmarks/README.md runs it, on SmolLM2 (49,152 vocabulary rows, 12 slices) and
-    4 rows instead of Gemma's 64: both pipelines timed, every result identical, the greedy steps' shape checked."""
+def test_score_throughput_times_the_other_heads_beside_the_engines_on_a_real_model(smollm2_instruct):  # noqa: F811
+    """`--also-plain-head` and `--also-exact-greedy-head` as benchmarks/README.md runs them, on SmolLM2 (49,152
+    vocabulary rows, 24 slices) and 4 rows instead of Gemma's 64: every pipeline timed, every result identical, the
+    greedy steps' shape checked, and the tables rendered from the report."""
     done = subprocess.run(
         [sys.executable, str(BENCHMARKS / "score_throughput.py"), "--model", str(smollm2_instruct.folder),
          "--n-candidates", "4", "--repeats", "1", "--batch-size", "4", "--threads", "1", "--engine-only",
-         "--also-plain-head"], capture_output=True, text=True, timeout=600)
+         "--also-plain-head", "--also-exact-greedy-head"], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     report = orjson.loads(done.stdout)
-    for pipeline in ("engine_fused", "engine_fused_plain_head"):
+    for pipeline in ("engine_fused", "engine_fused_plain_head", "engine_fused_exact_greedy_head"):
         assert len(report[pipeline]["seconds_per_round"]) == 1
-    assert report["plain_head"] == {"rows_with_other_generated_ids": 0, "max_abs_layer_divergence_diff": 0.0,
-                                    "results_identical": True}
+    for other in ("plain_head", "exact_greedy_head"):
+        assert report[other] == {"rows_with_other_generated_ids": 0, "max_abs_layer_divergence_diff": 0.0,
+                                 "results_identical": True}
+    # at 4 rows the slices kept other bits on the CPUs measured, so these steps need not have screened
+    greedy = report["greedy_head"]
+    assert greedy["screens"] and greedy["passes_logits_through"] is True
+    assert greedy["slices"] == 24 * greedy["steps"]
+    rendered = score_throughput_greedy_head([report])
+    assert f"{greedy['steps']:,}" in rendered and "| yes |" in rendered
     assert report["sliced_head"]["used"]
     assert len(report["engine_results_sha256"]) == 64 and report["process"]["minor_page_faults"] > 0
     assert any(shape["rows"] == 4 for shape in report["sliced_head"]["shapes_checked"])
