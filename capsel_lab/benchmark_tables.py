@@ -148,14 +148,9 @@ def score_throughput_plain_head(summaries: list[dict]) -> str:
     identical; the head row counts whose slices served and those whose check kept the plain product."""
     rows = []
     for run in summaries:
-        sliced, plain = run["engine_fused"], run["engine_fused_plain_head"]
         shapes = run["sliced_head"]["shapes_checked"]
         rows.append([
-            f"{BENCHMARK_MODELS.get(run['model']['name'], run['model']['name'])}, batch {run['model']['batch_size']}",
-            _rounds(sliced), _rounds(plain),
-            f"**{sliced['candidates_per_s_median']:.2f}** / {plain['candidates_per_s_median']:.2f}",
-            f"{sliced['candidates_per_s_median'] / plain['candidates_per_s_median'] - 1:+.0%}",
-            "yes" if run["plain_head"]["results_identical"] else "**no**",
+            *_beside_other_head(run, "plain_head"),
             " / ".join(", ".join(str(shape["rows"]) for shape in shapes if shape["same_bits"] is agreed) or "–"
                        for agreed in (True, False)),
             f"{run['matmul_gflops_measured']:.0f}",
@@ -165,20 +160,28 @@ def score_throughput_plain_head(summaries: list[dict]) -> str:
                  numbers_from=1)
 
 
+def _beside_other_head(run: dict, other: str) -> list[str]:
+    """The cells a run of the engine beside another head (`score_throughput.py --also-<other>`) shares: model and
+    batch, each one's rounds, their medians, the gain and whether every result was identical."""
+    engine, beside = run["engine_fused"], run[f"engine_fused_{other}"]
+    return [
+        f"{BENCHMARK_MODELS.get(run['model']['name'], run['model']['name'])}, batch {run['model']['batch_size']}",
+        _rounds(engine), _rounds(beside),
+        f"**{engine['candidates_per_s_median']:.2f}** / {beside['candidates_per_s_median']:.2f}",
+        f"{engine['candidates_per_s_median'] / beside['candidates_per_s_median'] - 1:+.0%}",
+        "yes" if run[other]["results_identical"] else "**no**",
+    ]
+
+
 def score_throughput_greedy_head(summaries: list[dict]) -> str:
     """`benchmarks/score_throughput.py --engine-only --also-exact-greedy-head`: the engine with its greedy steps'
     head screened from a bfloat16 estimate and with that head exact in slices, alternated round by round; whether
     every result was identical; the steps screened and the share of slices they computed exactly."""
     rows = []
     for run in summaries:
-        screened, exact = run["engine_fused"], run["engine_fused_exact_greedy_head"]
         greedy = run["greedy_head"]
         rows.append([
-            f"{BENCHMARK_MODELS.get(run['model']['name'], run['model']['name'])}, batch {run['model']['batch_size']}",
-            _rounds(screened), _rounds(exact),
-            f"**{screened['candidates_per_s_median']:.2f}** / {exact['candidates_per_s_median']:.2f}",
-            f"{screened['candidates_per_s_median'] / exact['candidates_per_s_median'] - 1:+.0%}",
-            "yes" if run["exact_greedy_head"]["results_identical"] else "**no**",
+            *_beside_other_head(run, "exact_greedy_head"),
             f"{greedy['steps']:,}", f"{greedy['slices_kept'] / max(greedy['slices'], 1):.1%}",
             f"{run['process']['peak_rss_gib']:.2f}", f"{run['matmul_gflops_measured']:.0f}",
         ])

@@ -183,14 +183,18 @@ def test_a_model_that_returns_its_heads_logits_screens_every_later_greedy_step_a
     assert screening_counts(forced)["steps"] == steps
 
 
+def screening_counts_scoring_as_plain(model_dir) -> dict[str, int]:
+    """A real model scores the 16 candidates bit for bit as with the plain head; what its greedy head screened."""
+    loaded = load_model(describe_model(str(model_dir), dtype="float32", device="cpu"))
+    plain = scored(replace(loaded, sliced_head=False), sixteen(), batch_size=16)
+    assert_identical(plain, scored(loaded, sixteen(), batch_size=16))
+    assert passes_logits_through(loaded) is True
+    return screening_counts(loaded)
+
+
 @pytest.mark.slow
 def test_real_smollm2_stops_screening_where_the_screen_keeps_most_slices(smollm2_instruct_dir):
-    loaded = load_model(describe_model(str(smollm2_instruct_dir), dtype="float32", device="cpu"))
-    candidates = sixteen()
-    plain = scored(replace(loaded, sliced_head=False), candidates, batch_size=16)
-    assert_identical(plain, scored(loaded, candidates, batch_size=16))
-    assert passes_logits_through(loaded) is True
-    counts = screening_counts(loaded)
+    counts = screening_counts_scoring_as_plain(smollm2_instruct_dir)
     # 49,152 rows are 24 slices. SmolLM2's greatest logits stand close together against large rows, so its trial
     # steps kept most slices, and the later steps took the exact head.
     assert counts["steps"] == TRIAL_STEPS and counts["slices"] == 24 * TRIAL_STEPS
@@ -199,12 +203,7 @@ def test_real_smollm2_stops_screening_where_the_screen_keeps_most_slices(smollm2
 
 @pytest.mark.slow
 def test_real_gemma3_screens_its_greedy_steps_and_scores_exactly_as_with_the_plain_head(gemma3_270m_dir):
-    loaded = load_model(describe_model(str(gemma3_270m_dir), dtype="float32", device="cpu"))
-    candidates = sixteen()
-    plain = scored(replace(loaded, sliced_head=False), candidates, batch_size=16)
-    assert_identical(plain, scored(loaded, candidates, batch_size=16))
-    assert passes_logits_through(loaded) is True
-    counts = screening_counts(loaded)
+    counts = screening_counts_scoring_as_plain(gemma3_270m_dir)
     # 262,144 rows are 128 slices; every greedy step after the first screened, and most slices were left out
     assert counts["steps"] > TRIAL_STEPS and counts["slices"] == 128 * counts["steps"]
     assert counts["slices_kept"] <= MOST_KEPT * counts["slices"]
