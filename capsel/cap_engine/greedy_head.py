@@ -2,10 +2,11 @@
 logit and the exact logits of the few vocabulary slices that can hold the greatest.
 
 A greedy step reads one thing from its logits: the index of each row's greatest (the first, on a tie). On 2 cores,
-Gemma 3 270M's 262,144 x 640 head took about 120 ms for 32 rows in exact slices; a bfloat16 copy of the head gave
-every logit approximately in about 40 ms, and about 10 of the 64 slices could hold a row's greatest
-(benchmarks/README.md, 2026-11-29, seventh session). Those slices are computed as cap_engine.sliced_head computes
-them, so their logits have the plain head's bits.
+Gemma 3 270M's 262,144 x 640 head took about 110 ms for 32 rows in exact slices; a bfloat16 copy of the head gave
+every logit approximately in about 40 ms, and the steps then computed 7.7% of the 128 slices of 2,048 rows (5.4%
+at 16 rows): 1.69 against 1.45 candidates/s, every result identical (benchmarks/README.md, 2026-11-29, seventh
+session). Those slices are computed as cap_engine.sliced_head computes them, so their logits have the plain head's
+bits.
 
 Why no other slice can hold it. A float32 dot product of a row x and a vocabulary row w, summed in any order, is
 within γ_K·A of the real one, where A = Σ|x_i·w_i|, K the hidden size and γ_K = K·u / (1 - K·u), u = 2^-24 (Higham,
