@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Iterator
 
 import torch
 
+from capsel.cap_engine.thread_heads import HeadsOnThread
 from capsel.cap_engine.vocabulary_slices import SLICE_ROWS, columns_of, slice_logits, slices_head
 
 if TYPE_CHECKING:
@@ -73,8 +74,10 @@ _ESTIMATORS: weakref.WeakKeyDictionary[torch.nn.Module, tuple[tuple[int, int], _
 _MAKING = threading.Lock()
 # Per head: screened calls, the slices they kept and the slices there were (for a benchmark's report).
 _COUNTS: weakref.WeakKeyDictionary[torch.nn.Module, list[int]] = weakref.WeakKeyDictionary()
-# Per thread: the heads in argmax-only steps now, how deep; the logits a head handed out before its model's verdict;
-# each head's screened-logits buffer and the slices it holds exact.
+# the heads in argmax-only steps, per thread
+_ARGMAX_ONLY = HeadsOnThread()
+# Per thread: the logits a head handed out before its model's verdict; each head's screened-logits buffer and the
+# slices it holds exact.
 _THREAD = threading.local()
 
 
@@ -94,21 +97,14 @@ def argmax_only(loaded: LoadedModel) -> Iterator[None]:
         yield
         return
     head = loaded.model.get_output_embeddings()
-    depth = _state("depth", dict)
-    depth[head] = depth.get(head, 0) + 1
-    try:
+    with _ARGMAX_ONLY.on(head, when_off=lambda: _state("pending", dict).pop(head, None)):
         yield
-    finally:
-        depth[head] -= 1
-        if not depth[head]:
-            del depth[head]
-            _state("pending", dict).pop(head, None)
 
 
 def handed_out(head: torch.nn.Module, logits: torch.Tensor) -> torch.Tensor:
     """`logits`, the head's exact output; in an argmax-only step before the model's verdict, kept with a copy of
     their values until the model returns."""
-    if head in _state("depth", dict) and head not in _PASSES_THROUGH:
+    if head in _ARGMAX_ONLY and head not in _PASSES_THROUGH:
         _state("pending", dict)[head] = (logits, logits.clone())
     return logits
 
@@ -141,7 +137,7 @@ def screening_counts(loaded: LoadedModel) -> dict[str, int]:
 def screened_logits(head: torch.nn.Linear, rows: torch.Tensor) -> torch.Tensor | None:
     """The screened logits of `rows` ([rows, hidden] float32), or None where this call may not screen: outside an
     argmax-only step, before the model's verdict, or when a row is not finite or too large for the bound."""
-    if head not in _state("depth", dict) or not _PASSES_THROUGH.get(head, False) or not _pays(head):
+    if head not in _ARGMAX_ONLY or not _PASSES_THROUGH.get(head, False) or not _pays(head):
         return None
     estimator = _estimator(head)
     if estimator is None:
@@ -216,19 +212,23 @@ def _estimator(head: torch.nn.Linear) -> _Estimator | None:
         if known is not None and known[0] == made_from:
             return known[1]
         with torch.no_grad():
-            estimator = _Estimator(
-                weight.to(torch.bfloat16), _largest_row_norm(weight), float(weight.abs().max()),
-            ) if bool(torch.isfinite(weight).all()) else None
+            finite, largest_row_norm, largest_abs = _weight_bounds(weight)
+            estimator = _Estimator(weight.to(torch.bfloat16), largest_row_norm, largest_abs) if finite else None
         _ESTIMATORS[head] = (made_from, estimator)
         return estimator
 
 
-def _largest_row_norm(weight: torch.Tensor) -> float:
-    """The largest row norm, summed in float64 a block of rows at a time: a float64 copy of Gemma 3's whole head
-    would be 1.3 GB."""
+def _weight_bounds(weight: torch.Tensor) -> tuple[bool, float, float]:
+    """Whether every weight is finite, the largest row norm (summed in float64) and the largest |weight|, read a
+    block of rows at a time: whole-head temporaries on Gemma 3 would be 1.3 GB in float64, 671 MB for |weight|."""
+    finite, largest_row_norm, largest_abs = True, 0.0, 0.0
     block = 16 * SLICE_ROWS
-    return max(float(torch.linalg.vector_norm(weight[start:start + block].double(), dim=1).max())
-               for start in range(0, weight.shape[0], block))
+    for start in range(0, weight.shape[0], block):
+        rows = weight[start:start + block]
+        finite = finite and bool(torch.isfinite(rows).all())
+        largest_row_norm = max(largest_row_norm, float(torch.linalg.vector_norm(rows.double(), dim=1).max()))
+        largest_abs = max(largest_abs, float(rows.abs().max()))
+    return finite, largest_row_norm, largest_abs
 
 
 def _state(name: str, make: type) -> dict:

@@ -30,6 +30,7 @@ import torch
 
 from capsel.cap_engine.greedy_head import handed_out, screened_logits
 from capsel.cap_engine.per_model import PerModel
+from capsel.cap_engine.thread_heads import HeadsOnThread
 from capsel.cap_engine.vocabulary_slices import in_slices, slices_head
 
 if TYPE_CHECKING:
@@ -43,8 +44,8 @@ MAX_ROWS = 256
 _AGREED: PerModel[dict[tuple[int, bool, int], bool]] = PerModel(dict)
 _ROUTED: weakref.WeakSet[torch.nn.Module] = weakref.WeakSet()
 _ROUTING = threading.Lock()
-# Per thread: the heads a sliced_head context has on now, and how deep.
-_SERVING = threading.local()
+# the heads a sliced_head context has on, per thread
+_SERVING = HeadsOnThread()
 
 
 def head_shapes_checked(loaded: LoadedModel) -> dict[tuple[int, bool, int], bool]:
@@ -61,20 +62,8 @@ def sliced_head(loaded: LoadedModel) -> Iterator[None]:
         return
     head = loaded.model.get_output_embeddings()
     _route(head, _AGREED.of(loaded.model))
-    serving = _serving()
-    serving[head] = serving.get(head, 0) + 1
-    try:
+    with _SERVING.on(head):
         yield
-    finally:
-        serving[head] -= 1
-        if not serving[head]:
-            del serving[head]
-
-
-def _serving() -> dict[torch.nn.Module, int]:
-    if not hasattr(_SERVING, "heads"):
-        _SERVING.heads = {}
-    return _SERVING.heads
 
 
 def _route(head: torch.nn.Linear, agreed: dict[tuple[int, bool, int], bool]) -> None:
@@ -91,7 +80,7 @@ def _logits(
     hidden: torch.Tensor,
 ) -> torch.Tensor:
     rows = hidden.numel() // hidden.shape[-1]
-    if head not in _serving() or torch.is_grad_enabled() or not 1 < rows <= MAX_ROWS:
+    if head not in _SERVING or torch.is_grad_enabled() or not 1 < rows <= MAX_ROWS:
         return plain(hidden)
     weight = head.weight
     shape = (rows, hidden.is_contiguous(), torch.get_num_threads())
