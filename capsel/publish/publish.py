@@ -9,8 +9,10 @@ from pathlib import Path
 
 import duckdb
 import orjson
+import pandas as pd
 
 from capsel.db import transaction
+from capsel.db.background import queries_meanwhile
 from capsel.errors import CapselError, ExitCode
 from capsel.faults import fault_point
 from capsel.methods.registry import method
@@ -26,7 +28,7 @@ from capsel.publish.report import report_points, write_report
 from capsel.publish.selection_id import members_digest, new_selection_id
 from capsel.publish.staging import recorded_staging, staging_dir
 from capsel.quality.expectations import gate_spec
-from capsel.quality.gate import GateResult, check_selection
+from capsel.quality.gate import GateResult, check_tables, gate_tables
 from capsel.selection.plan import Selection
 
 REJECTED_DIR = "rejected"
@@ -65,7 +67,8 @@ def publish_selection(
     on_file_written: FileHook | None = None,
     created_at: datetime | None = None,
 ) -> PublishedSelection:
-    """Gate `selection`, then publish it as `out_dir/<selection_id>/` and record it in the DB.
+    """Gate `selection`, then publish it as `out_dir/<selection_id>/` and record it in the DB. excluded.parquet, a
+    query over the whole pool, is written on another thread while the gate and the other files are made in Python.
 
     The directory appears only complete (built under `.tmp-<id>`, then renamed). Its rows commit as
     'publishing' before the rename and are marked 'published' after it, so a kill at any instant leaves
@@ -87,29 +90,33 @@ def publish_selection(
         member_ids = selection.members["candidate_id"].astype(str).tolist()
         images = copy_member_images(con, member_ids, staging)
         domains = domain_entries(selection)
-        gate = check_selection(
+        tables = gate_tables(
             con,
             selection.members,
             _gate_spec(selection),
             selection.key,
             selection.domain_stats,
-            staging / "gate",
-            selection_id,
             images.files if images else None,
             images.placeholder_counts(selection.members) if images else None,
             # the counts the manifest and the dataset card will state, checked against the members themselves
             published_counts={domain["domain"]: domain["n_members"] for domain in domains},
         )
-        if not gate.success:
-            raise GateFailedError(gate, _keep_rejected(staging, out_dir, selection_id, gate))
-        data_files = write_data_files(selection.members, staging, selection_id, notify,
-                                      images.paths_of(member_ids) if images else None)
-        funnel = write_excluded(con, selection, staging / EXCLUDED_FILE)
+        points = _report_points(con, selection, report_max_points)
+        # the rest needs no `con` until the funnel: excluded.parquet is written on it meanwhile
+        with queries_meanwhile(con, lambda: write_excluded(con, selection, staging / EXCLUDED_FILE)) as funnel_of:
+            gate = check_tables(tables, staging / "gate", selection_id)
+            if not gate.success:
+                raise GateFailedError(gate, _keep_rejected(staging, out_dir, selection_id, gate))
+            data_files = write_data_files(selection.members, staging, selection_id, notify,
+                                          images.paths_of(member_ids) if images else None)
+            for path in write_report(staging / "report", selection_id, domains, selection.members, points,
+                                     selection.fits, selection.selector.has_cut, report_max_points):
+                notify(path)
+            funnel = funnel_of()
         notify(staging / EXCLUDED_FILE)
         manifest = build_manifest(selection, selection_id, created_at, digest, run_id, gate,
                                   [*data_files, staging / EXCLUDED_FILE], funnel, domains,
                                   images.summary() if images else None)
-        _write_report(con, selection, staging / "report", selection_id, manifest, report_max_points, notify)
         _write(staging / "README.md", dataset_card(manifest).encode(), notify)
         _write(staging / "manifest.json", orjson.dumps(manifest, option=orjson.OPT_INDENT_2), notify)
         _sync_tree(staging)
@@ -124,14 +131,10 @@ def _gate_spec(selection: Selection):
                      scores is not None, selection.selector.ranks_by_score)
 
 
-def _write_report(con, selection: Selection, directory: Path, title: str, manifest: dict,
-                  max_points: int, notify: FileHook) -> None:
-    points = None
-    if selection.key is not None and selection.fits:
-        points = report_points(con, selection.key, [fit.domain for fit in selection.fits], max_points)
-    for path in write_report(directory, title, manifest["domains"], selection.members, points,
-                             selection.fits, selection.selector.has_cut, max_points):
-        notify(path)
+def _report_points(con: duckdb.DuckDBPyConnection, selection: Selection, max_points: int) -> pd.DataFrame | None:
+    if selection.key is None or not selection.fits:
+        return None
+    return report_points(con, selection.key, [fit.domain for fit in selection.fits], max_points)
 
 
 def _record_and_rename(con, staging: Path, final: Destination, manifest: dict, selection: Selection,

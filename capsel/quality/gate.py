@@ -1,4 +1,5 @@
-"""Run the great-expectations gate on a selection; write its report wherever the caller says."""
+"""Run the great-expectations gate on a selection: its tables read from the DB, then validated; write its report
+wherever the caller says."""
 
 from __future__ import annotations
 
@@ -38,28 +39,50 @@ class GateResult:
     validation: Path | None = None
 
 
-def check_selection(
+@dataclass(frozen=True)
+class GateTables:
+    """The frames the gate validates, as read from the DB, and the spec they are checked against."""
+
+    spec: GateSpec
+    members: pd.DataFrame
+    domains: pd.DataFrame
+    published: bool
+    images: pd.DataFrame | None = None
+    image_rows: pd.DataFrame | None = None
+
+    def with_checks(self) -> dict[str, tuple[pd.DataFrame, list, str]]:
+        """Each table by name with its expectations and the column that names its rows (imports GX)."""
+        tables = {
+            "members": (self.members, member_expectations(self.spec), "candidate_id"),
+            "domains": (self.domains, domain_expectations(self.spec, self.published), "domain"),
+        }
+        if self.images is not None:
+            tables["images"] = (self.images.astype({"path": object}), image_expectations(), "path")
+        if self.image_rows is not None:
+            tables["image_rows"] = (self.image_rows, image_row_expectations(), "candidate_id")
+        return tables
+
+
+def gate_tables(
     con: duckdb.DuckDBPyConnection,
     members: pd.DataFrame,
     spec: GateSpec,
     key: ScoringKey | None,
     domain_stats: Mapping[str, Mapping[str, float | None]],
-    report_dir: Path,
-    run_name: str,
     images: pd.DataFrame | None = None,
     image_rows: pd.DataFrame | None = None,
     published_counts: Mapping[str, int] | None = None,
-) -> GateResult:
-    """Validate `members` against `spec`; lineage is re-read from the DB, not trusted from the frame.
+) -> GateTables:
+    """The tables the gate validates against `spec`: `members` with its lineage re-read from the DB (not trusted
+    from the frame), and one row per domain. The only step of the gate that reads `con`: `check_tables` then runs
+    without it.
 
     `domain_stats` maps domain -> its fit's checked values (FIT_COLUMNS: z's mean and sample std over the
-    scored pool, alpha, beta, d_early's relative spread, the OLS identity shares). The GX run is named
-    `run_name` (the selection id); its report is written to `report_dir` (index.html, validation.json)
-    whatever the outcome. `images` (capsel.publish.images.FILE_COLUMNS, one row per image file the members
-    list) adds a table whose checks say each file is in the selection folder, whole; `image_rows` (one row per
-    member: candidate_id, n_images, n_placeholders) one that says each member's text places all its images.
-    `published_counts` (domain -> members, as the manifest and dataset card will state them) must equal the
-    members counted per domain.
+    scored pool, alpha, beta, d_early's relative spread, the OLS identity shares). `images`
+    (capsel.publish.images.FILE_COLUMNS, one row per image file the members list) adds a table whose checks say
+    each file is in the selection folder, whole; `image_rows` (one row per member: candidate_id, n_images,
+    n_placeholders) one that says each member's text places all its images. `published_counts` (domain ->
+    members, as the manifest and dataset card will state them) must equal the members counted per domain.
     """
     fresh = member_lineage(
         con, members["candidate_id"].dropna().astype(str).tolist(), key, columns=["candidate_id", *LINEAGE_COLUMNS]
@@ -76,15 +99,13 @@ def check_selection(
         domain_table(checked["domain"].tolist(), spec.quotas, domain_stats, published_counts),
         columns=["domain", "k", "n_members", *FIT_COLUMNS, *(["n_published"] if published else [])],
     )
-    tables = {
-        "members": (checked, member_expectations(spec), "candidate_id"),
-        "domains": (domains, domain_expectations(spec, published), "domain"),
-    }
-    if images is not None:
-        tables["images"] = (images.astype({"path": object}), image_expectations(), "path")
-    if image_rows is not None:
-        tables["image_rows"] = (image_rows, image_row_expectations(), "candidate_id")
-    run_time, results = _validate(tables, run_name)
+    return GateTables(spec, checked, domains, published, images, image_rows)
+
+
+def check_tables(tables: GateTables, report_dir: Path, run_name: str) -> GateResult:
+    """Validate `tables` (from `gate_tables`) in one GX run named `run_name` (the selection id); write its report
+    to `report_dir` (index.html, validation.json) whatever the outcome."""
+    run_time, results = _validate(tables.with_checks(), run_name)
     failures = [
         _describe(table, outcome.to_json_dict())
         for table, result in results.items()
@@ -100,6 +121,23 @@ def check_selection(
         report_index=index,
         validation=report_dir / VALIDATION_FILE,
     )
+
+
+def check_selection(
+    con: duckdb.DuckDBPyConnection,
+    members: pd.DataFrame,
+    spec: GateSpec,
+    key: ScoringKey | None,
+    domain_stats: Mapping[str, Mapping[str, float | None]],
+    report_dir: Path,
+    run_name: str,
+    images: pd.DataFrame | None = None,
+    image_rows: pd.DataFrame | None = None,
+    published_counts: Mapping[str, int] | None = None,
+) -> GateResult:
+    """The whole gate in one call: `gate_tables`, then `check_tables` (their arguments)."""
+    return check_tables(gate_tables(con, members, spec, key, domain_stats, images, image_rows, published_counts),
+                        report_dir, run_name)
 
 
 def _validate(tables: dict[str, tuple[pd.DataFrame, list, str]], run_name: str) -> tuple[datetime, dict]:

@@ -51,7 +51,7 @@ def test_the_increment_runs_in_its_own_process_and_the_profile_reselects_the_who
     assert profile["pool_candidates"] > profile["members"] > 0
     parts = profile["parts_s"]
     # every part's function was found in the profile (rounded to 0.1 s, a small part reads 0.0)
-    assert len(parts) == 11 and all(seconds is not None and seconds >= 0 for seconds in parts.values()), parts
+    assert len(parts) == 12 and all(seconds is not None and seconds >= 0 for seconds in parts.values()), parts
     assert parts["select, gate, publish"] > 0
     assert parts["fit"] <= parts["residualize"] and parts["picks"] <= parts["select, gate, publish"] <= profile[
         "wall_s"]
