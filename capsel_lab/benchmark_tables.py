@@ -36,6 +36,24 @@ def select_profile_before_after(summaries: list[dict]) -> str:
     return table(["part", "before: s", "after: s"], rows, numbers_from=1)
 
 
+def select_profile_pairs(summaries: list[dict]) -> str:
+    """`benchmarks/select_profile.py` alternated on one store, before and after a change (the files as before, after,
+    before, after, ...): each pair's wall time and difference, then the mean difference with its paired 95% t
+    interval (a pair is one replicate: the two ran back to back on the same store)."""
+    from scipy import stats
+
+    pairs = list(zip(summaries[0::2], summaries[1::2], strict=True))
+    saved = [before["wall_s"] - after["wall_s"] for before, after in pairs]
+    rows = [[str(number), f"{before['wall_s']:.1f}", f"{after['wall_s']:.1f}", f"{difference:.1f}"]
+            for number, ((before, after), difference) in enumerate(zip(pairs, saved), start=1)]
+    mean = sum(saved) / len(saved)
+    spread = stats.t.ppf(0.975, len(saved) - 1) * stats.sem(saved)
+    rows.append([f"**mean of {len(saved)} pairs**", f"**{sum(b['wall_s'] for b, _ in pairs) / len(pairs):.1f}**",
+                 f"**{sum(a['wall_s'] for _, a in pairs) / len(pairs):.1f}**",
+                 f"**{mean:.1f}** (95% CI {mean - spread:.1f} to {mean + spread:.1f})"])
+    return table(["pair", "before: s", "after: s", "before − after: s"], rows, numbers_from=1)
+
+
 def _optional_seconds(seconds: float | None) -> str:
     return "–" if seconds is None else f"{seconds:.1f}"
 
@@ -355,7 +373,7 @@ def _increment_stage(added: dict) -> str:
 
 BENCHMARK_RENDERERS: dict[str, Callable[[list[dict]], str]] = {
     "pool-scale-increment": pool_scale_increment, "pool-scale-growth": pool_scale_growth,
-    "select-profile-before-after": select_profile_before_after,
+    "select-profile-before-after": select_profile_before_after, "select-profile-pairs": select_profile_pairs,
     "pool-scale-before-after": pool_scale_before_after, "ingest-growth": ingest_growth,
     "excluded-scale": excluded_scale, "flow-overhead-pair": flow_overhead_pair,
     "flow-overhead-runs": flow_overhead_runs,

@@ -112,3 +112,18 @@ def test_the_select_profile_table_puts_both_runs_parts_side_by_side(tmp_path):
     assert "| picks | 10.4 | 1.8 |" in rendered
     assert "| gone | 3.0 | – |" in rendered and "| new | – | 0.5 |" in rendered
     assert "| **residualize, then select, gate and publish** | **110.0** | **75.4** |" in rendered
+
+
+def test_the_select_profile_pairs_table_gives_the_mean_difference_and_its_paired_t_interval(tmp_path):
+    walls = [(60.0, 50.0), (62.0, 55.0), (61.0, 52.0)]
+    names = []
+    for number, (before, after) in enumerate(walls, start=1):
+        for side, wall in (("before", before), ("after", after)):
+            names.append(f"{side}{number}.json")
+            (tmp_path / names[-1]).write_text(json.dumps({"wall_s": wall, "parts_s": {}}))
+    rendered = render(f"<!-- table: select-profile-pairs {' '.join(names)} -->\n<!-- /table -->\n", tmp_path)
+    assert "| 2 | 62.0 | 55.0 | 7.0 |" in rendered
+    # differences 10, 7, 9: mean 26/3, sample sd sqrt(7/3), t(0.975, 2 df) = 4.302653
+    half = 4.302653 * (7 / 3) ** 0.5 / 3 ** 0.5
+    assert (f"| **mean of 3 pairs** | **61.0** | **52.3** | **8.7** (95% CI {26 / 3 - half:.1f} to "
+            f"{26 / 3 + half:.1f}) |") in rendered
