@@ -30,7 +30,7 @@ def con(tmp_path):
 def test_the_caller_gets_what_the_queries_return(con, tmp_path):
     path = tmp_path / "numbers.parquet"
 
-    def write_and_count() -> int:
+    def write_and_count() -> tuple[int, int]:
         con.sql("select n, n * n as square from numbers").write_parquet(str(path))
         return con.execute("select count(*), sum(square) from read_parquet(?)", [str(path)]).fetchone()
 
