@@ -93,7 +93,7 @@ def publish_selection(
         tables = gate_tables(
             con,
             selection.members,
-            _gate_spec(selection),
+            selection_gate_spec(selection),
             selection.key,
             selection.domain_stats,
             images.files if images else None,
@@ -125,7 +125,8 @@ def publish_selection(
     return PublishedSelection(selection_id=selection_id, path=final, manifest=manifest)
 
 
-def _gate_spec(selection: Selection):
+def selection_gate_spec(selection: Selection):
+    """What the gate checks `selection` against: its quotas, and whether and by what its pool is scored."""
     scores = method(selection.key.method) if selection.key is not None else None
     return gate_spec({q.domain: q.k for q in selection.quotas}, scores is not None and scores.residualized,
                      scores is not None, selection.selector.ranks_by_score)

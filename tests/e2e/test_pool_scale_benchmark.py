@@ -1,5 +1,5 @@
-"""benchmarks/pool_scale.py --add-rows and benchmarks/select_profile.py run end to end on a small pool, as the
-benchmark notes print them, so the nightly-increment scripts cannot rot."""
+"""benchmarks/pool_scale.py --add-rows, benchmarks/select_profile.py and benchmarks/reselect_floor.py run end to
+end on a small pool, as the benchmark notes print them, so the nightly-increment scripts cannot rot."""
 
 from __future__ import annotations
 
@@ -33,6 +33,8 @@ def _pool_counts(rows: int) -> dict:
 
 def test_the_increment_runs_in_its_own_process_and_the_profile_reselects_the_whole_pool(tmp_path):
     lines = _script("pool_scale.py", "--rows", str(ROWS), "--add-rows", str(ADDED), "--workdir", str(tmp_path))
+    full_run = tmp_path / "full_run.jsonl"
+    full_run.write_text("\n".join(lines) + "\n")
     summary = json.loads(lines[-1])
     full, increment = summary["stages"], summary["increment"]["stages"]
     assert [stage["stage"] for stage in full] == [stage["stage"] for stage in increment] == [
@@ -55,3 +57,19 @@ def test_the_increment_runs_in_its_own_process_and_the_profile_reselects_the_who
     assert parts["select, gate, publish"] > 0
     assert parts["fit"] <= parts["residualize"] and parts["picks"] <= parts["select, gate, publish"] <= profile[
         "wall_s"]
+
+    floor = json.loads("\n".join(_script("reselect_floor.py", "--workdir", str(tmp_path), "--full-run",
+                                         str(full_run))))
+    bare_z, excluded = floor["parts"]["z for every row, bare"], floor["parts"]["excluded.parquet encoded, bare"]
+    # the bare query's z, computed apart from capsel's SQL, is the z the profile's selection published
+    assert bare_z["members_compared"] == profile["members"]
+    assert bare_z["max_abs_z_diff_from_published"] < 1e-9
+    # every line of both pool files is a member or a row of excluded.parquet
+    assert excluded["rows"] + profile["members"] == ROWS + ADDED + max(1, ROWS // 10_000) + max(1, ADDED // 10_000)
+    assert floor["parts"]["great-expectations validation of the members"]["gate_passed"] is True
+    budget = floor["budget"]
+    assert budget["goal_s"] == round(0.05 * summary["total_seconds"], 1)
+    assert budget["increment_new_rows_ingest_s"] == increment[0]["seconds"]
+    spread = sum(part.get("cpu_s", part["wall_s"]) for part in floor["parts"].values()) / budget["cores"]
+    assert budget["floor_s"] == pytest.approx(increment[0]["seconds"] + spread, abs=0.11)
+    assert budget["goal_in_reach"] == (budget["floor_s"] <= budget["goal_s"])
