@@ -54,6 +54,20 @@ def select_profile_pairs(summaries: list[dict]) -> str:
     return table(["pair", "before: s", "after: s", "before − after: s"], rows, numbers_from=1)
 
 
+def reselect_floor(summaries: list[dict]) -> str:
+    """`benchmarks/reselect_floor.py --full-run`: each part's wall and CPU seconds, then the floor they make with
+    the new rows' ingest, against the goal of 5% of the full run."""
+    floor = summaries[0]
+    rows = [[part, f"{seconds['wall_s']:.1f}", _optional_seconds(seconds.get("cpu_s"))]
+            for part, seconds in floor["parts"].items()]
+    budget = floor["budget"]
+    rows.append([f"**floor: the new rows' ingest ({budget['increment_new_rows_ingest_s']:.1f} s) + the CPU seconds "
+                 f"over {budget['cores']} cores**", f"**{budget['floor_s']:.1f}** "
+                 f"({budget['floor_share_of_full_run']:.1%} of the full run)", f"{budget['old_rows_parts_cpu_s']:.1f}"])
+    rows.append([f"goal: 5% of the full run ({budget['full_run_s']:.1f} s)", f"{budget['goal_s']:.1f}", ""])
+    return table(["part", "wall: s", "CPU: s"], rows, numbers_from=1)
+
+
 def _optional_seconds(seconds: float | None) -> str:
     return "–" if seconds is None else f"{seconds:.1f}"
 
@@ -380,5 +394,5 @@ BENCHMARK_RENDERERS: dict[str, Callable[[list[dict]], str]] = {
     "help-time-rounds": help_time_rounds, "huge-text-memory": huge_text_memory, "score-throughput": score_throughput,
     "score-throughput-plain-head": score_throughput_plain_head, "cpu-kernels": cpu_kernels,
     "score-throughput-greedy-head": score_throughput_greedy_head,
-    "multimodal-batching": multimodal_batching,
+    "multimodal-batching": multimodal_batching, "reselect-floor": reselect_floor,
 }

@@ -127,3 +127,15 @@ def test_the_select_profile_pairs_table_gives_the_mean_difference_and_its_paired
     half = 4.302653 * (7 / 3) ** 0.5 / 3 ** 0.5
     assert (f"| **mean of 3 pairs** | **61.0** | **52.3** | **8.7** (95% CI {26 / 3 - half:.1f} to "
             f"{26 / 3 + half:.1f}) |") in rendered
+
+
+def test_the_reselect_floor_table_lists_each_part_then_the_floor_against_the_goal(tmp_path):
+    floor = {"parts": {"z, bare": {"wall_s": 2.6, "cpu_s": 5.0}, "import": {"wall_s": 2.7}},
+             "budget": {"full_run_s": 300.0, "goal_s": 15.0, "increment_new_rows_ingest_s": 3.0, "cores": 2,
+                        "old_rows_parts_cpu_s": 7.7, "floor_s": 6.9, "floor_share_of_full_run": 0.023}}
+    (tmp_path / "floor.json").write_text(json.dumps(floor))
+    rendered = render("<!-- table: reselect-floor floor.json -->\n<!-- /table -->\n", tmp_path)
+    assert "| z, bare | 2.6 | 5.0 |" in rendered and "| import | 2.7 | – |" in rendered
+    assert ("| **floor: the new rows' ingest (3.0 s) + the CPU seconds over 2 cores** | **6.9** (2.3% of the full "
+            "run) | 7.7 |") in rendered
+    assert "| goal: 5% of the full run (300.0 s) | 15.0 |  |" in rendered
