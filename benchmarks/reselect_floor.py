@@ -103,7 +103,7 @@ def bare_z(workdir: Path, memory_limit: str, selection: Path) -> dict:
         params = {"model_fingerprint": key.model_fingerprint, "config_hash": key.config_hash}
         _, seconds = timed(lambda: ctx.con.execute(BARE_Z_SQL, params))
         members, max_diff = ctx.con.execute(MEMBERS_Z_DIFF_SQL, {"members": str(selection / "data.parquet")}
-                                            ).fetchone()
+                                            ).fetchall()[0]
     return {**seconds, "members_compared": members, "max_abs_z_diff_from_published": max_diff}
 
 
@@ -112,10 +112,11 @@ def excluded_encoding(selection: Path, memory_limit: str) -> dict:
     con = duckdb.connect(config={"memory_limit": memory_limit})
     con.execute("create table excluded as select * from read_parquet($path)",
                 {"path": str(selection / "excluded.parquet")})
-    rows = con.execute("select count(*) from excluded").fetchone()[0]
+    rows = con.execute("select count(*) from excluded").fetchall()[0][0]
     with tempfile.TemporaryDirectory() as folder:
         target = Path(folder) / "excluded.parquet"
-        _, seconds = timed(lambda: con.execute(f"copy excluded to '{target}' (format parquet)"))
+        # what publish does: a relation written with DuckDB's Parquet writer (a COPY), here with no query under it
+        _, seconds = timed(lambda: con.table("excluded").write_parquet(str(target)))
     con.close()
     return {**seconds, "rows": rows}
 
@@ -138,10 +139,9 @@ def gx_validation(workdir: Path, memory_limit: str) -> dict:
             counts = {domain["domain"]: domain["n_members"] for domain in domain_entries(selection)}
             tables = gate_tables(ctx.con, selection.members, selection_gate_spec(selection), key,
                                  selection.domain_stats, published_counts=counts)
-    gate_tables_ready = len(tables.members)
     with tempfile.TemporaryDirectory() as folder:
         gate, seconds = timed(lambda: check_tables(tables, Path(folder), "reselect-floor"))
-    return {**seconds, "members": gate_tables_ready, "gate_passed": gate.success}
+    return {**seconds, "members": len(tables.members), "gate_passed": gate.success}
 
 
 def budget(full_run: Path, parts: dict, cores: int) -> dict:

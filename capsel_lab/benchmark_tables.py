@@ -55,17 +55,32 @@ def select_profile_pairs(summaries: list[dict]) -> str:
 
 
 def reselect_floor(summaries: list[dict]) -> str:
-    """`benchmarks/reselect_floor.py --full-run`: each part's wall and CPU seconds, then the floor they make with
-    the new rows' ingest, against the goal of 5% of the full run."""
-    floor = summaries[0]
-    rows = [[part, f"{seconds['wall_s']:.1f}", _optional_seconds(seconds.get("cpu_s"))]
-            for part, seconds in floor["parts"].items()]
-    budget = floor["budget"]
-    rows.append([f"**floor: the new rows' ingest ({budget['increment_new_rows_ingest_s']:.1f} s) + the CPU seconds "
-                 f"over {budget['cores']} cores**", f"**{budget['floor_s']:.1f}** "
-                 f"({budget['floor_share_of_full_run']:.1%} of the full run)", f"{budget['old_rows_parts_cpu_s']:.1f}"])
-    rows.append([f"goal: 5% of the full run ({budget['full_run_s']:.1f} s)", f"{budget['goal_s']:.1f}", ""])
-    return table(["part", "wall: s", "CPU: s"], rows, numbers_from=1)
+    """`benchmarks/reselect_floor.py --full-run`, one or more runs on one store: each part's wall and CPU seconds per
+    run, then the floor they make with the new rows' ingest, the same floor without excluded.parquet's encoding,
+    and the goal of 5% of the full run."""
+    rows = [[part, *(_wall_and_cpu(run["parts"][part]) for run in summaries)] for part in summaries[0]["parts"]]
+    first = summaries[0]["budget"]
+    rows.append([f"**floor: the new rows' ingest ({first['increment_new_rows_ingest_s']:.1f} s) + the CPU seconds "
+                 f"over {first['cores']} cores**",
+                 *(f"**{run['budget']['floor_s']:.1f}** ({run['budget']['floor_share_of_full_run']:.1%})"
+                   for run in summaries)])
+    rows.append(["the same floor without excluded.parquet's encoding",
+                 *(_floor_without(run, "excluded.parquet encoded, bare") for run in summaries)])
+    rows.append([f"goal: 5% of the full run ({first['full_run_s']:.1f} s)",
+                 *(f"{run['budget']['goal_s']:.1f}" for run in summaries)])
+    return table(["part", *(f"run {number}: wall / CPU s" for number in range(1, len(summaries) + 1))], rows,
+                 numbers_from=1)
+
+
+def _wall_and_cpu(seconds: dict) -> str:
+    return f"{seconds['wall_s']:.1f} / {_optional_seconds(seconds.get('cpu_s'))}"
+
+
+def _floor_without(run: dict, part: str) -> str:
+    """A reselect_floor run's floor less one part's CPU seconds spread over the cores, with its share."""
+    budget = run["budget"]
+    floor = budget["floor_s"] - run["parts"][part]["cpu_s"] / budget["cores"]
+    return f"{floor:.1f} ({floor / budget['full_run_s']:.1%})"
 
 
 def _optional_seconds(seconds: float | None) -> str:

@@ -129,13 +129,20 @@ def test_the_select_profile_pairs_table_gives_the_mean_difference_and_its_paired
             f"{26 / 3 + half:.1f}) |") in rendered
 
 
-def test_the_reselect_floor_table_lists_each_part_then_the_floor_against_the_goal(tmp_path):
-    floor = {"parts": {"z, bare": {"wall_s": 2.6, "cpu_s": 5.0}, "import": {"wall_s": 2.7}},
-             "budget": {"full_run_s": 300.0, "goal_s": 15.0, "increment_new_rows_ingest_s": 3.0, "cores": 2,
-                        "old_rows_parts_cpu_s": 7.7, "floor_s": 6.9, "floor_share_of_full_run": 0.023}}
-    (tmp_path / "floor.json").write_text(json.dumps(floor))
-    rendered = render("<!-- table: reselect-floor floor.json -->\n<!-- /table -->\n", tmp_path)
-    assert "| z, bare | 2.6 | 5.0 |" in rendered and "| import | 2.7 | – |" in rendered
-    assert ("| **floor: the new rows' ingest (3.0 s) + the CPU seconds over 2 cores** | **6.9** (2.3% of the full "
-            "run) | 7.7 |") in rendered
-    assert "| goal: 5% of the full run (300.0 s) | 15.0 |  |" in rendered
+def test_the_reselect_floor_table_lists_each_part_per_run_then_the_floors_against_the_goal(tmp_path):
+    names = []
+    for number, (z_cpu, floor) in enumerate(((5.0, 6.9), (6.0, 7.4)), start=1):
+        names.append(f"floor{number}.json")
+        (tmp_path / names[-1]).write_text(json.dumps({
+            "parts": {"z, bare": {"wall_s": 2.6, "cpu_s": z_cpu}, "import": {"wall_s": 2.7},
+                      "excluded.parquet encoded, bare": {"wall_s": 1.0, "cpu_s": 2.0}},
+            "budget": {"full_run_s": 300.0, "goal_s": 15.0, "increment_new_rows_ingest_s": 3.0, "cores": 2,
+                       "floor_s": floor, "floor_share_of_full_run": floor / 300.0}}))
+    rendered = render(f"<!-- table: reselect-floor {' '.join(names)} -->\n<!-- /table -->\n", tmp_path)
+    assert "| part | run 1: wall / CPU s | run 2: wall / CPU s |" in rendered
+    assert "| z, bare | 2.6 / 5.0 | 2.6 / 6.0 |" in rendered and "| import | 2.7 / – | 2.7 / – |" in rendered
+    assert ("| **floor: the new rows' ingest (3.0 s) + the CPU seconds over 2 cores** | **6.9** (2.3%) | **7.4** "
+            "(2.5%) |") in rendered
+    # less excluded.parquet's 2.0 CPU seconds over 2 cores: 6.9 - 1.0 and 7.4 - 1.0
+    assert "| the same floor without excluded.parquet's encoding | 5.9 (2.0%) | 6.4 (2.1%) |" in rendered
+    assert "| goal: 5% of the full run (300.0 s) | 15.0 | 15.0 |" in rendered
