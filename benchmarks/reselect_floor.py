@@ -109,15 +109,13 @@ def bare_z(workdir: Path, memory_limit: str, selection: Path) -> dict:
 
 def excluded_encoding(selection: Path, memory_limit: str) -> dict:
     """Seconds to write the published excluded.parquet's rows again from memory."""
-    con = duckdb.connect(config={"memory_limit": memory_limit})
-    con.execute("create table excluded as select * from read_parquet($path)",
-                {"path": str(selection / "excluded.parquet")})
-    rows = con.execute("select count(*) from excluded").fetchall()[0][0]
-    with tempfile.TemporaryDirectory() as folder:
+    with duckdb.connect(config={"memory_limit": memory_limit}) as con, tempfile.TemporaryDirectory() as folder:
+        con.execute("create table excluded as select * from read_parquet($path)",
+                    {"path": str(selection / "excluded.parquet")})
+        rows = con.execute("select count(*) from excluded").fetchall()[0][0]
         target = Path(folder) / "excluded.parquet"
         # what publish does: a relation written with DuckDB's Parquet writer (a COPY), here with no query under it
         _, seconds = timed(lambda: con.table("excluded").write_parquet(str(target)))
-    con.close()
     return {**seconds, "rows": rows}
 
 
@@ -148,10 +146,10 @@ def budget(full_run: Path, parts: dict, cores: int) -> dict:
     """The goal's budget from pool_scale.py's summary, and the floor: the increment's ingest of its new rows (none
     of their scoring, which a real model would add to) plus the parts' CPU seconds spread over every core."""
     summary = json.loads(full_run.read_text().splitlines()[-1])
-    goal = 0.05 * summary["total_seconds"]
+    goal = round(0.05 * summary["total_seconds"], 1)
     stages = {stage["stage"]: stage["seconds"] for stage in summary["increment"]["stages"]}
     cpu = sum(part.get("cpu_s", part["wall_s"]) for part in parts.values())
-    floor, goal = round(stages["ingest"] + cpu / cores, 1), round(goal, 1)
+    floor = round(stages["ingest"] + cpu / cores, 1)
     return {"full_run_s": summary["total_seconds"], "goal_s": goal,
             "increment_new_rows_ingest_s": stages["ingest"], "increment_new_rows_score_s": stages["score"],
             "old_rows_parts_cpu_s": round(cpu, 1), "cores": cores,
