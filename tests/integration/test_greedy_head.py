@@ -173,28 +173,38 @@ def test_a_model_that_returns_its_heads_logits_screens_every_later_greedy_step_a
     assert passes_logits_through(forced) is True
     # The greedy steps run the batch's rows left after the prompts' checks (14 of 16), contiguous, the largest shape
     # checked; they screen only where this machine's slices gave the plain bits at that shape.
-    checked = head_shapes_checked(forced)
-    greedy_shape = max((shape for shape in checked if shape[1]), key=lambda shape: shape[0])
+    greedy_shape = greedy_head_shape(forced)
     assert greedy_shape[0] >= 14
-    assert (screening_counts(forced)["steps"] > 0) == checked[greedy_shape]
+    assert (screening_counts(forced)["steps"] > 0) == head_shapes_checked(forced)[greedy_shape]
     # switched off, the greedy steps take the exact slices
     steps = screening_counts(forced)["steps"]
     assert_identical(plain, scored(replace(forced, screened_greedy_head=False), candidates, batch_size=16))
     assert screening_counts(forced)["steps"] == steps
 
 
-def screening_counts_scoring_as_plain(model_dir) -> dict[str, int]:
-    """A real model scores the 16 candidates bit for bit as with the plain head; what its greedy head screened."""
+def greedy_head_shape(loaded) -> tuple[int, bool, int]:
+    """The head shape the greedy steps of a 16-row batch ran: the largest contiguous one checked."""
+    return max((shape for shape in head_shapes_checked(loaded) if shape[1]), key=lambda shape: shape[0])
+
+
+def screening_scoring_as_plain(model_dir) -> tuple[dict[str, int], bool]:
+    """A real model scores the 16 candidates bit for bit as with the plain head; what its greedy head screened, and
+    whether this CPU's slices gave the plain bits at the greedy steps' shape (only then may a step screen)."""
     loaded = load_model(describe_model(str(model_dir), dtype="float32", device="cpu"))
     plain = scored(replace(loaded, sliced_head=False), sixteen(), batch_size=16)
     assert_identical(plain, scored(loaded, sixteen(), batch_size=16))
     assert passes_logits_through(loaded) is True
-    return screening_counts(loaded)
+    return screening_counts(loaded), head_shapes_checked(loaded)[greedy_head_shape(loaded)]
 
 
+# Whether a shape's slices give the plain bits is MKL's choice on each CPU: Gemma's greedy shape agreed on the CPUs
+# measured before and not on an AVX-512 Xeon with AMX, where no step may screen and the scores stay the plain bits.
 @pytest.mark.slow
 def test_real_smollm2_stops_screening_where_the_screen_keeps_most_slices(smollm2_instruct_dir):
-    counts = screening_counts_scoring_as_plain(smollm2_instruct_dir)
+    counts, agreed = screening_scoring_as_plain(smollm2_instruct_dir)
+    if not agreed:
+        assert counts == {"steps": 0, "slices": 0, "slices_kept": 0}
+        return
     # 49,152 rows are 24 slices. SmolLM2's greatest logits stand close together against large rows, so its trial
     # steps kept most slices, and the later steps took the exact head.
     assert counts["steps"] == TRIAL_STEPS and counts["slices"] == 24 * TRIAL_STEPS
@@ -203,7 +213,10 @@ def test_real_smollm2_stops_screening_where_the_screen_keeps_most_slices(smollm2
 
 @pytest.mark.slow
 def test_real_gemma3_screens_its_greedy_steps_and_scores_exactly_as_with_the_plain_head(gemma3_270m_dir):
-    counts = screening_counts_scoring_as_plain(gemma3_270m_dir)
+    counts, agreed = screening_scoring_as_plain(gemma3_270m_dir)
+    if not agreed:
+        assert counts == {"steps": 0, "slices": 0, "slices_kept": 0}
+        return
     # 262,144 rows are 128 slices; every greedy step after the first screened, and most slices were left out
     assert counts["steps"] > TRIAL_STEPS and counts["slices"] == 128 * counts["steps"]
     assert counts["slices_kept"] <= MOST_KEPT * counts["slices"]
