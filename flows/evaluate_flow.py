@@ -81,7 +81,8 @@ def _run(config: EvaluateFlowConfig) -> dict:
             progress = StageProgress(keys.key("progress"))
             lineage = StageLineage(settings)
             finetunes = [FinetuneStageRequest(selection_id, model, settings.output_root, config.finetune.profile,
-                                              None, seed, config.finetune.prompt_format)
+                                              None, seed, config.finetune.prompt_format, config.finetune.epochs,
+                                              config.finetune.min_steps)
                          for selection_id in selections for seed in config.finetune.seeds]
             base = (f"{BASE_PREFIX}{model}",) if config.evaluation.include_base else ()
             plan = EvaluationPlan(finetunes, EvaluateRequest(base, specs, settings.output_root, options))

@@ -11,7 +11,7 @@ import typer
 from capsel.cap_engine.config import PROMPT_TOKENS, ScoringConfig
 from capsel.cli.after_commit import committed_work
 from capsel.cli.common import DbOption, JsonOption, console, json_output
-from capsel.cli.finetune_options import FINETUNING, Finetuning, TrainingBar
+from capsel.cli.finetune_options import FINETUNING, Finetuning, TrainingBar, trained_line
 from capsel.cli.model_options import generated_options
 from capsel.cli.progress import EvalBars
 from capsel.cli.scoring_options import DeviceOption, DtypeOption, PromptTokensOption, scoring_settings
@@ -105,6 +105,9 @@ def _finetuned_if_selection(ctx: RunContext, target: str, tuning: Finetuning) ->
     with TrainingBar(f"fine-tuning on {target}") as bar:
         summary = finetune_selection(request, replace(ctx, on_training=bar.callback))
     console.print(plain(f"{target}: {'reused' if summary.reused else 'trained'} {summary.finetune_id}"))
+    trained = trained_line(summary.manifest)
+    if trained:
+        console.print(plain(trained))
     return summary.finetune_id
 
 

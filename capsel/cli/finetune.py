@@ -8,7 +8,7 @@ import typer
 
 from capsel.cli.after_commit import committed_work
 from capsel.cli.common import DbOption, JsonOption, console, json_output, settings_for
-from capsel.cli.finetune_options import FINETUNING, Finetuning, TrainingBar
+from capsel.cli.finetune_options import FINETUNING, Finetuning, TrainingBar, trained_line
 from capsel.cli.model_options import generated_options
 from capsel.cli.wrapping import print_unbroken
 from capsel.stages.context import RunContext
@@ -45,5 +45,8 @@ def finetune(
         console.print(markup("{} [bold]{}[/]: {} profile, {}, seed {}, config {}", what, summary.finetune_id,
                              manifest["profile"], "LoRA adapter" if manifest["kind"] == "adapter" else
                              "full weights", manifest["seed"], manifest["config_hash"]))
+        trained = trained_line(manifest)
+        if trained:
+            console.print(plain(trained))
         if not json_out:
             print_unbroken(console, plain(summary.model_dir))

@@ -13,6 +13,7 @@ from capsel.cli.model_options import OptionBundle
 from capsel.cli.progress import LiveBar
 from capsel.cli.scoring_options import PromptFormatOption
 from capsel.errors import OptionError
+from capsel.finetune.schedule import MIN_STEPS, describe_schedule, parse_epochs
 from capsel.safe_text import visible
 from capsel.stages.context import TrainProgress
 
@@ -27,6 +28,12 @@ ConfigFileOption = Annotated[Optional[Path], typer.Option(
     "--config", help="A LlamaFactory YAML whose keys override the profile's (paths, dataset and seed stay "
     "capsel's).", show_default=False, exists=True, dir_okay=False)]
 SeedOption = Annotated[int, typer.Option("--seed", help="Training seed (data order, initialisation of adapters).")]
+EpochsOption = Annotated[Optional[str], typer.Option(
+    "--epochs", help="Whole epochs over the selection, or auto: the fewest that make --min-steps optimizer steps at a "
+    "learning rate above zero (default: the profile's, 1).", show_default=False)]
+MinStepsOption = Annotated[int, typer.Option(
+    "--min-steps", min=0, help="Refuse a fine-tune that makes fewer optimizer steps at a learning rate above zero "
+    "(the warm-up's first step runs at 0; a selection of a few rows makes one step and learns nothing).")]
 OutOption = Annotated[Optional[Path], typer.Option(
     "--out", help="Output root: models go to <out>/models/<finetune_id>/ (default: $CAPSEL_OUTPUT_ROOT or "
     "capsel_out).", show_default=False)]
@@ -45,6 +52,8 @@ class Finetuning:
     config: ConfigFileOption = None
     seed: SeedOption = 0
     prompt_format: PromptFormatOption = "auto"
+    epochs: EpochsOption = None
+    min_steps: MinStepsOption = MIN_STEPS
     out: OutOption = None
 
     def out_root(self, settings: Settings) -> Path:
@@ -60,7 +69,7 @@ class Finetuning:
             raise OptionError(f"to fine-tune on {selection_id}, name the base model with [[model]] (or set "
                               "CAPSEL_MODEL)")
         return FinetuneStageRequest(selection_id, base, self.out_root(settings), self.profile, self.config,
-                                    self.seed, self.prompt_format)
+                                    self.seed, self.prompt_format, parse_epochs(self.epochs), self.min_steps)
 
 
 FINETUNING = OptionBundle(Finetuning)
@@ -80,3 +89,14 @@ class TrainingBar(LiveBar):
                 self.task = self.progress.add_task(text, total=total)
             self.progress.update(self.task, completed=step, total=total, description=text)
         return update
+
+
+def trained_line(manifest: dict) -> str | None:
+    """The steps a model was trained with and its loss at the last step, from its manifest (None for a model made
+    before capsel recorded them)."""
+    planned, trained = manifest.get("schedule"), manifest.get("trained")
+    if not planned:
+        return None
+    loss = (trained or {}).get("final_loss")
+    return "  " + describe_schedule(planned) + (f"; training loss {loss:.4f} at the last step" if loss is not None
+                                                 else "")

@@ -8,6 +8,8 @@ from typing import Annotated, Optional
 import typer
 
 from capsel.cli.common import DbOption
+from capsel.cli.finetune_options import EpochsOption, MinStepsOption
+from capsel.finetune.schedule import MIN_STEPS, parse_epochs
 
 
 def evaluate(
@@ -22,6 +24,8 @@ def evaluate(
     profile: Annotated[str, typer.Option("--profile", help="Training recipe: cpu-small or paper.")] = "cpu-small",
     seed: Annotated[Optional[list[int]], typer.Option(
         "--seed", help="Training seed (repeatable: one model per seed; default 0).", show_default=False)] = None,
+    epochs: EpochsOption = None,
+    min_steps: MinStepsOption = MIN_STEPS,
     field_map: Annotated[Optional[str], typer.Option(
         "--map", help="loss files: field renames, e.g. instruction=question,response=answer.")] = None,
     domain: Annotated[Optional[str], typer.Option("--domain", help="loss files: every row's domain.")] = None,
@@ -41,7 +45,8 @@ def evaluate(
     trust_typed(db, model)
     body = {
         "selections": selection or [],
-        "finetune": {"model": model, "profile": profile, "seeds": seed or [0]},
+        "finetune": {"model": model, "profile": profile, "seeds": seed or [0], "epochs": parse_epochs(epochs),
+                     "min_steps": min_steps},
         "evaluation": {"evals": [_absolute(text) for text in evals], "field_map": field_map, "domain": domain,
                        "fewshot_file": str(fewshot.resolve()) if fewshot else None, "limit": limit,
                        "max_new_tokens": max_new_tokens, "include_base": base},

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -13,6 +13,7 @@ from capsel.errors import CapselError
 from capsel.evaluation.eval_files import stage_file, staging_folder
 from capsel.evaluation.eval_spec import EvalSpec, parse_eval_spec
 from capsel.evaluation.options import EvalOptions
+from capsel.finetune.schedule import MIN_STEPS
 from capsel.ingest.records import parse_field_map
 from capsel.paths import inside_root
 from capsel.run_parameters import check_run
@@ -31,6 +32,11 @@ class FinetuneParams(BaseModel):
                                                                             "Fine-tuning)")
     seeds: list[int] = Field(default_factory=lambda: [0], min_length=1, description="one fine-tune per seed")
     prompt_format: Literal["auto", "raw", "chat"] = Field("auto", description="prompt format trained and evaluated")
+    epochs: Annotated[int, Field(ge=1)] | Literal["auto"] | None = Field(
+        None, description="whole epochs, or auto: the fewest that make min_steps steps that learn (default: the "
+                          "recipe's)")
+    min_steps: int = Field(MIN_STEPS, ge=0, description="refuse a fine-tune with fewer optimizer steps at a "
+                                                      "learning rate above zero")
 
 
 class EvaluationParams(BaseModel):

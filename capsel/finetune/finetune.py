@@ -8,6 +8,7 @@ import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Optional, cast
 
 from capsel.errors import CapselError
 from capsel.finetune.model_folder import (
@@ -20,9 +21,11 @@ from capsel.finetune.model_folder import (
 from capsel.finetune.prompt_template import TrainingPrompt, training_prompt
 from capsel.finetune.recipe import ResolvedRecipe, read_user_config, resolve_recipe
 from capsel.finetune.request import FinetunedModel, FinetuneRequest, finetune_id
+from capsel.finetune.schedule import AUTO, Schedule, check_learns, epochs_reaching, schedule
 from capsel.finetune.trainer_run import (
     TRAINER_LOG,
     ProgressCallback,
+    logged_training,
     no_progress,
     run_training,
     trainer_versions,
@@ -45,6 +48,7 @@ class _Plan:
     n_rows: int
     prompt: TrainingPrompt
     recipe: ResolvedRecipe
+    schedule: Schedule
     model_id: str
     final: Path
 
@@ -53,9 +57,18 @@ def _plan(request: FinetuneRequest) -> _Plan:
     dataset, n_rows = selection_dataset(request.selection_dir)
     prompt = training_prompt(request.prompt_format, request.base_model_dir)
     user_config = read_user_config(request.config_file) if request.config_file is not None else {}
-    recipe = resolve_recipe(request.profile, user_config, seed=request.seed, template=prompt.template)
+    epochs: int | None
+    if request.epochs == AUTO:
+        own = resolve_recipe(request.profile, user_config, seed=request.seed, template=prompt.template)
+        epochs = epochs_reaching(own.args, n_rows, request.min_steps)
+    else:
+        epochs = cast(Optional[int], request.epochs)
+    recipe = resolve_recipe(request.profile, user_config, seed=request.seed, template=prompt.template,
+                            epochs=epochs)
+    planned = schedule(recipe.args, n_rows)
+    check_learns(planned, recipe.args, request.min_steps, f"the selection {request.selection_id}")
     model_id = finetune_id(request, recipe.config_hash)
-    return _Plan(dataset, n_rows, prompt, recipe, model_id, final_dir(request.models_root, model_id))
+    return _Plan(dataset, n_rows, prompt, recipe, planned, model_id, final_dir(request.models_root, model_id))
 
 
 def finished_finetune(request: FinetuneRequest) -> FinetunedModel | None:
@@ -106,6 +119,8 @@ def run_finetune(request: FinetuneRequest, python: Path, on_progress: ProgressCa
         "template": prompt.template,
         "kind": "adapter" if recipe.is_adapter else "full",
         "train_loss": results.get("train_loss"),
+        "schedule": plan.schedule.as_dict(),
+        "trained": logged_training(staging / TRAINER_LOG),
         "train_seconds": round(seconds, 2),
         "n_rows": n_rows,
         "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),

@@ -112,13 +112,17 @@ def read_user_config(path: Path) -> dict[str, Any]:
     return loaded
 
 
-def resolve_recipe(profile: str, user_config: dict[str, Any], *, seed: int, template: str | None) -> ResolvedRecipe:
-    """Profile, then the user's keys, then capsel's own (paths come per run and stay out of the hash).
+def resolve_recipe(profile: str, user_config: dict[str, Any], *, seed: int, template: str | None,
+                   epochs: int | None = None) -> ResolvedRecipe:
+    """Profile, then the user's keys, then `epochs` when given, then capsel's own (paths come per run and stay out
+    of the hash).
 
     `template` None means the tokenizer's own chat template, which LlamaFactory parses itself.
     """
     if profile not in PROFILES:
         raise OptionError(f"unknown training profile {profile!r}; use {' or '.join(PROFILES)}")
     args = {**PROFILES[profile], **user_config}
+    if epochs is not None:
+        args["num_train_epochs"] = float(epochs)
     args.update(seed=seed, template=template, save_strategy="no", report_to="none")
     return ResolvedRecipe(profile, args, config_hash(args))

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from capsel.finetune.recipe import CPU_SMALL
+from capsel.finetune.schedule import MIN_STEPS, Epochs
 from capsel.versioning import canonical_json
 
 
@@ -24,6 +25,8 @@ class FinetuneRequest:
     config_file: Path | None = None
     seed: int = 0
     prompt_format: str = "auto"  # auto|raw|chat, resolved against the base tokenizer as scoring does
+    epochs: Epochs = None  # whole epochs, "auto" (the fewest that reach min_steps) or None (the recipe's)
+    min_steps: int = MIN_STEPS  # the fewest steps at a learning rate above zero a run may make
     threads: int | None = None  # the trainer's torch threads (None: every core); no part of the model's identity
 
     def __post_init__(self) -> None:

@@ -102,6 +102,21 @@ class _LogReader:
         return entries
 
 
+def logged_training(path: Path) -> dict:
+    """What the trainer's own log says it did: its optimizer steps, the steps it logged and how many of them ran at a
+    learning rate above zero, the largest rate, and the loss at the last step logged (every step with capsel's
+    profiles, which log each one)."""
+    steps = [entry for entry in _LogReader(path).new_entries() if "lr" in entry and "current_steps" in entry]
+    losses = [entry["loss"] for entry in steps if entry.get("loss") is not None]
+    return {
+        "optimizer_steps": max((int(entry["total_steps"]) for entry in steps), default=0),
+        "logged_steps": len(steps),
+        "logged_learning_steps": sum(float(entry["lr"]) > 0 for entry in steps),
+        "peak_learning_rate": max((float(entry["lr"]) for entry in steps), default=0.0),
+        "final_loss": float(losses[-1]) if losses else None,
+    }
+
+
 def parse_duration(text: object) -> float | None:
     """Seconds of LlamaFactory's `str(timedelta)` remaining time ("0:01:23", "1 day, 2:00:00"); None if other."""
     match = _DURATION.match(str(text)) if text is not None else None

@@ -11,6 +11,7 @@ from capsel.db import run_sql
 from capsel.db.progress_file import report_progress, report_stage
 from capsel.db.records import fetch_records
 from capsel.errors import CapselError
+from capsel.finetune.schedule import MIN_STEPS, Epochs
 from capsel.models.loading import describe_model
 from capsel.publish.destination import destination
 from capsel.runs import recorded_run
@@ -29,6 +30,8 @@ class FinetuneStageRequest:
     config_file: Path | None = None
     seed: int = 0
     prompt_format: str = "auto"
+    epochs: Epochs = None
+    min_steps: int = MIN_STEPS
 
 
 @dataclass
@@ -75,6 +78,7 @@ def finetune_selection(request: FinetuneStageRequest, ctx: RunContext) -> Finetu
         base_model_dir=base.source.local_dir, base_fingerprint=base.fingerprint,
         models_root=request.out_root / "models", profile=request.profile, config_file=request.config_file,
         seed=request.seed, prompt_format=request.prompt_format, threads=ctx.settings.threads,
+        epochs=request.epochs, min_steps=request.min_steps,
     )
     finished = finished_finetune(wanted)
     if finished is not None and fetch_records(ctx.con, "evaluation/finetune_by_id",
@@ -116,4 +120,5 @@ def record_finetune(ctx: RunContext, request: FinetuneStageRequest, manifest: di
 def _request_record(request: FinetuneStageRequest) -> dict:
     return {"selection_id": request.selection_id, "model": request.model, "out_root": str(request.out_root),
             "profile": request.profile, "config_file": str(request.config_file) if request.config_file else None,
-            "seed": request.seed, "prompt_format": request.prompt_format}
+            "seed": request.seed, "prompt_format": request.prompt_format, "epochs": request.epochs,
+            "min_steps": request.min_steps}

@@ -22,6 +22,7 @@ from capsel.evaluation.eval_spec import parse_eval_spec
 from capsel.evaluation.options import EvalOptions
 from capsel.evaluation.paired import compare, stored_rows
 from capsel.evaluation.targets import BASE_PREFIX
+from capsel.finetune.schedule import AUTO
 from capsel.ingest.pipeline import IngestOptions
 from capsel.methods.cap import CapSpec
 from capsel.methods.ifd import IfdSpec
@@ -77,13 +78,13 @@ def run_pool(plan: PoolPlan, folder: Path, settings: Settings, say: Callable[[st
         ctx = RunContext(con, settings)
         _score_pool(ctx, plan, files, folder, say)
         selections = _publish_selections(ctx, plan, folder, say)
-        targets = _finetune_and_evaluate(ctx, plan, files, folder, recipe, selections, say)
+        targets, trained = _finetune_and_evaluate(ctx, plan, files, folder, recipe, selections, say)
         rows = stored_rows(con)
         metrics = {row["target"]: row for row in fetch_records(con, "evaluation/evaluations_list")
                    if row["domain"] == "*" and row["metric"] == "loss"}
     finally:
         con.close()
-    result = pool_result(plan, selections, targets, metrics, rows)
+    result = pool_result(plan, selections, targets, metrics, rows, trained)
     (folder / POOL_RESULT).write_text(json.dumps(result, indent=1, default=str), encoding="utf-8")
     return result
 
@@ -149,9 +150,10 @@ def _response_tokens(model: str, published: Path) -> int:
 
 
 def _finetune_and_evaluate(ctx: RunContext, plan: PoolPlan, files: LabFiles, folder: Path, recipe: Path,
-                           selections: list[dict], say: Callable[[str], None]) -> dict[str, str]:
+                           selections: list[dict], say: Callable[[str], None]
+                           ) -> tuple[dict[str, str], dict[str, dict]]:
     """Every selection fine-tuned (the training seed is the plan's, not the pool's) and evaluated with the base
-    model; {selection id or base: target}."""
+    model; {selection id or base: target}, and each selection's training as its model's manifest records it."""
     staging = staging_folder(folder)
     evals = [parse_eval_spec(f"loss:{files.heldout}", staging)]
     if plan.n_gsm8k:
@@ -161,8 +163,9 @@ def _finetune_and_evaluate(ctx: RunContext, plan: PoolPlan, files: LabFiles, fol
                           limit=plan.n_gsm8k or None)
     base = f"{BASE_PREFIX}{plan.model}"
     evaluation = EvaluationPlan(
+        # epochs auto: a small budget trains as many epochs as it takes to make MIN_STEPS steps that learn
         [FinetuneStageRequest(entry["selection_id"], plan.model, folder, plan.profile, recipe, plan.train_seed,
-                              plan.prompt_format) for entry in selections],
+                              plan.prompt_format, epochs=AUTO) for entry in selections],
         EvaluateRequest((base,), tuple(evals), folder, options))
 
     def call(declared: DeclaredStep, request: Any, ctx: RunContext) -> Any:
@@ -171,17 +174,30 @@ def _finetune_and_evaluate(ctx: RunContext, plan: PoolPlan, files: LabFiles, fol
 
     outcome = run_steps(EVALUATION_STEPS, evaluation, EvaluationOutcome(), ctx, call)
     targets = {entry["selection_id"]: model.finetune_id for entry, model in zip(selections, outcome.finetuned)}
-    return {**targets, BASE: base}
+    trained = {entry["selection_id"]: training_record(model.manifest)
+               for entry, model in zip(selections, outcome.finetuned)}
+    return {**targets, BASE: base}, trained
+
+
+def training_record(manifest: dict) -> dict:
+    """A cell's training as its model's manifest records it: epochs, optimizer steps, the steps at a learning rate
+    above zero and the loss at the last step (empty for a model made before capsel recorded them)."""
+    planned, logged = manifest.get("schedule") or {}, manifest.get("trained") or {}
+    return {key: value for key, value in (("epochs", planned.get("epochs")),
+                                          ("optimizer_steps", planned.get("optimizer_steps")),
+                                          ("learning_steps", planned.get("learning_steps")),
+                                          ("final_train_loss", logged.get("final_loss"))) if value is not None}
 
 
 def pool_result(plan: PoolPlan, selections: list[dict], targets: dict[str, str], metrics: dict[str, dict],
-                rows: pd.DataFrame) -> dict:
+                rows: pd.DataFrame, trained: dict[str, dict] | None = None) -> dict:
     """Each model's loss (95% CI) and selection facts, and each of DELTAS as a paired comparison on this pool."""
     loss = rows[rows["metric"] == "loss"]
     models = []
     for entry in [*selections, {"method": BASE, "selection_id": BASE}]:
         stored = metrics[targets[entry["selection_id"]]]
-        models.append({**entry, "target": targets[entry["selection_id"]], "loss": stored["value"],
+        models.append({**entry, **(trained or {}).get(entry["selection_id"], {}),
+                       "target": targets[entry["selection_id"]], "loss": stored["value"],
                        "loss_ci95": [stored["ci_low"], stored["ci_high"]], "n_heldout": stored["n"]})
     by_method = {entry["method"]: entry for entry in selections if entry["method"] != NULL}
     deltas = []

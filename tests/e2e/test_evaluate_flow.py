@@ -40,7 +40,7 @@ def test_the_evaluate_flow_trains_every_seed_and_leaves_the_comparison(prefect_a
     heldout.write_bytes(b"".join(orjson.dumps(row) + b"\n" for row in tiny_rows(40)[30:]))
 
     done = run(env, tmp_path, "flow", "evaluate", "--eval", f"loss:{heldout}", "--model", str(base),
-               "--seed", "0", "--seed", "1")
+               "--seed", "0", "--seed", "1", "--epochs", "auto")
     assert done.returncode == 0, done.stdout + done.stderr
     counters = json.loads(done.stdout[done.stdout.index("{"):])
     assert len(counters["finetunes"]) == 2 and counters["n_results"] == 3  # 2 models + base, one domain

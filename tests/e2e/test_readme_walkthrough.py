@@ -15,6 +15,7 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 import pytest
+from safetensors.torch import load_file
 
 from tests.fixtures.real_models import REAL_MODELS_DIR, smollm2_instruct  # noqa: F401
 from tests.integration.test_finetune_llamafactory import FOUND, LF_PYTHON
@@ -156,6 +157,14 @@ def test_the_readme_fine_tune_and_evaluate_commands_run_as_printed_after_the_tou
     selection_id = re.search(r"published (sel-\S+) with", done.stdout).group(1)
     ids, printed = {"SEL_ID": selection_id}, {}
     env = user_env(CAPSEL_TRAINER_PYTHON=str(LF_PYTHON))
+    # the recipe's own epochs on these 4 rows: one optimizer step, at a learning rate of 0, refused in one line
+    refused = subprocess.run(["capsel", "finetune", selection_id, "--model", "smollm2-135m-instruct"], cwd=folder,
+                             env={**env, "COLUMNS": "400"}, capture_output=True, text=True, timeout=600)
+    assert refused.returncode == 3 and refused.stderr.count("\n") == 1, refused.stderr
+    assert refused.stderr.startswith(f"error: the selection {selection_id} has 4 rows: ") and (
+        "1 optimizer step (warm-up 1), 0 at a learning rate above zero" in refused.stderr
+        and "--epochs 11 (or --epochs auto)" in refused.stderr), refused.stderr
+    assert not (folder / "capsel_out" / "models").exists() or not any((folder / "capsel_out" / "models").iterdir())
     for line in lines:
         ran = subprocess.run(["bash", "-euo", "pipefail", "-c", filled(line, ids)], cwd=folder, env=env,
                              capture_output=True, text=True, timeout=1200)
@@ -167,6 +176,17 @@ def test_the_readme_fine_tune_and_evaluate_commands_run_as_printed_after_the_tou
     model_dir = folder / "capsel_out" / "models" / ids["FT_ID"]  # the default output root
     manifest = json.loads((model_dir / "manifest.json").read_text())
     assert manifest["selection_id"] == selection_id and (model_dir / "adapter_config.json").is_file()
+    # --epochs auto: 11 epochs of one step each, 10 of them at a learning rate above zero, as the README says
+    assert {key: manifest["schedule"][key] for key in ("rows", "epochs", "optimizer_steps", "learning_steps")} == {
+        "rows": 4, "epochs": 11.0, "optimizer_steps": 11, "learning_steps": 10}
+    assert manifest["trained"]["optimizer_steps"] == 11 and manifest["trained"]["logged_learning_steps"] == 10
+    assert "11 optimizer steps (warm-up 1), 10 at a learning rate above zero" in normalized(printed["finetune"])
+    readme = (ROOT / "README.md").read_text()
+    assert "take 11 epochs of one step each" in readme and "10 at a learning rate above zero" in readme
+    # the adapter learnt: every LoRA B matrix (zero when training starts) has moved
+    adapter = load_file(model_dir / "adapter_model.safetensors")
+    lora_b = [tensor for name, tensor in adapter.items() if "lora_B" in name]
+    assert lora_b and all(bool(tensor.abs().max() > 0) for tensor in lora_b)
     con = duckdb.connect(str(folder / "capsel.duckdb"), read_only=True)  # the default database
     losses = dict(con.execute("select target, value from evaluations where metric = 'loss' and domain = '*' "
                               "and eval_spec = 'loss:heldout.jsonl'").fetchall())
@@ -174,5 +194,10 @@ def test_the_readme_fine_tune_and_evaluate_commands_run_as_printed_after_the_tou
     con.close()
     assert set(losses) == {ids["FT_ID"], "base:smollm2-135m-instruct"} and n_rows == [(5,)]
     assert all(0 < value < 10 for value in losses.values())
-    # the comparison names the selection behind the fine-tune, against the base model
+    assert abs(losses[ids["FT_ID"]] - losses["base:smollm2-135m-instruct"]) > 1e-4, losses
+    # the comparison names the selection behind the fine-tune, against the base model, with the delta the two
+    # stored losses make
     assert selection_id in printed["evaluations"] and "base:smollm2-135m-instruct" in printed["evaluations"]
+    delta = losses[ids["FT_ID"]] - losses["base:smollm2-135m-instruct"]
+    signed = [float(text) for text in re.findall(r"[+-]\d+\.\d{4}\b", printed["evaluations"])]
+    assert any(abs(value - delta) < 1.5e-4 for value in signed), (delta, printed["evaluations"])

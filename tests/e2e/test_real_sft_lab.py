@@ -49,6 +49,10 @@ def test_two_pools_tested_across_and_cap_ranked_among_random_subsets(tmp_path, m
         models = {(m["method"], m.get("selection_seed")): m for m in pool["models"]}
         cap, random = models["cap", 0], models["random", 0]
         assert cap["n_members"] == random["n_members"] == 6 and cap["response_tokens"] > 0  # 25% of 22, up
+        # 6 rows at 2 a step make 3 steps an epoch, the first at a rate of 0: 4 epochs reach 10 steps that learn
+        for model in (cap, random):
+            assert (model["epochs"], model["optimizer_steps"], model["learning_steps"]) == (4, 12, 11)
+            assert model["final_train_loss"] > 0
         [delta] = pool["deltas"]
         cap_nll, tokens = _rows_of(folder, cap["target"])
         random_nll, random_tokens = _rows_of(folder, random["target"])

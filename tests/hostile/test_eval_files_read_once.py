@@ -93,7 +93,8 @@ def test_swapping_the_file_while_the_flow_fine_tunes_changes_nothing(prefect_ser
     swapper = threading.Thread(target=swap_once_training, daemon=True)
     swapper.start()
     done = subprocess.run([sys.executable, "-m", "capsel", "flow", "evaluate", "--eval", f"loss:{heldout}",
-                           "--model", str(base)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
+                           "--model", str(base), "--epochs", "auto"], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=900)
     swapper.join(timeout=5)
     assert swapped.is_set() and heldout.is_symlink()  # the swap happened while it trained
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]

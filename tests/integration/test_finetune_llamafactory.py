@@ -21,11 +21,13 @@ import torch
 import transformers as tf
 import yaml
 
+from capsel.cli.flags import flag
 from capsel.errors import CapselError
 from capsel.finetune import FinetuneRequest, run_finetune
 from capsel.finetune.model_folder import MARKER, create_staging
 from capsel.finetune.recipe import read_user_config, resolve_recipe
 from capsel.finetune.request import finetune_id
+from capsel.finetune.schedule import MIN_STEPS, schedule
 from capsel.side_environments import CHECKOUT, TRAINER
 from tests.support.finetune_fixtures import (
     response_loss,
@@ -58,13 +60,15 @@ FAST_FULL = "finetuning_type: full\nlearning_rate: 1.0e-2\nnum_train_epochs: 4.0
 FAST_LORA = "learning_rate: 5.0e-2\nnum_train_epochs: 4.0\n"
 
 
-def request_for(root: Path, base: Path, selection: Path, config: str, prompt_format: str) -> FinetuneRequest:
+def request_for(root: Path, base: Path, selection: Path, config: str, prompt_format: str,
+                min_steps: int = MIN_STEPS) -> FinetuneRequest:
     config_file = root / f"{prompt_format}.yaml"
     config_file.write_text(config)
     return FinetuneRequest(
         selection_dir=selection, selection_id=selection.name, members_sha256="m" * 64, base_model_dir=base,
         base_fingerprint=f"fp-{base.name}", models_root=root / "models", config_file=config_file,
         prompt_format=prompt_format, threads=1,  # tiny models: one thread is fastest, and the machine is shared
+        min_steps=min_steps,
     )
 
 
@@ -130,6 +134,16 @@ def test_a_full_finetune_is_a_finished_loadable_model_that_learnt_its_rows(raw_f
     steps = [step for step, _, loss, _ in progress if loss is not None]
     assert steps == list(range(1, 13)) and {total for _, total, _, _ in progress} == {12}
     assert all(eta is None or eta >= 0 for *_, eta in progress)
+    # the plan made before training is what the trainer did: its steps, and the rate it logged for each one
+    planned = schedule(manifest["config"], len(ROWS))
+    assert manifest["schedule"] == planned.as_dict()
+    assert (planned.steps, planned.warmup_steps, planned.learning_steps) == (12, 1, 11)
+    logged = [json.loads(line) for line in (folder / "trainer_log.jsonl").read_text().splitlines()]
+    rates = [entry["lr"] for entry in logged if "lr" in entry]
+    assert rates == pytest.approx(planned.learning_rates, rel=1e-9, abs=0) and rates[0] == 0
+    losses = [entry["loss"] for entry in logged if "loss" in entry]
+    assert manifest["trained"] == {"optimizer_steps": 12, "logged_steps": 12, "logged_learning_steps": 11,
+                                   "peak_learning_rate": max(rates), "final_loss": losses[-1]}
 
     tokenizer = tf.AutoTokenizer.from_pretrained(folder)
     examples = [training_example_ids(tokenizer, row, "raw", [tokenizer.eos_token_id]) for row in ROWS]
@@ -173,7 +187,7 @@ def test_a_killed_run_leaves_no_trainer_and_its_staging_goes_while_nothing_else_
     script = (
         "import sys; from pathlib import Path; from capsel.finetune import FinetuneRequest, run_finetune; "
         "run_finetune(FinetuneRequest(Path(sys.argv[1]), 'sel-killed', 'k' * 64, Path(sys.argv[2]), 'fp', "
-        "Path(sys.argv[3]), threads=1), Path(sys.argv[4]))"
+        "Path(sys.argv[3]), threads=1, min_steps=0), Path(sys.argv[4]))"
     )
     killed = subprocess.Popen([sys.executable, "-c", script, str(selection), str(request.base_model_dir), str(root),
                                str(LF_PYTHON)], cwd=CHECKOUT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -232,7 +246,7 @@ def test_a_lora_finetune_in_the_chat_format_loads_with_peft_and_learnt(chat_lora
 def test_a_trainer_failure_is_one_line_naming_its_log_and_leaves_no_model(tmp_path):
     base = tiny_base_model(tmp_path / "base")
     selection = tiny_selection(tmp_path / "sel-bad", ROWS[:4])
-    request = request_for(tmp_path, base, selection, "not_a_llamafactory_argument: 1\n", "raw")
+    request = request_for(tmp_path, base, selection, "not_a_llamafactory_argument: 1\n", "raw", min_steps=0)
     with pytest.raises(CapselError) as failure:
         run_finetune(request, LF_PYTHON)
     message = str(failure.value)
@@ -245,7 +259,21 @@ def test_a_trainer_failure_is_one_line_naming_its_log_and_leaves_no_model(tmp_pa
 def test_a_missing_trainer_environment_says_how_to_build_it(tmp_path):
     base = tiny_base_model(tmp_path / "base")
     selection = tiny_selection(tmp_path / "sel-x", ROWS[:4])
-    request = request_for(tmp_path, base, selection, "", "raw")
+    request = request_for(tmp_path, base, selection, "", "raw", min_steps=0)
     with pytest.raises(CapselError, match="make setup-llamafactory"):
         run_finetune(request, Path(sys.executable))  # capsel's own Python has no LlamaFactory
+    assert not request.models_root.exists() or not any(request.models_root.iterdir())
+
+
+def test_a_selection_too_small_to_learn_is_refused_before_anything_starts(tmp_path):
+    base = tiny_base_model(tmp_path / "base")
+    selection = tiny_selection(tmp_path / "sel-four", ROWS[:4])
+    request = request_for(tmp_path, base, selection, "", "raw")
+    # a trainer Python that does not exist: the refusal comes first, from the plan alone
+    with pytest.raises(CapselError) as refused:
+        run_finetune(request, Path("/nonexistent/python"))
+    message = refused.value.render(flag)  # as the CLI names the options
+    assert "\n" not in message and message.startswith("the selection sel-four has 4 rows: 4 rows x 1 epoch")
+    assert "1 optimizer step (warm-up 1), 0 at a learning rate above zero" in message
+    assert "--epochs 11" in message and "--epochs auto" in message and "at least 81 rows" in message
     assert not request.models_root.exists() or not any(request.models_root.iterdir())
