@@ -18,7 +18,11 @@ from typing import Callable
 from capsel_lab.benchmark_tables import BENCHMARK_RENDERERS
 from capsel_lab.markdown_table import table
 
-DOCUMENTS = ("README.md", "capsel_lab/README.md", "docs/lab.md", "benchmarks/README.md")
+_REPOSITORY = Path(__file__).resolve().parents[1]
+# the notes split from the two READMEs by topic hold tables too: every file of those folders, so a new one is checked
+DOCUMENTS = ("README.md", "capsel_lab/README.md", "docs/lab.md", "benchmarks/README.md",
+             *sorted(path.relative_to(_REPOSITORY).as_posix() for folder in ("benchmarks/notes", "capsel_lab/notes")
+                     for path in (_REPOSITORY / folder).glob("*.md")))
 BLOCK = re.compile(r"(<!-- table: (?P<name>[a-z0-9-]+) (?P<files>[^>]+?) -->\n)(?P<body>.*?)(<!-- /table -->)",
                    re.DOTALL)
 MODEL_NAMES = {"smollm2-135m-instruct": "SmolLM2-135M-Instruct", "gemma3-270m": "Gemma 3 270M (base)",

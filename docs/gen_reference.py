@@ -3,7 +3,8 @@
 - `<!-- cli-reference -->` becomes every command of the Typer app: usage, help and a table of its options.
 - `<!-- flow-parameters -->` becomes every flow parameter model's fields (pydantic): name, type, default, description.
 - `<!-- readme: HEADING -->` becomes the README's `## HEADING` section, as the tests run it.
-- index.md, lab/notes.md and benchmarks/notes.md are README.md, capsel_lab/README.md and benchmarks/README.md.
+- index.md, lab/notes.md and benchmarks/notes.md are README.md, capsel_lab/README.md and benchmarks/README.md;
+  benchmarks/notes/NAME.md and lab/notes/NAME.md are benchmarks/notes/NAME.md and capsel_lab/notes/NAME.md.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ ROOT = Path(__file__).resolve().parents[1]
 # pages that are the repository's READMEs, each kept where the code it describes lives
 INCLUDED = {"index.md": "README.md", "lab/notes.md": "capsel_lab/README.md",
             "benchmarks/notes.md": "benchmarks/README.md"}
+# and the notes split from them by topic, each a page of its own: the folder of pages and the repository folder
+INCLUDED_FOLDERS = {"benchmarks/notes": "benchmarks/notes", "lab/notes": "capsel_lab/notes"}
 MARKER = re.compile(r"<!-- (cli-reference|flow-parameters|readme: (?P<heading>[^>]+?)) -->")
 LINK = re.compile(r"(!?)\[([^\]]*)\]\((?!https?:|#)([^)\s]+)\)")
 # every character Markdown or HTML could read as syntax, written as a character reference
@@ -37,16 +40,30 @@ def code(text: str) -> str:
 
 
 def relinked(text: str, source: str, page: str) -> str:
-    """`text` of the repository file `source` with its relative links pointing from docs page `page`; a link to a
-    file outside docs/ becomes its text and a code span."""
+    """`text` of the repository file `source` with its relative links pointing from docs page `page`: a link to a
+    file the site includes leads to its page, a link to any other file outside docs/ becomes its text and a code
+    span."""
+    pages = {included: "docs/" + name for name, included in included_pages().items()}
+
     def link(match: re.Match[str]) -> str:
-        target = posixpath.normpath(posixpath.join(posixpath.dirname(source), match.group(3)))
+        path, hash_sign, fragment = match.group(3).partition("#")
+        target = posixpath.normpath(posixpath.join(posixpath.dirname(source), path))
+        target = pages.get(target, target)
         if not target.startswith("docs/"):
             return f"{match.group(2)} (`{target}`)"
         relative = posixpath.relpath(target[len("docs/"):], posixpath.dirname(page) or ".")
-        return f"{match.group(1)}[{match.group(2)}]({relative})"
+        return f"{match.group(1)}[{match.group(2)}]({relative}{hash_sign}{fragment})"
 
     return LINK.sub(link, text)
+
+
+def included_pages() -> dict[str, str]:
+    """Each page that is a repository file, and that file (relative to the repository root)."""
+    pages = dict(INCLUDED)
+    for folder, source in INCLUDED_FOLDERS.items():
+        pages.update({f"{folder}/{path.name}": f"{source}/{path.name}"
+                      for path in sorted((ROOT / source).glob("*.md"))})
+    return pages
 
 
 def readme_section(heading: str, page: str) -> str:
@@ -61,7 +78,7 @@ def on_files(files: Any, config: Any) -> Any:
     """Add the pages that are repository READMEs."""
     from mkdocs.structure.files import File
 
-    for page, source in INCLUDED.items():
+    for page, source in included_pages().items():
         text = relinked((ROOT / source).read_text(encoding="utf-8"), source, page)
         files.append(File.generated(config, page, content=f"<!-- generated from {source} -->\n{text}"))
     return files

@@ -142,7 +142,11 @@ def test_every_page_loads_in_chromium_with_its_title_and_heading(site, served):
     names = {path.parent.relative_to(site).as_posix() for path in built}
     assert {".", "getting-started", "your-data", "closed-loop", "deployments", "methods", "method", "SECURITY",
             "benchmarks", "benchmarks/notes", "lab", "lab/notes", "development", "reference/cli",
-            "reference/parameters"} <= names
+            "reference/parameters", "benchmarks/notes/cpu-scoring", "benchmarks/notes/cpu-output-head",
+            "benchmarks/notes/make-demo", "benchmarks/notes/multimodal", "benchmarks/notes/gpu-throughput",
+            "benchmarks/notes/gpu-kv-cache", "benchmarks/notes/gpu-check", "benchmarks/notes/gpu-design",
+            "benchmarks/notes/flows-and-memory", "benchmarks/notes/pool-scale", "benchmarks/notes/pool-increment",
+            "benchmarks/notes/pool-increment-2026-11-29", "lab/notes/real-noise", "lab/notes/real-sft"} <= names
     for path in built:
         page = parsed(path)
         assert page.title.strip() and page.h1.strip(), path
