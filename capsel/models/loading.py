@@ -4,6 +4,7 @@ by default."""
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import inspect
 from dataclasses import dataclass
@@ -141,12 +142,32 @@ def eos_token_ids(tokenizer, generation_eos: int | list[int] | None) -> frozense
 
 
 def attention_implementation(info: ModelInfo, requested: str = "auto") -> str:
-    """'auto': FlashAttention-2 for bf16 on CUDA when flash-attn is installed, else PyTorch SDPA."""
+    """'auto': FlashAttention-2 for bf16 on CUDA when flash-attn is installed, eager attention for bf16 on a CPU
+    whose SDPA kernel fails in bf16, else PyTorch SDPA."""
     if requested != "auto":
         return requested
     if info.device == "cuda" and info.dtype == "bfloat16" and importlib.util.find_spec("flash_attn") is not None:
         return "flash_attention_2"
+    if info.device == "cpu" and info.dtype == "bfloat16" and not cpu_bfloat16_sdpa_runs():
+        return "eager"
     return "sdpa"
+
+
+@functools.cache
+def cpu_bfloat16_sdpa_runs() -> bool:
+    """Whether torch's CPU SDPA runs in bf16 here. torch 2.13's flash kernel packs bf16 with AMX from 64 positions on
+    wherever the CPU has AMX, and raises ("pack_vnni2 is only supported when avx512 is supported") when ATen's
+    kernels are capped below AVX-512 (ATEN_CPU_CAPABILITY=avx2 or default); eager attention computes the same
+    softmax(QK^T/sqrt(d))V in plain products."""
+    import torch
+    import torch.nn.functional as F
+
+    query = torch.zeros(1, 1, 64, 8, dtype=torch.bfloat16)
+    try:
+        F.scaled_dot_product_attention(query, query, query, is_causal=True)
+    except RuntimeError:
+        return False
+    return True
 
 
 def load_model(info: ModelInfo, attn_implementation: str = "auto") -> LoadedModel:
