@@ -14,7 +14,13 @@ from capsel.cli.common import DbOption, JsonOption, console, json_output
 from capsel.cli.finetune_options import FINETUNING, Finetuning, TrainingBar, trained_line
 from capsel.cli.model_options import generated_options
 from capsel.cli.progress import EvalBars
-from capsel.cli.scoring_options import DeviceOption, DtypeOption, PromptTokensOption, scoring_settings
+from capsel.cli.scoring_options import (
+    DeviceOption,
+    DtypeOption,
+    PromptTokensOption,
+    apply_threads,
+    checked_settings,
+)
 from capsel.cli.tables import interval_text, print_table
 from capsel.evaluation.eval_files import stage_file, staging_folder
 from capsel.evaluation.eval_spec import parse_eval_spec
@@ -62,16 +68,17 @@ def evaluate(
 ) -> None:
     """Evaluate fine-tuned or base models; every metric is stored (`capsel evaluations`) and reused when asked again."""
     from capsel.db import open_db  # duckdb: not for --help
-    from capsel.stages.evaluate import EvaluateRequest
-    from capsel.stages.evaluate import evaluate as evaluate_stage
 
     with json_output(json_out) as output:
-        settings = scoring_settings(db, dtype, device, None)
+        settings = checked_settings(db, dtype, device, None)
         out_root = tuning.out_root(settings)
-        # each file is read once, now: what the evaluation reads later is this copy
+        # each file is read once, now, before torch loads: what the evaluation reads later is this copy
         staging = staging_folder(out_root)
         specs = tuple(parse_eval_spec(text, staging) for text in evals)
         fewshot = stage_file(fewshot, staging, "[[fewshot]]")[0] if fewshot is not None else None
+        apply_threads(settings.threads)
+        from capsel.stages.evaluate import EvaluateRequest  # loads torch: after every input was checked
+        from capsel.stages.evaluate import evaluate as evaluate_stage
         options = EvalOptions(
             fields=parse_field_map(field_map or []), domain=domain,
             scoring=ScoringConfig(prompt_tokens=prompt_tokens, prompt_format=tuning.prompt_format),

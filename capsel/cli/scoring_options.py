@@ -134,13 +134,21 @@ def scoring_settings(
     db, dtype: str | None, device: str | None, batch_size: str | None, threads: int | None = None
 ) -> Settings:
     """Settings with the scoring options applied, torch's threads set from them; a bad value is one clear error."""
+    settings = checked_settings(db, dtype, device, batch_size, threads)
+    apply_threads(settings.threads)
+    return settings
+
+
+def checked_settings(
+    db, dtype: str | None, device: str | None, batch_size: str | None, threads: int | None = None
+) -> Settings:
+    """Settings with the scoring options applied, torch untouched: a command checks its other inputs before torch
+    loads; a bad value is one clear error."""
     try:
-        settings = settings_for(db, dtype=dtype, device=device, score_batch_size=batch_size, threads=threads)
+        return settings_for(db, dtype=dtype, device=device, score_batch_size=batch_size, threads=threads)
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
         raise OptionError(f"invalid option: {problems}") from exc
-    apply_threads(settings.threads)
-    return settings
 
 
 def apply_threads(requested: int | None) -> int:

@@ -34,7 +34,10 @@ def stage_file(path: Path, staging: Path, what: str) -> tuple[Path, str]:
     try:
         fd = os.open(text, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError as error:
-        raise CapselError(f"{what} {text}: no such file") from error
+        where = Path(text).absolute()
+        read_from = "" if Path(text).is_absolute() else f" (a relative path is read from {Path.cwd()})"
+        raise CapselError(f"{what} {text}: no such file {where}{read_from}; give the path of the file that holds "
+                          "the rows") from error
     except OSError as error:
         problem = "is a symbolic link: an evaluation file is read only as itself" if Path(text).is_symlink() else \
             error.strerror

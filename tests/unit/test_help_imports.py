@@ -41,3 +41,15 @@ def test_a_misspelt_model_is_answered_before_anything_heavy_loads(command, tmp_p
                            "smolm2-135m-instruct"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert done.returncode == 3 and "did you mean 'smollm2-135m-instruct'" in " ".join(done.stderr.split())
     assert not {name.split(".")[0] for name in IMPORTED.findall(done.stderr)} & set(HEAVY)
+
+
+def test_a_missing_eval_file_is_answered_before_torch_loads_with_its_resolved_path(tmp_path):
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "capsel", "evaluate", "base:smollm2-135m-instruct",
+                           "--eval", "loss:held_out.jsonl"], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                          env={"PATH": "/usr/bin:/bin", "COLUMNS": "300"})
+    told = [line for line in done.stderr.splitlines() if not line.startswith("import time:")]
+    assert done.returncode == 3 and len(told) == 1, done.stderr[-2000:]
+    assert told[0] == (f"error: --eval held_out.jsonl: no such file {tmp_path / 'held_out.jsonl'} (a relative path is "
+                       f"read from {tmp_path}); give the path of the file that holds the rows")
+    assert "torch threads" not in done.stdout
+    assert not {name.split(".")[0] for name in IMPORTED.findall(done.stderr)} & set(HEAVY)
