@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -80,10 +81,19 @@ def gsm8k_rows(first: int, last: int) -> list[str]:
     return [json.dumps({"question": row["instruction"], "answer": row["output"]}) for row in math]
 
 
+EXAMPLE_POOL = ROOT / "examples" / "my_pool.jsonl"  # the file the README names as its numbers' rows
+
+
 def my_pool(path: Path) -> None:
     """40 GSM8K training problems from the bundled real pool, as `question`/`answer` rows, plus 2 broken rows."""
     lines = gsm8k_rows(0, 40) + [json.dumps({"question": "What is 2 + 2?", "answer": ""}), '{"question": "unterminated']
     path.write_text("\n".join(lines) + "\n")
+
+
+def test_the_readmes_example_pool_is_the_first_40_clean_gsm8k_rows_and_two_broken_ones(tmp_path):
+    my_pool(tmp_path / "my_pool.jsonl")
+    assert EXAMPLE_POOL.read_bytes() == (tmp_path / "my_pool.jsonl").read_bytes()
+    assert "[`examples/my_pool.jsonl`](examples/my_pool.jsonl)" in (ROOT / "README.md").read_text()
 
 
 def user_env(**extra: str) -> dict[str, str]:
@@ -98,7 +108,7 @@ def user_env(**extra: str) -> dict[str, str]:
 def tour(tmp_path_factory, smollm2_instruct) -> tuple[Path, subprocess.CompletedProcess]:  # noqa: F811
     """A fresh folder holding my_pool.jsonl where the five commands ran, and what they printed."""
     folder = tmp_path_factory.mktemp("wk")
-    my_pool(folder / "my_pool.jsonl")
+    shutil.copyfile(EXAMPLE_POOL, folder / "my_pool.jsonl")  # as the README says: the example file, copied
     commands, _ = walkthrough()
     done = subprocess.run(["bash", "-euo", "pipefail", "-c", commands], cwd=folder, env=user_env(),
                           capture_output=True, text=True, timeout=900)
@@ -134,6 +144,10 @@ def test_the_readme_walkthrough_runs_verbatim_and_its_snippets_are_what_it_print
     assert sorted(row["instruction"] for row in data) == sorted(member for (member,) in members)
     scores = pd.read_parquet(tmp_path / "my_scores.parquet")
     assert len(scores) == n_candidates and scores["z"].notna().sum() == n_scored
+    # the columns the README names, by their names
+    readme = (ROOT / "README.md").read_text()
+    for column in ("d_early", "d_late", "layer_divergence", "ppl", "cap", "z", "excluded_reason"):
+        assert column in scores.columns and f"`{column}`" in readme
 
 
 def filled(command: str, ids: dict[str, str]) -> str:
