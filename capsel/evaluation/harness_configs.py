@@ -13,9 +13,10 @@ from capsel.ingest.readers import read_rows as read_jsonl_rows
 from capsel.ingest.reasons import Rejection
 
 TEMPLATES = Path(__file__).with_name("harness_templates")
-EXECUTOR = Path(__file__).with_name("harness_execution.py")
-# The name lm-eval imports the executor by, from the task folder (the yaml's `!function` names it).
-EXECUTOR_MODULE = "capsel_code_execution"
+SANDBOX = Path(__file__).with_name("sandbox")
+# The names lm-eval imports the executor by, from the task folder: the module the yaml's `!function` names, and the
+# sandbox package it imports (the task folder is on lm-eval's PYTHONPATH).
+EXECUTOR_MODULE, SANDBOX_PACKAGE = "capsel_code_execution", "capsel_sandbox"
 # Named apart from lm-eval's stock gsm8k and humaneval, which load from the hub.
 TASK_NAMES = {"gsm8k": "capsel_gsm8k", "humaneval": "capsel_humaneval"}
 N_DEMONSTRATIONS = 5
@@ -55,8 +56,10 @@ def read_rows(path: Path, name: str) -> list[dict]:
 
 
 def write_task_folder(name: str, data_file: Path, folder: Path, *, fewshot_file: Path | None = None,
-                      execution_folder: Path | None = None, timeout_s: float = 10.0, bwrap: str | None = None) -> str:
-    """Write the task's yaml (and, for HumanEval, its executor) into `folder`; return the task name lm-eval runs."""
+                      execution_folder: Path | None = None, timeout_s: float = 10.0, bwrap: str | None = None,
+                      seccomp_filter: Path | None = None) -> str:
+    """Write the task's yaml (and, for HumanEval, its executor and sandbox) into `folder`; return the task name
+    lm-eval runs."""
     read_rows(data_file, name)
     values: dict[str, object] = {"TASK": TASK_NAMES[name], "DATA": str(data_file.resolve())}
     if name == "gsm8k":
@@ -66,9 +69,11 @@ def write_task_folder(name: str, data_file: Path, folder: Path, *, fewshot_file:
             raise CapselError(f"gsm8k demonstrations file {fewshot_file} holds fewer than {N_DEMONSTRATIONS} rows")
         values["DEMOS"] = str(fewshot_file.resolve())
     else:
-        if execution_folder is None or bwrap is None:
-            raise CapselError("humaneval needs a folder and a sandbox (bwrap) to execute the model's programs in")
-        values.update(FOLDER=str(execution_folder.resolve()), TIMEOUT=timeout_s, BWRAP=bwrap)
+        if execution_folder is None or bwrap is None or seccomp_filter is None:
+            raise CapselError("humaneval needs a folder and a sandbox (bwrap and its seccomp filter) to execute the "
+                              "model's programs in")
+        values.update(FOLDER=str(execution_folder.resolve()), TIMEOUT=timeout_s, BWRAP=bwrap,
+                      SECCOMP=str(seccomp_filter.resolve()))
     text = (TEMPLATES / f"{name}.yaml").read_text()
     for marker, value in values.items():
         # JSON strings are valid YAML scalars, so a path with quotes, colons or spaces stays one value.
@@ -81,5 +86,6 @@ def write_task_folder(name: str, data_file: Path, folder: Path, *, fewshot_file:
     folder.mkdir(parents=True)
     (folder / f"{TASK_NAMES[name]}.yaml").write_text(text)
     if name == "humaneval":
-        shutil.copyfile(EXECUTOR, folder / f"{EXECUTOR_MODULE}.py")
+        shutil.copytree(SANDBOX, folder / SANDBOX_PACKAGE, ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copyfile(TEMPLATES / f"{EXECUTOR_MODULE}.py", folder / f"{EXECUTOR_MODULE}.py")
     return TASK_NAMES[name]

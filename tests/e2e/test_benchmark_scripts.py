@@ -97,3 +97,12 @@ def test_cpu_kernels_times_each_product_and_scores_with_onednn_on_a_real_model(s
     assert rebatched["same_bits"] == (rebatched["max_abs_layer_divergence_diff"] == 0.0
                                       and rebatched["max_relative_ppl_diff"] == 0.0
                                       and rebatched["rows_with_other_generated_ids"] == 0)
+
+
+def test_sandbox_cost_times_canonical_solutions_that_all_pass(tmp_path):
+    out = tmp_path / "cost.json"
+    done = subprocess.run([sys.executable, str(BENCHMARKS / "sandbox_cost.py"), "--problems", "3", "--rounds", "1",
+                           "--out", str(out)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = orjson.loads(out.read_bytes())
+    assert result["passed_per_round"] == {"after": 3} and result["ms_per_program"]["after"][0] > 0

