@@ -71,6 +71,12 @@ def compile_norms_and_mlps(model: torch.nn.Module) -> None:
     if compiled.done:
         return
     logger.info("compiling the model's norms and MLPs (once per process)")
+    if torch.backends.cpu.get_cpu_capability() == "DEFAULT":
+        # ATEN_CPU_CAPABILITY=default builds ATen's vector headers as scalar code, which inductor's vectorized C++
+        # for the CPU then fails to compile against ("'at::vec' has not been declared"): scalar kernels instead
+        import torch._inductor.config as inductor
+
+        inductor.cpp.simdlen = 1
     for module in model.modules():
         if type(module).__name__.endswith(COMPILED_CLASS_SUFFIXES):
             module.compile(dynamic=True)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from capsel.models.loading import ModelInfo, attention_implementation
+from capsel.models.loading import ModelInfo, attention_implementation, cpu_bfloat16_sdpa_runs
 from capsel.models.source import ModelSource
 
 HAS_FLASH_ATTN = importlib.util.find_spec("flash_attn") is not None
@@ -18,9 +18,15 @@ def _info(device: str, dtype: str) -> ModelInfo:
     return ModelInfo(source, dtype, device, None, frozenset(), "LlamaForCausalLM", 2)
 
 
-@pytest.mark.parametrize("device,dtype", [("cpu", "float32"), ("cpu", "bfloat16"), ("cuda", "float32")])
+@pytest.mark.parametrize("device,dtype", [("cpu", "float32"), ("cuda", "float32")])
 def test_sdpa_wherever_flash_attention_cannot_run(device, dtype):
     assert attention_implementation(_info(device, dtype)) == "sdpa"
+
+
+def test_bf16_on_cpu_takes_sdpa_where_its_bf16_kernel_runs_else_eager():
+    # torch 2.13's bf16 SDPA raises on a CPU with AMX when ATEN_CPU_CAPABILITY caps ATen below AVX-512
+    expected = "sdpa" if cpu_bfloat16_sdpa_runs() else "eager"
+    assert attention_implementation(_info("cpu", "bfloat16")) == expected
 
 
 def test_bf16_on_cuda_takes_flash_attention_only_when_installed():
