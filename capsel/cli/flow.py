@@ -15,6 +15,7 @@ import typer
 
 from capsel.cli.common import DbOption, console
 from capsel.cli.flow_evaluate import evaluate
+from capsel.cli.flow_pilot import pilot
 from capsel.cli.flow_run import run_flow
 from capsel.cli.metavars import ReadableTyper
 from capsel.cli.model_options import OptionBundle, OptionGroup, generated_options, validated
@@ -165,6 +166,7 @@ app.command("rescore")(rescore)
 app.command("score")(score)
 app.command("server")(server)
 app.command("evaluate")(evaluate)
+app.command("pilot")(pilot)
 
 
 def _typed_over(base: dict | None, typed: dict) -> dict:

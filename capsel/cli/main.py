@@ -34,6 +34,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "finetune": ("finetune", "finetune"),
     "evaluate": ("evaluate", "evaluate"),
     "evaluations": ("evaluations", "evaluations"),
+    "pilot": ("pilot", "pilot"),
     "compare": ("compare", "compare"),
     "lineage": ("lineage", "lineage"),
     "migrate": ("migrate", "migrate"),
@@ -102,6 +103,8 @@ SUMMARIES: dict[str, str] = {
                 "asked again.",
     "evaluations": "List stored evaluations newest first, or compare each target with one (--against), with paired "
                    "95% intervals.",
+    "pilot": "Which method, at which budget, for this model and pool: replicated selections fine-tuned and evaluated "
+             "against the median of random draws, with corrected evidence.",
     "compare": "Jaccard overlap of selections, Spearman correlation of scores, per-domain length and PPL of each "
                "selection.",
     "lineage": "Where a candidate came from (source, row, runs, model, config, scores, selections), or a "

@@ -89,6 +89,8 @@ def _typed(annotation: Any) -> Any:
 def _help(info: FieldInfo) -> str:
     text = info.description or ""
     text += "" if text.endswith(".") else "."
+    if info.is_required():
+        return text + " Required."
     default = info.get_default(call_default_factory=True)
     # an off switch or an unset value needs no default said, nor a description that names its own
     if not (default is None or default is False or default in ([], "") or "default" in text.lower()):
