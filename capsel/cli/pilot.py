@@ -34,7 +34,9 @@ def pilot(
 
     The pool is drawn into disjoint sub-pools and held-out rows; each sub-pool is selected by every method at every
     budget, each selection fine-tuned (every method at one budget trains the same steps) and evaluated, and each
-    method compared with the median random draw, across sub-pools with Holm's correction. The last line printed is the report's page (with --json: one object with the decisions and every cell).
+    method compared with the median random draw, across sub-pools with Holm's correction.
+
+    The last line printed is the report's page (with --json: one object with the decisions and every cell).
     """
     from capsel.cli.pilot_progress import PilotBars  # rich bars: not for --help
     from capsel.pilot.parameters import run_folder
