@@ -30,7 +30,7 @@ from capsel.selection.budget import parse_budget
 from capsel.versioning import config_hash
 
 PILOT_FILE, ROWS_FILE, SPEC_FILE, REPORT = "pilot.json", "rows.parquet", "spec.json", "report"
-SECONDS_FILE = "seconds.json"
+SECONDS_FILE, CODE_FILE = "seconds.json", "code.json"
 BASE = "base"
 
 
@@ -67,6 +67,7 @@ def run_pilot(spec: PilotSpec, folder: Path, settings, events: PilotEvents | Non
     events = events or PilotEvents()
     code = provenance(spec.allow_dirty)
     _claim(folder, spec)
+    code = _runs_code(folder / CODE_FILE, code)
     events.resume(folder / SECONDS_FILE)
     design = draw(spec, folder, settings)
     info = describe_model(spec.model)
@@ -122,6 +123,15 @@ def _claim(folder: Path, spec: PilotSpec) -> None:
     if recorded.is_file() and json.loads(recorded.read_text()) != mine:
         raise CapselError(f"{folder} holds another pilot ({recorded}); give the pilot a folder of its own")
     recorded.write_text(json.dumps(mine, indent=1) + "\n")
+
+
+def _runs_code(record: Path, now: dict) -> dict:
+    """This run's code, and every earlier run's of the same pilot (a resumed pilot's cells may come from several
+    commits): the last run's provenance, with `runs` listing each one's."""
+    earlier = json.loads(record.read_text()) if record.is_file() else []
+    runs = earlier if earlier and earlier[-1] == now else [*earlier, now]
+    record.write_text(json.dumps(runs, indent=1) + "\n")
+    return {**now, "runs": runs}
 
 
 def _response_tokens(tokenizer, published: Path) -> int:
