@@ -134,6 +134,15 @@ def _runs_code(record: Path, now: dict) -> dict:
     return {**now, "runs": runs}
 
 
+def _costed(found: list[dict], seconds_per_replicate: float) -> list[dict]:
+    """Each decision that names no method, with what one more replicate would cost (this pilot's own pace)."""
+    for decision in found:
+        if decision["recommended"] is None:
+            decision["one_more_replicate_s"] = round(seconds_per_replicate, 1)
+            decision["verdict"] += f" (one more replicate: about {seconds_per_replicate / 60:.0f} min here)"
+    return found
+
+
 def _response_tokens(tokenizer, published: Path) -> int:
     """Response tokens a selection trains on (the model's tokenizer, no special tokens): rows are not tokens."""
     with open(published / "data.jsonl", encoding="utf-8") as handle:
@@ -179,7 +188,8 @@ def _result(spec: PilotSpec, folder: Path, code: dict, design, cells: list[Cell]
                    "n_heldout": design.n_heldout, "heldout": design.heldout},
         "metric": metric, "budget_steps": {b: {"steps": s.steps, "learning_steps": s.learning_steps,
                                                 "rows": [s.fewest_rows, s.most_rows]} for b, s in steps.items()},
-        "estimate": seconds, "decisions": decisions(comparisons, lower_is_better=metric == "loss"),
+        "estimate": seconds, "decisions": _costed(decisions(comparisons, lower_is_better=metric == "loss"),
+                                                  seconds["actual"]["total_s"] / spec.replicates),
         "comparisons": comparisons, "cells": cell_table, "base": base, "rows": str(rows_path),
     }
     budget_rows = {budget: parse_budget(budget).of(design.subpool_rows) for budget in spec.budgets}

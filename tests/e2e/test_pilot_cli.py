@@ -56,7 +56,7 @@ def uninterrupted(folder) -> dict:
 def test_the_quick_pilot_prints_its_decisions_cells_report_and_rows(uninterrupted, folder):
     assert set(uninterrupted) == {"ok", "decisions", "cells", "report", "rows"} and uninterrupted["ok"] is True
     [decision] = uninterrupted["decisions"]
-    assert set(decision) == {"budget", "recommended", "verdict", "p", "p_adjusted", "p_floor", "evidence"}
+    assert {"budget", "recommended", "verdict", "p", "p_adjusted", "p_floor", "evidence"} <= set(decision)
     assert decision["budget"] == "50%" and decision["p_floor"] == pytest.approx(2 / 2001)
     cells = uninterrupted["cells"]
     assert len(cells) == CELLS and {cell["method"] for cell in cells} == {"cap", "random"}
