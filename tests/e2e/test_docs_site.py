@@ -140,7 +140,7 @@ def pages(site: Path) -> list[Path]:
 def test_every_page_loads_in_chromium_with_its_title_and_heading(site, served):
     built = pages(site)
     names = {path.parent.relative_to(site).as_posix() for path in built}
-    assert {".", "getting-started", "your-data", "closed-loop", "deployments", "methods", "method", "SECURITY",
+    assert {".", "getting-started", "your-data", "closed-loop", "pilot", "deployments", "methods", "method", "SECURITY",
             "benchmarks", "benchmarks/notes", "lab", "lab/notes", "development", "reference/cli",
             "reference/parameters", "benchmarks/notes/cpu-scoring", "benchmarks/notes/cpu-output-head",
             "benchmarks/notes/make-demo", "benchmarks/notes/multimodal", "benchmarks/notes/gpu-throughput",
