@@ -17,7 +17,7 @@ LMEVAL_VENV ?= .venv-lmeval
 LMEVAL_PY := $(LMEVAL_VENV)/bin/python
 
 .PHONY: setup setup-browser demo lint docs test clean
-.PHONY: setup-vllm test-vllm setup-llamafactory setup-lmeval
+.PHONY: setup-vllm test-vllm setup-llamafactory setup-lmeval test-cpu-capability
 
 # The demo needs the package alone; the tests also need the dev extras (Ray, k-center's encoder, pytest).
 $(VENV)/.installed: pyproject.toml setup.py
@@ -112,6 +112,15 @@ test: lint docs
 	echo "$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=15"; \
 	CAPSEL_SKIP_BROWSER=$$skip $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=15
 	if [ -f $(VLLM_VENV)/.installed ]; then $(MAKE) test-vllm; fi
+
+# The numeric tests again with ATen's CPU kernels capped at their scalar build (ATEN_CPU_CAPABILITY=default): what a
+# bit-equality probe decides, and which kernels run at all, depends on the CPU, and the suite must hold on any.
+NUMERIC_TESTS = tests/integration/test_engine_matches_naive.py tests/integration/test_kv_buffers.py \
+	tests/integration/test_sliced_head.py tests/integration/test_greedy_head.py tests/integration/test_compiled_norms.py \
+	tests/integration/test_bf16_ranks.py tests/integration/test_model_loading.py tests/unit/test_attention_choice.py \
+	tests/integration/test_bf16_attention_choice.py
+test-cpu-capability: $(VENV)/.installed-dev
+	ATEN_CPU_CAPABILITY=default $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile $(NUMERIC_TESTS)
 
 clean:
 	rm -rf $(VENV) capsel.duckdb capsel_out site
