@@ -1,73 +1,44 @@
-"""`capsel lab sft --pool real`: each method's selection of fresh real GSM8K pools fine-tuned and evaluated."""
+"""`capsel lab sft --pool real`: the pilot's design on the bundled GSM8K train rows with seeded junk."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from capsel.cli.common import console, settings_for
-from capsel.cli.tables import interval_text, print_table
+from capsel.cli.tables import print_table
 from capsel.cli.wrapping import print_unbroken
 from capsel.errors import OptionError
-from capsel.selection.layer_split import parse_blocks
-from capsel.terminal_text import TextTable
-from capsel_lab.real_sft.estimate import estimate
-from capsel_lab.real_sft.spec import RealSftSpec
+from capsel.terminal_text import TextTable, plain
+from capsel_lab.real_sft.preset import RealLab, run_real_lab
 
 REAL_MODELS = ("smollm2-135m-instruct", "gemma3-270m")
 
 
-def run_real(spec: RealSftSpec, out_dir: Path) -> None:
-    """Say how long the work left will take, run it, print the tables and the wall time."""
-    if not spec.model:
+def run_real(lab: RealLab, out_dir: Path) -> None:
+    """Run (or resume) the lab's pilot, then print its decisions and the junk each method took."""
+    if not lab.model:
         raise OptionError(f"--pool real fine-tunes a real model: name one with --model ({', '.join(REAL_MODELS)})")
-    if spec.late is not None:
-        parse_blocks(spec.late, "late")
-    guess = estimate(spec, out_dir)
-    n_methods = len(spec.method_options())
-    console.print(f"{spec.pools} pools of {spec.n_pool} GSM8K rows + {spec.junk_share:.0%} junk, {n_methods} methods "
-                  f"each, {spec.null_draws} more random subsets on pool {spec.first_pool}: about "
-                  f"{guess.total_s / 60:.0f} min left on 2 idle cores (scoring {guess.scoring_s / 60:.0f}, training "
-                  f"{guess.training_s / 60:.0f}, evaluation {guess.evaluation_s / 60:.0f}); finished work is kept, "
-                  "so a rerun resumes")
-    from capsel_lab.real_sft.experiment import run_real_sft
+    from capsel.cli.pilot_progress import PilotBars
 
-    result = run_real_sft(spec, out_dir, settings_for(), say=lambda line: console.print(line, markup=False,
-                                                                                          highlight=False))
-    summary = result.summary
-    print_table(console, methods_table(summary["methods"]))
-    print_table(console, deltas_table(summary["comparisons"]))
-    if summary["null"] is not None:
-        null = summary["null"]
-        console.print(f"CAP's model ranks {null['rank']} of {null['n_random'] + 1} among {null['n_random']} random "
-                      f"subsets of pool {null['pool_seed']} (rank 1: lowest loss; p = {null['p']:.3f})")
-    console.print(f"wall time {summary['wall_s'] / 60:.1f} min over {len(summary['runs_wall_s'])} run(s) "
-                  f"(estimated {guess.total_s / 60:.0f} for this one)")
-    print_unbroken(console, f"wrote {result.path}")
+    with PilotBars() as bars:
+        result = run_real_lab(lab, out_dir, settings_for(), bars.events())
+    print_table(console, junk_table(result))
+    for decision in result["decisions"]:
+        console.print(plain(f"{decision['budget']}: {decision['verdict']} (p {decision['p']:.4f}, Holm "
+                            f"{decision['p_adjusted']:.4f}, least reachable {decision['p_floor']:.4f})"))
+    print_unbroken(console, plain(result["report"]))
 
 
-def methods_table(rows: list[dict]) -> TextTable:
-    """Held-out loss per method, mean ± std over pools, with the rows, junk and response tokens each selected."""
-    table = TextTable(title="held-out loss per method over pools (mean ± std; each pool a fresh draw)")
-    for name in ("method", "pools", "rows", "junk", "response tokens", "loss"):
-        table.add_column(name, justify="left" if name == "method" else "right")
-    for row in rows:
-        counts = [f"{row[key]:.1f}" if key in row else "" for key in
-                  ("n_members_mean", "n_junk_mean", "response_tokens_mean")]
-        table.add_row(row["method"], str(row["n_pools"]), *counts, f"{row['loss_mean']:.4f} ± {row['loss_std']:.4f}")
-    return table
-
-
-def deltas_table(rows: list[dict]) -> TextTable:
-    """Each paired delta per pool (with its bootstrap CI) and across pools (sign test, paired t-test)."""
-    table = TextTable(title="paired deltas of held-out loss (method - against; below 0: the method's model is better)")
-    for name in ("method", "against", "per pool: delta [95% CI]", "better / worse", "mean", "sign test p",
-                 "t-test p"):
-        table.add_column(name, justify="left" if name in ("method", "against", "per pool: delta [95% CI]")
-                         else "right")
-    for row in rows:
-        per_pool = "; ".join(f"{pool['pool_seed']}: {pool['delta']:+.4f} {interval_text(pool['ci95'])}"
-                             for pool in row["pools"])
-        t_p = "" if row["t_test_p"] is None else f"{row['t_test_p']:.3f}"
-        table.add_row(row["method"], row["against"], per_pool, f"{row['n_better']} / {row['n_worse']}",
-                      f"{row['mean_delta']:+.4f}", f"{row['sign_test']['p']:.3f}", t_p)
+def junk_table(result: dict) -> TextTable:
+    """Per budget and method: mean held-out loss over replicates and draws, rows and junk taken."""
+    table = TextTable(title="held-out loss per method (mean over pools and draws) and the junk each took")
+    for name in ("budget", "method", "cells", "rows", "junk", "loss"):
+        table.add_column(name, justify="left" if name in ("budget", "method") else "right")
+    groups: dict[tuple[str, str], list[dict]] = {}
+    for cell in result["cells"]:
+        groups.setdefault((cell["budget"], cell["method"]), []).append(cell)
+    for (budget, method), cells in groups.items():
+        table.add_row(budget, method, str(len(cells)), f"{sum(c['rows'] for c in cells) / len(cells):.1f}",
+                      f"{sum(result['junk'][c['cell']] for c in cells) / len(cells):.1f}",
+                      f"{sum(c['value'] for c in cells) / len(cells):.4f}")
     return table

@@ -17,7 +17,6 @@ from capsel.errors import CapselError, OptionError
 from capsel.models import demo_model_path
 from capsel.paths import typed_or_default
 from capsel.selection.budget import parse_budget
-from capsel_lab.real_sft.spec import RealSftSpec
 from capsel_lab.sft.spec import SftSpec
 
 _DEFAULT = SftSpec()
@@ -43,30 +42,24 @@ def sft(
     quick: Annotated[bool, typer.Option("--quick", help="A tiny setting that runs in seconds (for tests).")] = False,
     pool: Annotated[str, typer.Option(
         "--pool", help="world: the lab model on its synthetic world (this command's original experiment); real: "
-        "a real model (--model smollm2-135m-instruct or gemma3-270m) on GSM8K train rows + 5% junk, each method's "
-        "10% selection fine-tuned with LlamaFactory and evaluated on held-out rows (capsel finetune/evaluate).")
+        "a real model (--model smollm2-135m-instruct or gemma3-270m) on GSM8K train rows + 5% junk: `capsel pilot`'s "
+        "design on them (each method against the median of random draws, Holm over the comparisons).")
     ] = "world",
     n_pool: Annotated[int, typer.Option("--n-pool", min=20, help="real pool: clean GSM8K rows of each pool.")] = 200,
     pools: Annotated[int, typer.Option(
-        "--pools", min=1, help="real pool: replicates, each a fresh draw of the pool (seeds --first-pool on).")] = 6,
-    first_pool: Annotated[int, typer.Option("--first-pool", min=0, help="real pool: the first pool's seed.")] = 0,
+        "--pools", min=1, help="real pool: replicates, disjoint draws of the bundled rows (the pilot's sub-pools)."
+    )] = 3,
+    first_pool: Annotated[int, typer.Option("--first-pool", min=0, help="real pool: the draw's seed.")] = 0,
     junk_share: Annotated[float, typer.Option(
         "--junk-share", min=0.0, max=1.0, help="real pool: junk rows per clean row (0: the junk-free arm, which "
         "tests the ranking of clean rows apart from junk avoidance).")] = 0.05,
-    null_draws: Annotated[int, typer.Option(
-        "--null-draws", min=0, help="real pool: more random subsets on the first pool, each fine-tuned, to rank "
-        "CAP's model among random ones.")] = 20,
-    train_seed: Annotated[int, typer.Option(
-        "--train-seed", help="real pool: the trainer's seed (the same for every pool: pools are the replicates)."
-    )] = 0,
-    n_heldout: Annotated[int, typer.Option("--n-heldout", min=1, help="real pool: held-out rows for the loss.")] = 100,
-    gsm8k: Annotated[int, typer.Option(
-        "--gsm8k", min=0, help="real pool: also run lm-eval's GSM8K on the first N held-out rows (about 48 s a "
-        "question on CPU; 0: loss only).")] = 0,
+    random_draws: Annotated[int, typer.Option(
+        "--random-draws", min=1, help="real pool: random subsets per pool and budget; each method meets their "
+        "median.")] = 5,
+    n_heldout: Annotated[int, typer.Option("--n-heldout", min=10, help="real pool: held-out rows for the loss.")] = 100,
     profile: Annotated[str, typer.Option("--profile", help="real pool: the training recipe.")] = "cpu-small",
-    late: Annotated[Optional[str], typer.Option(
-        "--late", help="real pool: one more method, CAP with D_late over these blocks (as `capsel select --late`, "
-        "e.g. last:3; `capsel lab split-sweep` chooses one).", show_default=False)] = None,
+    allow_dirty: Annotated[bool, typer.Option(
+        "--allow-dirty", help="real pool: record a run of uncommitted code by its diff's hash.")] = False,
     threads: Annotated[int, typer.Option("--threads", min=1, help=THREADS_HELP)] = 1,
     out: Annotated[Optional[Path], typer.Option(
         "--out", help="Folder for the pool DB, sft.json and sft.png (default: lab_sft inside the output root).",
@@ -77,16 +70,18 @@ def sft(
 
     if pool == "real":
         from capsel_lab.cli.real_sft import run_real
+        from capsel_lab.real_sft.preset import RealLab
 
         if seeds is not None or steps is not None or quick:
             raise OptionError("--seeds, --steps and --quick are for --pool world; a real lab replicates pools "
-                              "(--pools) and trains with LlamaFactory's --profile")
-        real = RealSftSpec(model=model or "", pools=pools, first_pool=first_pool, n_pool=n_pool, n_heldout=n_heldout,
-                           junk_share=junk_share, budget=(budgets or "10%").split(",")[0], train_seed=train_seed,
-                           null_draws=null_draws, profile=profile, n_gsm8k=gsm8k, late=late)
-        default = Path("lab_sft_real") / f"{Path(real.model).name}-junk{junk_share:g}"
+                              "(--pools) and trains with LlamaFactory's --profile (`capsel pilot --quick` is the "
+                              "quick one)")
+        lab = RealLab(model=model or "", pools=pools, seed=first_pool, n_pool=n_pool, n_heldout=n_heldout,
+                      junk_share=junk_share, budgets=tuple((budgets or "10%").split(",")), random_draws=random_draws,
+                      profile=profile, allow_dirty=allow_dirty)
+        default = Path("lab_sft_real") / f"{Path(lab.model).name}-junk{junk_share:g}"
         torch.set_num_threads(threads)
-        run_real(real, typed_or_default(out, settings_for().output_root, default))
+        run_real(lab, typed_or_default(out, settings_for().output_root, default))
         return
     if pool != "world":
         raise CapselError(f"--pool is world or real, not {pool!r}")
