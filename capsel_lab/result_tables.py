@@ -232,7 +232,42 @@ def world_sft(summaries: list[dict]) -> str:
                    "accuracy, mean ± std over seeds", "known facts", "learnable facts"], rows)
 
 
+def _pilot_name(result: dict) -> str:
+    spec = result["spec"]
+    return f"{MODEL_NAMES.get(spec['model'], spec['model'])} on {Path(spec['pool']).name}"
+
+
+def pilot_decisions(results: list[dict]) -> str:
+    """A pilot's decision per budget: the method recommended (or none), its raw and Holm-adjusted p and the floor."""
+    rows = []
+    for result in results:
+        for decision in result["decisions"]:
+            evidence = decision["evidence"]
+            rows.append([_pilot_name(result), decision["budget"], decision["recommended"] or "none",
+                         f"{evidence['method']} {evidence['mean_delta']:+.4f} {_ci(evidence['ci95'])}",
+                         f"{decision['p']:.4f}", f"{decision['p_adjusted']:.4f}", f"{decision['p_floor']:.4f}"])
+    return table(["pilot", "budget", "recommended", "best evidence: delta vs random median [95% CI]", "p",
+                  "p (Holm)", "p floor"], rows)
+
+
+def pilot_comparisons(results: list[dict]) -> str:
+    """Each method against the random median per budget: mean delta, hierarchical CI, p raw and adjusted, the sign
+    test with its floor, and the method's rank among the random draws in each replicate."""
+    rows = []
+    for result in results:
+        for comparison in result["comparisons"]:
+            sign = comparison["sign_test"]
+            ranks = ", ".join(f"{entry['rank']}/{entry['of']}" for entry in comparison["replicates"])
+            rows.append([_pilot_name(result), comparison["budget"], comparison["method"],
+                         f"{comparison['mean_delta']:+.4f}", _ci(comparison["hierarchical"]["ci95"]),
+                         f"{comparison['hierarchical']['p']:.4f}", f"{comparison['p_adjusted']:.4f}",
+                         f"{sign['p']:.3f} (floor {sign['p_floor']:.3f})", ranks])
+    return table(["pilot", "budget", "method", "mean delta", "hierarchical 95% CI", "p", "p (Holm)",
+                  "sign test p", "rank among random"], rows)
+
+
 RENDERERS: dict[str, Callable[[list[dict]], str]] = {
+    "pilot-decisions": pilot_decisions, "pilot-comparisons": pilot_comparisons,
     "real-sft-methods": real_sft_methods, "real-sft-pools": real_sft_pools, "real-sft-across": real_sft_across,
     "real-sft-null": real_sft_null, "noise-ranks": noise_ranks, "noise-selections": noise_selections,
     "noise-seeds": noise_seeds, "split-sweep": split_sweep, "noise-summary": noise_summary,
