@@ -23,6 +23,7 @@ from capsel.selection.budget import parse_budget
 SCORE_S = {"cap": 1 / 1.4}
 OTHER_SCORE_S, TRAIN_ROW_S, TRAINER_START_S, LOSS_ROW_S, EVAL_LOAD_S = 0.5, 0.7, 25.0, 0.5, 5.0
 REFERENCE_BYTES, REFERENCE_CORES = 540e6, 2
+TOKENS_PER_ROW = 120  # a GSM8K answer's tokens, for a token budget's rows before any row is counted
 
 
 def scale(model_dir: Path) -> float:
@@ -42,7 +43,7 @@ def estimate(spec: PilotSpec, design: Design, model_dir: Path, steps: dict[str, 
     models = {name: spec.random_draws if name not in spec.compared else 1 for name in spec.methods}
     training = starts = 0.0
     for budget in spec.budgets:
-        rows = parse_budget(budget).of(design.subpool_rows)
+        rows = int(budget) // TOKENS_PER_ROW if spec.token_budget else parse_budget(budget).of(design.subpool_rows)
         budget_steps = (steps or {}).get(budget) or max(math.ceil(rows / per_step), spec.min_steps + 1)
         cells = sum(models.values()) * spec.replicates * spec.train_seeds
         training += cells * budget_steps * per_step * TRAIN_ROW_S

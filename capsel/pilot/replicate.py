@@ -30,12 +30,13 @@ from capsel.methods.scorer_spec import ScorerSpec
 from capsel.pilot.cells import Cell, Selected, asked
 from capsel.pilot.spec import PilotSpec
 from capsel.selection.params import SelectionParams
+from capsel.selection.plan import build_selection
 from capsel.stages.context import RunContext
 from capsel.stages.evaluate import EvaluateRequest, evaluate
 from capsel.stages.finetune import FinetuneStageRequest, finetune_selection
 from capsel.stages.ingest import IngestRequest, ingest
 from capsel.stages.score import ScoreRequest, score
-from capsel.stages.select import SelectRequest, select_and_publish
+from capsel.stages.select import SelectRequest, select_and_publish, selection_key
 
 STORE, SELECTIONS_FILE = "capsel.duckdb", "selections.json"
 
@@ -63,15 +64,17 @@ class Replicate:
             if spec is not None:
                 score(ScoreRequest(spec), self.ctx)
 
-    def selections(self, tokens_of: Callable[[Path], int]) -> list[Selected]:
-        """Every selection of this replicate, published once and remembered in selections.json."""
+    def selections(self, tokens_of: Callable[[Path], int], tokens_in: Callable[[str], int]) -> list[Selected]:
+        """Every selection of this replicate, published once and remembered in selections.json; `tokens_of` counts
+        a published selection's response tokens, `tokens_in` one response's."""
         remembered = self.folder / SELECTIONS_FILE
         known = json.loads(remembered.read_text()) if remembered.is_file() else {}
         selected = []
         for budget, name, draw in asked(self.spec):
             key = f"{budget}|{name}|{draw}"
             if key not in known or not (self.folder / "selections" / known[key]["selection_id"]).is_dir():
-                params = SelectionParams(budget=budget, seed=draw, method=name)
+                rows = self._rows_within(int(budget), name, draw, tokens_in) if self.spec.token_budget else budget
+                params = SelectionParams(budget=str(rows), seed=draw, method=name)
                 summary = select_and_publish(SelectRequest(params, self.folder / "selections"), self.ctx)
                 published = Path(str(summary.published.path))
                 known[key] = asdict(Selected(self.index, budget, name, draw, summary.published.selection_id,
@@ -79,6 +82,22 @@ class Replicate:
                 remembered.write_text(json.dumps(known, indent=1) + "\n")
             selected.append(Selected(**known[key]))
         return selected
+
+    def _rows_within(self, tokens: int, name: str, draw: int, tokens_in: Callable[[str], int]) -> int:
+        """The most rows of `name`'s ranking (per domain, the top ones) whose responses hold at most `tokens`
+        tokens in every domain (at least one)."""
+        params = SelectionParams(budget="100%", seed=draw, method=name)
+        ranked = build_selection(self.con, params, selection_key(self.ctx, SelectRequest(params, self.folder))).members
+        fewest = None
+        for _, members in ranked.groupby("domain", sort=True):
+            spent, rows = 0, 0
+            for response in members["response"]:
+                spent += tokens_in(response)
+                if spent > tokens:
+                    break
+                rows += 1
+            fewest = rows if fewest is None else min(fewest, rows)
+        return max(1, fewest or 0)
 
     def trained(self, cell: Cell, steps_config: Path, on_training: Callable) -> Cell:
         """The cell's model: trained for the budget's steps (steps_config), or the finished one reused."""

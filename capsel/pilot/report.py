@@ -16,7 +16,8 @@ from capsel.pilot.statistics import ALPHA
 CURVE, FOREST, PAGE = "budget_curve.png", "forest.png", "index.html"
 
 
-def budget_curve(comparisons: list[dict], metric: str, budget_rows: dict[str, int]) -> Figure:
+def budget_curve(comparisons: list[dict], metric: str, budget_rows: dict[str, int],
+                 x_label: str = "rows selected per sub-pool (budget)") -> Figure:
     """Mean metric over replicates against the budget's rows, one line per method, the random draws as a band."""
     figure = Figure(figsize=(7.0, 4.2), layout="constrained")
     axes = figure.add_subplot()
@@ -32,7 +33,7 @@ def budget_curve(comparisons: list[dict], metric: str, budget_rows: dict[str, in
     for name in dict.fromkeys(c["method"] for c in comparisons):
         points = [next(c for c in comparisons if c["budget"] == budget and c["method"] == name) for budget in budgets]
         axes.plot(x, [np.mean([entry["value"] for entry in c["replicates"]]) for c in points], marker="o", label=name)
-    axes.set_xlabel("rows selected per sub-pool (budget)")
+    axes.set_xlabel(x_label)
     axes.set_ylabel(f"held-out {metric}, mean over replicates")
     axes.set_xticks(x, [f"{budget}\n({rows})" for budget, rows in zip(budgets, x)])
     legend = axes.legend(fontsize=8)
@@ -68,11 +69,12 @@ def verdict(comparison: dict) -> str:
     return "better" if high < 0 else "worse"
 
 
-def write_report(folder: Path, result: dict, budget_rows: dict[str, int]) -> Path:
+def write_report(folder: Path, result: dict, budget_rows: dict[str, int],
+                 x_label: str = "rows selected per sub-pool (budget)") -> Path:
     """The report folder: both figures and index.html; its path."""
     folder.mkdir(parents=True, exist_ok=True)
     metric, comparisons = result["metric"], result["comparisons"]
-    budget_curve(comparisons, metric, budget_rows).savefig(folder / CURVE, dpi=110)
+    budget_curve(comparisons, metric, budget_rows, x_label).savefig(folder / CURVE, dpi=110)
     forest(comparisons, metric).savefig(folder / FOREST, dpi=110)
     page = folder / PAGE
     page.write_text(_page(result), encoding="utf-8")

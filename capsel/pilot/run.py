@@ -88,7 +88,8 @@ def run_pilot(spec: PilotSpec, folder: Path, settings, events: PilotEvents | Non
     selections: list[Selected] = []
     for replicate in replicates:
         with replicate:
-            selections += replicate.selections(lambda published: _response_tokens(tokenizer, published))
+            selections += replicate.selections(lambda published: _response_tokens(tokenizer, published),
+                                               lambda response: _tokens(tokenizer, response))
     steps = budget_steps(spec, selections, folder)
     planned = estimate(spec, design, info.source.local_dir, {b: s.steps for b, s in steps.items()})
     events.say("before the first fine-tune: " + "; ".join(
@@ -143,11 +144,15 @@ def _costed(found: list[dict], seconds_per_replicate: float) -> list[dict]:
     return found
 
 
+def _tokens(tokenizer, response: str) -> int:
+    """A response's tokens as the trainer sees them (the model's tokenizer, no special tokens)."""
+    return len(tokenizer(response.strip(), add_special_tokens=False).input_ids)
+
+
 def _response_tokens(tokenizer, published: Path) -> int:
-    """Response tokens a selection trains on (the model's tokenizer, no special tokens): rows are not tokens."""
+    """Response tokens a selection trains on: rows are not tokens."""
     with open(published / "data.jsonl", encoding="utf-8") as handle:
-        return sum(len(tokenizer(json.loads(line)["output"].strip(), add_special_tokens=False).input_ids)
-                   for line in handle if line.strip())
+        return sum(_tokens(tokenizer, json.loads(line)["output"]) for line in handle if line.strip())
 
 
 def _named_rows(evaluated: pd.DataFrame, cells: list[Cell], base: str, replicate: int) -> pd.DataFrame:
@@ -192,7 +197,10 @@ def _result(spec: PilotSpec, folder: Path, code: dict, design, cells: list[Cell]
                                                   seconds["actual"]["total_s"] / spec.replicates),
         "comparisons": comparisons, "cells": cell_table, "base": base, "rows": str(rows_path),
     }
-    budget_rows = {budget: parse_budget(budget).of(design.subpool_rows) for budget in spec.budgets}
-    result["report"] = str(write_report(folder / REPORT, result, budget_rows))
+    budget_rows = {budget: int(budget) if spec.token_budget else parse_budget(budget).of(design.subpool_rows)
+                   for budget in spec.budgets}
+    result["report"] = str(write_report(folder / REPORT, result, budget_rows,
+                                        "response tokens per sub-pool (budget)" if spec.token_budget
+                                        else "rows selected per sub-pool (budget)"))
     (folder / PILOT_FILE).write_text(json.dumps(result, indent=1, default=str) + "\n")
     return result

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from capsel.selection.budget import parse_budget
 
@@ -32,6 +32,8 @@ class PilotSpec(BaseModel):
                                "or repeated (random is the control and always runs)")
     budgets: list[str] = Field(["5%", "10%", "20%"], min_length=1, description="budgets per sub-pool, comma-separated "
                                "or repeated: shares like 10% or row counts like 200")
+    token_budget: bool = Field(False, description="read each budget as response tokens per sub-pool and domain "
+                                                 "(each method takes its top rows up to it): rows are not tokens")
     replicates: int = Field(3, ge=1, le=64, description="disjoint sub-pools, each drawn from the pool with the seed")
     subpool_rows: int | None = Field(None, ge=10, description="rows per sub-pool (default: the rows left after the "
                                                               "held-out ones, split evenly)")
@@ -67,6 +69,12 @@ class PilotSpec(BaseModel):
         for budget in budgets:
             parse_budget(budget)
         return list(dict.fromkeys(budgets))
+
+    @model_validator(mode="after")
+    def _tokens_are_counts(self) -> "PilotSpec":
+        if self.token_budget and not all(budget.isdigit() and int(budget) > 0 for budget in self.budgets):
+            raise ValueError("with token_budget every budget is a count of response tokens, e.g. 20000")
+        return self
 
     @field_validator("methods")
     @classmethod
