@@ -18,7 +18,8 @@ DESIGN = OptionGroup(PilotSpec, skip=frozenset({"pool"}))
 
 @generated_options(design=DESIGN)
 def pilot(
-    pool: Annotated[Path, typer.Argument(help="The pool: any file `capsel ingest` reads.", exists=True,
+    pool: Annotated[Path, typer.Argument(help="The pool: any file `capsel ingest` reads, or a capsel store "
+                                         "(.duckdb) whose candidates are the pool.", exists=True,
                                          dir_okay=False, show_default=False)],
     design: dict[str, Any],
     quick: Annotated[bool, typer.Option(

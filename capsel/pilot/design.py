@@ -7,6 +7,7 @@ and seed give the same held-out rows and sub-pools on any machine; design.json r
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -48,7 +49,8 @@ class Design:
 def draw(spec: PilotSpec, folder: Path, settings) -> Design:
     """The pilot's held-out rows and sub-pools (drawn once; a rerun reads design.json back)."""
     recorded = folder / DESIGN_FILE
-    pool_sha = file_sha256(Path(spec.pool))
+    # a store changes as it is used: its candidates, not its bytes, are what the draw must find again
+    pool_sha = _candidates_digest(spec, folder, settings) if _is_store(spec) else file_sha256(Path(spec.pool))
     if recorded.is_file():
         stored = json.loads(recorded.read_text())
         design = Design(**{**stored, "subpools": tuple(stored["subpools"])})
@@ -80,13 +82,26 @@ def draw(spec: PilotSpec, folder: Path, settings) -> Design:
     return design
 
 
+def _is_store(spec: PilotSpec) -> bool:
+    return Path(spec.pool).suffix == ".duckdb"
+
+
+def _candidates_digest(spec: PilotSpec, folder: Path, settings) -> str:
+    candidates, _ = _ingested(spec, folder, settings)
+    return hashlib.sha256("\n".join(row["candidate_id"] for row in candidates).encode()).hexdigest()
+
+
 def _ingested(spec: PilotSpec, folder: Path, settings) -> tuple[list[dict], dict[str, int]]:
-    """The pool's candidates as ingest keeps them (ordered by id), and what it dropped."""
+    """The pool's candidates as ingest keeps them (ordered by id), and what it dropped: a pool file is ingested into
+    the pilot's own store; a capsel store (a .duckdb file) is read as it is, never written."""
     folder.mkdir(parents=True, exist_ok=True)
-    con = open_db(folder / POOL_STORE)
+    is_store = _is_store(spec)
+    con = open_db(Path(spec.pool), read_only=True, must_exist=True) if is_store else open_db(folder / POOL_STORE)
     try:
-        options = IngestOptions(domain=spec.domain, fields=parse_field_map([spec.field_map] if spec.field_map else []))
-        ingest(IngestRequest([spec.pool], options), RunContext(con, settings))  # a rerun finds the file ingested
+        if not is_store:
+            options = IngestOptions(domain=spec.domain,
+                                    fields=parse_field_map([spec.field_map] if spec.field_map else []))
+            ingest(IngestRequest([spec.pool], options), RunContext(con, settings))  # a rerun finds it ingested
         [counts] = fetch_records(con, "pilot/pool_counts", {})
         rows = fetch_records(con, "pilot/pool_candidates", {})
         reasons = fetch_records(con, "pilot/pool_quarantine_reasons", {})
@@ -96,7 +111,7 @@ def _ingested(spec: PilotSpec, folder: Path, settings) -> tuple[list[dict], dict
         why = ", ".join(f"{reason['reason']} {reason['n_rows']}" for reason in reasons)
         raise CapselError(f"{spec.pool}: no row could be ingested ({counts['n_quarantined']} of {counts['n_read']} "
                           f"quarantined: {why}); check [[field_map]] and [[domain]] (`capsel quarantine --db "
-                          f"{folder / POOL_STORE}` shows the rows)")
+                          f"{spec.pool if is_store else folder / POOL_STORE}` shows the rows)")
     return rows, {"quarantined": counts["n_quarantined"], "duplicates": counts["n_duplicates"]}
 
 

@@ -22,7 +22,8 @@ class PilotSpec(BaseModel):
 
     model_config = _STRICT
 
-    pool: str = Field(..., description="the pool: any file capsel ingest reads (JSONL, JSON, CSV, Parquet)")
+    pool: str = Field(..., description="the pool: any file capsel ingest reads (JSONL, JSON, CSV, Parquet), or a "
+                                       "capsel store (.duckdb), whose candidates are read and never written")
     field_map: str | None = Field(None, description="the pool's field names, as ingest's --map "
                                                     "(e.g. instruction=question,response=answer)")
     domain: str | None = Field(None, description="every row's domain (default: each row's domain field, else 'all')")
