@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from capsel.config import Settings
+from capsel.errors import CapselError
 from capsel.evaluation.flow_config import allowed_file
 from capsel.pilot.spec import PilotSpec
 from capsel.run_parameters import check_run
@@ -14,9 +15,13 @@ from capsel.run_parameters import check_run
 def checked_run(spec: PilotSpec, allowed: Settings) -> PilotSpec:
     """`spec` with its files resolved inside the allowed folders; a RunParameterError or CapselError otherwise."""
     check_run(spec, allowed, models=[("model", spec.model, False, False)])
+    if spec.eval == "humaneval" and not allowed.allow_code_execution:
+        raise CapselError("humaneval executes model-written code; a flow runs it only where the operator set "
+                          "CAPSEL_ALLOW_CODE_EXECUTION=true in the deployment's environment")
     files = {"pool": str(allowed_file(allowed, spec.pool))}
-    if spec.heldout is not None:
-        files["heldout"] = str(allowed_file(allowed, spec.heldout))
+    for name in ("heldout", "fewshot"):
+        if getattr(spec, name) is not None:
+            files[name] = str(allowed_file(allowed, getattr(spec, name)))
     return spec.model_copy(update=files)
 
 

@@ -18,7 +18,7 @@ from pydantic import TypeAdapter, ValidationError
 from capsel.cap_engine.config import ScoringConfig
 from capsel.db import open_db
 from capsel.errors import CapselError
-from capsel.evaluation.eval_files import staging_folder
+from capsel.evaluation.eval_files import stage_file, staging_folder
 from capsel.evaluation.eval_spec import parse_eval_spec
 from capsel.evaluation.options import EvalOptions
 from capsel.evaluation.paired import stored_rows
@@ -109,14 +109,18 @@ class Replicate:
 
     def evaluated(self, cells: list[Cell], heldout: Path, on_count: Callable) -> pd.DataFrame:
         """Every cell's model and the base model on the held-out rows; their per-row outcomes, by target."""
-        spec = parse_eval_spec(f"{self.spec.eval}:{heldout}", staging_folder(self.folder))
+        staging = staging_folder(self.folder)
+        spec = parse_eval_spec(f"{self.spec.eval}:{heldout}", staging)
         fields = parse_field_map([self.spec.field_map] if self.spec.field_map and self.spec.heldout else [])
+        fewshot = stage_file(Path(self.spec.fewshot), staging, "[[fewshot]]")[0] if self.spec.fewshot else None
         options = EvalOptions(fields=fields, domain=self.spec.domain if self.spec.heldout else None,
-                              scoring=ScoringConfig(prompt_format=self.spec.prompt_format))
+                              scoring=ScoringConfig(prompt_format=self.spec.prompt_format), fewshot_file=fewshot,
+                              allow_code_execution=self.spec.allow_code_execution)
         targets = tuple(str(cell.finetune_id) for cell in cells) + (base_target(self.spec),)
         evaluate(EvaluateRequest(targets, (spec,), self.folder, options), replace(self.ctx, on_count=on_count))
         rows = stored_rows(self.con)
-        return rows[rows["target"].isin(targets) & (rows["metric"] == self.spec.eval)]
+        return rows[rows["target"].isin(targets) & (rows["eval_kind"] == self.spec.eval)
+                    & (rows["metric"] == self.spec.metric)]
 
 
 def base_target(spec: PilotSpec) -> str:

@@ -42,14 +42,14 @@ def budget_curve(comparisons: list[dict], metric: str, budget_rows: dict[str, in
     return figure
 
 
-def forest(comparisons: list[dict], metric: str) -> Figure:
+def forest(comparisons: list[dict], metric: str, lower_is_better: bool = True) -> Figure:
     """Each method's mean delta against the random median per budget, its hierarchical 95% interval, coloured by
     its verdict after Holm."""
     figure = Figure(figsize=(7.0, 1.0 + 0.45 * len(comparisons)), layout="constrained")
     axes = figure.add_subplot()
     for position, comparison in enumerate(comparisons):
         low, high = comparison["hierarchical"]["ci95"]
-        colour = COLOURS[verdict(comparison)]
+        colour = COLOURS[verdict(comparison, lower_is_better)]
         axes.plot([low, high], [position, position], color=colour, linewidth=2)
         axes.plot([comparison["mean_delta"]], [position], "o", color=colour)
     axes.axvline(0.0, color="black", linewidth=0.8, linestyle="--")
@@ -57,16 +57,17 @@ def forest(comparisons: list[dict], metric: str) -> Figure:
     for label in axes.get_yticklabels():
         label.set_parse_math(False)
     axes.invert_yaxis()
-    axes.set_xlabel(f"{metric} - the random median's (lower is better); hierarchical bootstrap 95% CI")
+    better = "lower" if lower_is_better else "higher"
+    axes.set_xlabel(f"{metric} - the random median's ({better} is better); hierarchical bootstrap 95% CI")
     return figure
 
 
-def verdict(comparison: dict) -> str:
+def verdict(comparison: dict, lower_is_better: bool = True) -> str:
     """better / worse / indistinguishable against the random median, after Holm."""
     low, high = comparison["hierarchical"]["ci95"]
     if comparison["p_adjusted"] >= ALPHA or low <= 0 <= high:
         return "indistinguishable"
-    return "better" if high < 0 else "worse"
+    return "better" if (high < 0) == lower_is_better else "worse"
 
 
 def write_report(folder: Path, result: dict, budget_rows: dict[str, int],
@@ -75,7 +76,7 @@ def write_report(folder: Path, result: dict, budget_rows: dict[str, int],
     folder.mkdir(parents=True, exist_ok=True)
     metric, comparisons = result["metric"], result["comparisons"]
     budget_curve(comparisons, metric, budget_rows, x_label).savefig(folder / CURVE, dpi=110)
-    forest(comparisons, metric).savefig(folder / FOREST, dpi=110)
+    forest(comparisons, metric, result["lower_is_better"]).savefig(folder / FOREST, dpi=110)
     page = folder / PAGE
     page.write_text(_page(result), encoding="utf-8")
     return page
@@ -90,20 +91,21 @@ def _decision_row(decision: dict) -> str:
                    f"{decision['p_adjusted']:.4f}", f"{decision['p_floor']:.4f}"])
 
 
-def _comparison_row(comparison: dict) -> str:
+def _comparison_row(comparison: dict, lower_is_better: bool) -> str:
     low, high = comparison["hierarchical"]["ci95"]
     sign = comparison["sign_test"]
     ranks = ", ".join(f"{entry['rank']}/{entry['of']}" for entry in comparison["replicates"])
     return _cells([comparison["budget"], comparison["method"], f"{comparison['mean_delta']:+.4f}",
                    f"[{low:+.4f}, {high:+.4f}]", f"{comparison['hierarchical']['p']:.4f}",
                    f"{comparison['p_adjusted']:.4f}", f"{sign['p']:.3f} (floor {sign['p_floor']:.3f})", ranks,
-                   verdict(comparison)])
+                   verdict(comparison, lower_is_better)])
 
 
 def _page(result: dict) -> str:
     e = html.escape
     decisions = "".join(f"<tr>{_decision_row(decision)}</tr>" for decision in result["decisions"])
-    comparisons = "".join(f"<tr>{_comparison_row(comparison)}</tr>" for comparison in result["comparisons"])
+    comparisons = "".join(f"<tr>{_comparison_row(comparison, result['lower_is_better'])}</tr>"
+                          for comparison in result["comparisons"])
     provenance = result["provenance"]
     dirty = f" (dirty: diff {e(str(provenance['diff_sha256']))})" if provenance["dirty"] else ""
     seeds = ", then training seeds" if result["spec"]["train_seeds"] > 1 else ""

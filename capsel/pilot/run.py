@@ -173,9 +173,9 @@ def _result(spec: PilotSpec, folder: Path, code: dict, design, cells: list[Cell]
     model_rows["seed"] = model_rows["cell"].str.rsplit("|s", n=1).str[1].astype(int)
     found = units(model_rows)
     comparisons = compare_with_random(found, spec.replicates, spec.budgets, spec.compared, CONTROL,
-                                      spec.random_draws)
+                                      spec.random_draws, spec.lower_is_better)
     values = cell_values(rows)
-    metric = spec.eval
+    metric = spec.metric
     cell_table = [{"cell": cell.name, "replicate": cell.selected.replicate, "budget": cell.selected.budget,
                    "method": cell.selected.method, "draw": cell.selected.draw, "seed": cell.seed, "metric": metric,
                    **values[cell.name], "tokens": cell.selected.response_tokens, "rows": cell.selected.n_rows,
@@ -183,7 +183,7 @@ def _result(spec: PilotSpec, folder: Path, code: dict, design, cells: list[Cell]
                    "finetune_id": cell.finetune_id} for cell in cells]
     base = {"cell": BASE, "metric": metric, **values[BASE]}
     rows_path = folder / ROWS_FILE
-    named = {"outcome": "nll", "weight": "tokens"} if metric == "loss" else {"outcome": "correct"}
+    named = {"outcome": "nll", "weight": "tokens"} if spec.eval == "loss" else {"outcome": "correct"}
     rows.rename(columns=named)[["cell", "row", *named.values()]].to_parquet(rows_path, compression="zstd",
                                                                           index=False)
     result = {
@@ -193,7 +193,8 @@ def _result(spec: PilotSpec, folder: Path, code: dict, design, cells: list[Cell]
                    "n_heldout": design.n_heldout, "heldout": design.heldout},
         "metric": metric, "budget_steps": {b: {"steps": s.steps, "learning_steps": s.learning_steps,
                                                 "rows": [s.fewest_rows, s.most_rows]} for b, s in steps.items()},
-        "estimate": seconds, "decisions": _costed(decisions(comparisons, lower_is_better=metric == "loss"),
+        "lower_is_better": spec.lower_is_better,
+        "estimate": seconds, "decisions": _costed(decisions(comparisons, lower_is_better=spec.lower_is_better),
                                                   seconds["actual"]["total_s"] / spec.replicates),
         "comparisons": comparisons, "cells": cell_table, "base": base, "rows": str(rows_path),
     }

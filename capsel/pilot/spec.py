@@ -43,7 +43,12 @@ class PilotSpec(BaseModel):
     heldout: str | None = Field(None, description="held-out rows in the pool's shape (default: carved from the pool, "
                                                   "disjoint from every sub-pool)")
     heldout_rows: int = Field(200, ge=10, description="rows carved from the pool when no held-out file is given")
-    eval: Literal["loss"] = Field("loss", description="what each model is evaluated by on the held-out rows")
+    eval: Literal["loss", "gsm8k", "humaneval"] = Field(
+        "loss", description="what each model is evaluated by on the held-out rows: loss (capsel's held-out loss), "
+                            "gsm8k or humaneval (lm-evaluation-harness; they need heldout in their shape)")
+    fewshot: str | None = Field(None, description="gsm8k: the file whose first 5 rows are the demonstrations")
+    allow_code_execution: bool = Field(False, description="humaneval: run the models' code in the sandbox (a flow "
+                                                          "run needs the operator's CAPSEL_ALLOW_CODE_EXECUTION too)")
     profile: Literal["cpu-small", "paper"] = Field("cpu-small", description="training recipe")
     train_seeds: int = Field(1, ge=1, le=10, description="fine-tunes per selection, one per seed: with 2 or more "
                                                          "the seeds' variance is measured and resampled")
@@ -72,6 +77,14 @@ class PilotSpec(BaseModel):
         return list(dict.fromkeys(budgets))
 
     @model_validator(mode="after")
+    def _harness_rows_are_given(self) -> "PilotSpec":
+        if self.eval != "loss" and self.heldout is None:
+            raise ValueError(f"eval {self.eval} reads held-out rows in its own shape: give them as heldout")
+        if self.eval == "gsm8k" and self.fewshot is None:
+            raise ValueError("eval gsm8k takes its 5 demonstrations from fewshot")
+        return self
+
+    @model_validator(mode="after")
     def _tokens_are_counts(self) -> "PilotSpec":
         if self.token_budget and not all(budget.isdigit() and int(budget) > 0 for budget in self.budgets):
             raise ValueError("with token_budget every budget is a count of response tokens, e.g. 20000")
@@ -82,6 +95,16 @@ class PilotSpec(BaseModel):
     def _with_the_control(cls, methods: list[str]) -> list[str]:
         unique = list(dict.fromkeys(methods))
         return unique if CONTROL in unique else [*unique, CONTROL]
+
+    @property
+    def metric(self) -> str:
+        """The metric each cell is judged by: the held-out loss, GSM8K's strict match, HumanEval's pass@1."""
+        return {"loss": "loss", "gsm8k": "exact_match_strict", "humaneval": "pass@1"}[self.eval]
+
+    @property
+    def lower_is_better(self) -> bool:
+        """A loss is better lower; an accuracy higher."""
+        return self.eval == "loss"
 
     @property
     def compared(self) -> tuple[str, ...]:

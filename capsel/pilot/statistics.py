@@ -114,9 +114,9 @@ def holm(p_values: list[float]) -> list[float]:
 
 
 def compare_with_random(found: dict[str, Unit], replicates: int, budgets: Sequence[str], methods: Sequence[str],
-                        control: str, draws: int) -> list[dict]:
+                        control: str, draws: int, lower_is_better: bool = True) -> list[dict]:
     """Per budget and method: each replicate's delta against its median random draw (with the paired interval
-    over rows and the method's rank among the draws), then across replicates; Holm over all of them."""
+    over rows and the method's rank among the draws: 1 is the best), then across replicates; Holm over all of them."""
     comparisons: list[dict] = []
     for budget in budgets:
         for name in methods:
@@ -132,7 +132,8 @@ def compare_with_random(found: dict[str, Unit], replicates: int, budgets: Sequen
                 per_replicate.append({
                     "replicate": replicate, "value": method.value, "random_median": reference.value,
                     "random_median_unit": reference.name, "delta": method.value - reference.value, "ci95": ci,
-                    "rank": 1 + sum(value < method.value for value in draw_values), "of": draws + 1,
+                    "rank": 1 + sum((value < method.value) if lower_is_better else (value > method.value)
+                                    for value in draw_values), "of": draws + 1,
                     "random_values": draw_values})
             deltas = [float(entry["delta"]) for entry in per_replicate]
             comparisons.append({"budget": budget, "method": name, "against": f"{control} median of {draws}",
