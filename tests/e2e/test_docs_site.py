@@ -146,7 +146,7 @@ def test_every_page_loads_in_chromium_with_its_title_and_heading(site, served):
             "benchmarks/notes/make-demo", "benchmarks/notes/multimodal", "benchmarks/notes/gpu-throughput",
             "benchmarks/notes/gpu-kv-cache", "benchmarks/notes/gpu-check", "benchmarks/notes/gpu-design",
             "benchmarks/notes/flows-and-memory", "benchmarks/notes/pool-scale", "benchmarks/notes/pool-increment",
-            "benchmarks/notes/pool-increment-2026-11-29", "lab/notes/real-noise", "lab/notes/real-sft"} <= names
+            "benchmarks/notes/pool-increment-2026-11-29", "benchmarks/notes/sandbox", "lab/notes/real-noise", "lab/notes/real-sft"} <= names
     for path in built:
         page = parsed(path)
         assert page.title.strip() and page.h1.strip(), path
