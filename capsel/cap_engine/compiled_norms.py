@@ -71,6 +71,7 @@ def compile_norms_and_mlps(model: torch.nn.Module) -> None:
     if compiled.done:
         return
     logger.info("compiling the model's norms and MLPs (once per process)")
+    _cache_per_cpu_capability()
     if torch.backends.cpu.get_cpu_capability() == "DEFAULT":
         # ATEN_CPU_CAPABILITY=default builds ATen's vector headers as scalar code, which inductor's vectorized C++
         # for the CPU then fails to compile against ("'at::vec' has not been declared"): scalar kernels instead
@@ -81,3 +82,15 @@ def compile_norms_and_mlps(model: torch.nn.Module) -> None:
         if type(module).__name__.endswith(COMPILED_CLASS_SUFFIXES):
             module.compile(dynamic=True)
     compiled.done = True
+
+
+def _cache_per_cpu_capability() -> None:
+    """Keep inductor's compiled kernels apart per ATen CPU capability. inductor's cache key leaves the capability
+    out, so a kernel compiled under ATEN_CPU_CAPABILITY=default or avx2 was loaded by a later AVX-512 process on the
+    same machine, which then aborted in the model's forward. A cache folder the user named is left as it is."""
+    from torch._inductor.runtime.cache_dir_utils import default_cache_dir
+
+    named = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+    if named is None or os.path.abspath(named) == os.path.abspath(default_cache_dir()):
+        capability = torch.backends.cpu.get_cpu_capability().lower()
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = f"{default_cache_dir()}-{capability}"
