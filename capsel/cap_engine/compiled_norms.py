@@ -86,8 +86,10 @@ def compile_norms_and_mlps(model: torch.nn.Module) -> None:
 
 def _cache_per_cpu_capability() -> None:
     """Keep inductor's compiled kernels apart per ATen CPU capability. inductor's cache key leaves the capability
-    out, so a kernel compiled under ATEN_CPU_CAPABILITY=default or avx2 was loaded by a later AVX-512 process on the
-    same machine, which then aborted in the model's forward. A cache folder the user named is left as it is."""
+    out, so a kernel compiled under ATEN_CPU_CAPABILITY=default was loaded by a later process at the machine's own
+    capability (AVX2 on the AVX-512 Xeon where it was seen), which aborted in the model's forward. A folder the
+    user named is left as it is, unless it is inductor's default one, which inductor itself writes back into the
+    variable once it has compiled anything."""
     from torch._inductor.runtime.cache_dir_utils import default_cache_dir
 
     named = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
